@@ -1,0 +1,48 @@
+# Job Queue: the project's vocabulary. `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+BACKEND := $(ROOT)/backend
+FRONTEND := $(ROOT)/frontend
+VENV := $(BACKEND)/.venv
+PY := $(VENV)/bin/python
+# Django 6 needs Python 3.12+; take the newest one on PATH or under pyenv.
+PYTHON ?= $(shell $(ROOT)/scripts/find-python.sh)
+
+# PostgreSQL used by the PostgreSQL test pass (a test_* database is created on it).
+TEST_PG_ENV := DATABASE_ENGINE=postgres POSTGRES_HOST=$${POSTGRES_HOST:-127.0.0.1} POSTGRES_PORT=$${POSTGRES_PORT:-5432} POSTGRES_USER=$${POSTGRES_USER:-postgres} POSTGRES_PASSWORD=$${POSTGRES_PASSWORD:-postgres} POSTGRES_DB=$${POSTGRES_DB:-job_queue}
+
+.PHONY: help
+help: ## List the targets
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-22s\033[0m %s\n", $$1, $$2}'
+
+$(VENV)/.installed: $(BACKEND)/requirements.txt $(BACKEND)/requirements-dev.txt
+	@test -n "$(PYTHON)" || { echo "Python 3.12+ is required (Django 6)"; exit 1; }
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r $(BACKEND)/requirements-dev.txt
+	@touch $@
+
+.PHONY: venv
+venv: $(VENV)/.installed ## Create backend/.venv and install the backend
+
+.PHONY: lint
+lint: venv ## ruff check + ruff format --check
+	cd $(BACKEND) && $(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+.PHONY: test-backend-sqlite
+test-backend-sqlite: venv ## Backend tests on the embedded SQLite database
+	cd $(BACKEND) && DATABASE_ENGINE=sqlite $(PY) manage.py makemigrations --check --dry-run
+	cd $(BACKEND) && DATABASE_ENGINE=sqlite $(PY) -m pytest -q
+
+.PHONY: test-backend-postgres
+test-backend-postgres: venv ## Backend tests on PostgreSQL (fails if it is unreachable)
+	cd $(BACKEND) && $(TEST_PG_ENV) $(PY) -m pytest -q
+
+.PHONY: test-compose
+test-compose: venv ## Validate docker-compose.yml (Compose schema), lint the Dockerfiles, check .env.example
+	$(PY) $(ROOT)/scripts/check_compose.py
+
+.PHONY: test
+test: lint test-backend-sqlite test-backend-postgres ## Everything the project checks (what CI runs)

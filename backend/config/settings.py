@@ -1,0 +1,260 @@
+"""Django settings for Job Queue.
+
+Every value comes from the environment (or a `.env` file at the repository root or in
+`backend/`), with the defaults documented in `.env.example` and `backend/README.md`.
+"""
+
+import os
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+from dotenv import load_dotenv
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+REPO_DIR = BASE_DIR.parent
+
+# Real environment variables win over .env files; backend/.env wins over the root one.
+load_dotenv(BASE_DIR / ".env", override=False)
+load_dotenv(REPO_DIR / ".env", override=False)
+
+
+def env_str(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name} must be true or false, got {raw!r}")
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from exc
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
+
+
+# --- Core -------------------------------------------------------------------------------
+
+DEV_SECRET_KEY = "django-insecure-local-development-key-change-me"
+
+DEBUG = env_bool("DEBUG", True)
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", DEV_SECRET_KEY)
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,0.0.0.0")
+INTERNAL_IPS = env_list("DJANGO_INTERNAL_IPS", "127.0.0.1,localhost,host.docker.internal")
+ENABLE_DJANGO_DEBUG_TOOLBAR = DEBUG and env_bool("ENABLE_DJANGO_DEBUG_TOOLBAR", DEBUG)
+
+if not DEBUG:
+    if SECRET_KEY == DEV_SECRET_KEY or not SECRET_KEY.strip():
+        raise ImproperlyConfigured("DEBUG=false needs DJANGO_SECRET_KEY set to a real secret.")
+    if not ALLOWED_HOSTS:
+        raise ImproperlyConfigured("DEBUG=false needs DJANGO_ALLOWED_HOSTS.")
+
+INSTALLED_APPS = [
+    "unfold",
+    "unfold.contrib.filters",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "corsheaders",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "jobs",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "corsheaders.middleware.CorsMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+if ENABLE_DJANGO_DEBUG_TOOLBAR:
+    INSTALLED_APPS.append("debug_toolbar")
+    MIDDLEWARE.insert(0, "debug_toolbar.middleware.DebugToolbarMiddleware")
+    # Only HTML pages get the toolbar; the JSON API stays untouched.
+    DEBUG_TOOLBAR_CONFIG = {"IS_RUNNING_TESTS": False}
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database ---------------------------------------------------------------------------
+# DATABASE_ENGINE=sqlite|postgres. Unset: PostgreSQL as soon as any POSTGRES_* variable is
+# configured, otherwise the embedded SQLite file, so the product runs with nothing installed.
+
+_POSTGRES_VARS = ("POSTGRES_DB", "POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_HOST")
+DATABASE_ENGINE = env_str(
+    "DATABASE_ENGINE",
+    "postgres" if any(os.environ.get(name) for name in _POSTGRES_VARS) else "sqlite",
+).lower()
+
+if DATABASE_ENGINE == "postgres":
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": env_str("POSTGRES_DB", "job_queue"),
+            "USER": env_str("POSTGRES_USER", "postgres"),
+            "PASSWORD": env_str("POSTGRES_PASSWORD", "postgres"),
+            "HOST": env_str("POSTGRES_HOST", "localhost"),
+            "PORT": env_str("POSTGRES_PORT", "5432"),
+            "CONN_MAX_AGE": env_int("POSTGRES_CONN_MAX_AGE", 0, minimum=0),
+            "CONN_HEALTH_CHECKS": True,
+            "OPTIONS": {"connect_timeout": 5},
+        }
+    }
+elif DATABASE_ENGINE == "sqlite":
+    _sqlite_path = Path(env_str("SQLITE_PATH", "db.sqlite3"))
+    if not _sqlite_path.is_absolute():
+        _sqlite_path = BASE_DIR / _sqlite_path
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": _sqlite_path,
+            "OPTIONS": {
+                # Writers take the lock up front and wait for it instead of failing
+                # mid-transaction with "database is locked" when worker threads collide.
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 30,
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+            # A file (not in-memory) test database, so worker threads share it.
+            "TEST": {"NAME": str(_sqlite_path.with_name("test_" + _sqlite_path.name))},
+        }
+    }
+else:
+    raise ImproperlyConfigured(
+        f"DATABASE_ENGINE must be sqlite or postgres, got {DATABASE_ENGINE!r}"
+    )
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- I18N / time ------------------------------------------------------------------------
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("TIME_ZONE", "Asia/Tehran")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+# --- Request limits ---------------------------------------------------------------------
+
+# A job body (payload included) may not exceed this; larger requests are refused with 413.
+JOB_API_MAX_BODY_BYTES = 256 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = JOB_API_MAX_BODY_BYTES
+
+# --- CORS -------------------------------------------------------------------------------
+
+CORS_ALLOWED_ORIGINS = env_list(
+    "DJANGO_CORS_ALLOWED_ORIGINS", "http://localhost:5173,http://127.0.0.1:5173"
+)
+# Any origin may call the open local demo API; production allows only the configured ones.
+CORS_ALLOW_ALL_ORIGINS = DEBUG
+CORS_URLS_REGEX = r"^/api/.*$"
+
+# --- REST framework ---------------------------------------------------------------------
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    # The local demo (DEBUG=true) is open; production needs a token or a session.
+    "DEFAULT_PERMISSION_CLASSES": [
+        "rest_framework.permissions.AllowAny"
+        if DEBUG
+        else "rest_framework.permissions.IsAuthenticated"
+    ],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
+    + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "jobs.api_errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Job Queue API",
+    "DESCRIPTION": (
+        "PostgreSQL-backed background job queue: create, list, inspect and retry jobs, "
+        "follow their event timelines and queue statistics."
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "JobStatusEnum": "jobs.models.JobStatus",
+        "JobEventTypeEnum": "jobs.models.JobEventType",
+    },
+}
+
+UNFOLD = {
+    "SITE_TITLE": "Job Queue admin",
+    "SITE_HEADER": "Job Queue",
+}
+
+# --- Worker -----------------------------------------------------------------------------
+
+JOB_WORKER_THREADS = env_int("JOB_WORKER_THREADS", 4, minimum=1)
+JOB_WORKER_POLL_INTERVAL_MS = env_int("JOB_WORKER_POLL_INTERVAL_MS", 500, minimum=1)
+JOB_WORKER_LEASE_SECONDS = env_int("JOB_WORKER_LEASE_SECONDS", 30, minimum=1)
+JOB_WORKER_CLEANUP_INTERVAL_SECONDS = env_int("JOB_WORKER_CLEANUP_INTERVAL_SECONDS", 5, minimum=1)
+JOB_WORKER_CLEANUP_BATCH_SIZE = env_int("JOB_WORKER_CLEANUP_BATCH_SIZE", 100, minimum=1)
+JOB_WORKER_BACKOFF_BASE_SECONDS = env_int("JOB_WORKER_BACKOFF_BASE_SECONDS", 5, minimum=0)
+JOB_WORKER_BACKOFF_MAX_SECONDS = env_int("JOB_WORKER_BACKOFF_MAX_SECONDS", 300, minimum=0)
+JOB_WORKER_MAX_ATTEMPTS_DEFAULT = env_int("JOB_WORKER_MAX_ATTEMPTS_DEFAULT", 3, minimum=1)
+JOB_WORKER_LOG_LEVEL = env_str("JOB_WORKER_LOG_LEVEL", "INFO").upper()
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": "WARNING"},
+    "loggers": {
+        "jobs": {"handlers": ["console"], "level": JOB_WORKER_LOG_LEVEL, "propagate": False},
+    },
+}

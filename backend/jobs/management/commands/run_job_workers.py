@@ -1,0 +1,38 @@
+"""``manage.py run_job_workers``: run the threaded worker in this process."""
+
+import logging
+import sys
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+
+from jobs.worker import WorkerConfig, WorkerRunner
+
+
+class Command(BaseCommand):
+    help = (
+        "Run JOB_WORKER_THREADS worker threads that claim and execute jobs. "
+        "SIGINT/SIGTERM stop claiming and wait for in-flight jobs; a second signal exits at once."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--threads",
+            type=int,
+            default=None,
+            help="Number of worker threads (default: JOB_WORKER_THREADS).",
+        )
+        parser.add_argument(
+            "--burst",
+            action="store_true",
+            help="Exit once no job is claimable instead of polling forever.",
+        )
+
+    def handle(self, *args: object, threads: int | None, burst: bool, **options: object) -> None:
+        if threads is not None and threads < 1:
+            self.stderr.write("--threads must be at least 1")
+            sys.exit(2)
+        logging.getLogger("jobs").setLevel(settings.JOB_WORKER_LOG_LEVEL)
+        runner = WorkerRunner(WorkerConfig.from_settings(threads=threads, burst=burst))
+        runner.install_signal_handlers()
+        sys.exit(runner.run())

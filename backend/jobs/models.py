@@ -1,0 +1,143 @@
+"""The two queue tables. The database itself refuses rows of an impossible shape."""
+
+import uuid
+
+from django.db import models
+from django.db.models import F, Q
+from django.utils import timezone
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+
+
+class JobEventType(models.TextChoices):
+    CREATED = "created", "Created"
+    CLAIMED = "claimed", "Claimed"
+    PROGRESS = "progress", "Progress"
+    LEASE_RENEWED = "lease_renewed", "Lease renewed"
+    SUCCEEDED = "succeeded", "Succeeded"
+    RETRY_SCHEDULED = "retry_scheduled", "Retry scheduled"
+    FAILED = "failed", "Failed"
+    TIMEOUT_REQUEUED = "timeout_requeued", "Timeout requeued"
+    MANUAL_RETRY = "manual_retry", "Manual retry"
+
+
+class Job(models.Model):
+    """Current state of one job; the source of truth for the queue."""
+
+    Status = JobStatus
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    type = models.CharField(max_length=120)
+    payload = models.JSONField(default=dict, db_default={})
+    status = models.CharField(
+        max_length=16,
+        choices=JobStatus.choices,
+        default=JobStatus.QUEUED,
+        db_default=JobStatus.QUEUED,
+    )
+    priority = models.SmallIntegerField(default=50, db_default=50)
+    available_at = models.DateTimeField(default=timezone.now)
+    attempts = models.IntegerField(default=0, db_default=0)
+    max_attempts = models.IntegerField(default=3, db_default=3)
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
+    locked_by = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
+    locked_until = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(default="", db_default="", blank=True)
+    result = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["status"], name="jobs_job_status_idx"),
+            models.Index(fields=["available_at"], name="jobs_job_available_at_idx"),
+            models.Index(fields=["created_at"], name="jobs_job_created_at_idx"),
+            # Column order follows the claim's ORDER BY, so the claim reads the index in
+            # order and stops at the first unlocked eligible row instead of sorting.
+            models.Index(
+                fields=["-priority", "available_at", "created_at", "id"],
+                name="job_claim_idx",
+                condition=Q(status=JobStatus.QUEUED),
+            ),
+            models.Index(
+                fields=["locked_until"],
+                name="job_timeout_idx",
+                condition=Q(status=JobStatus.RUNNING),
+            ),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["idempotency_key"],
+                condition=Q(idempotency_key__isnull=False),
+                name="job_idempotency_key_unique",
+            ),
+            models.CheckConstraint(
+                condition=(
+                    Q(
+                        status=JobStatus.QUEUED,
+                        locked_by__isnull=True,
+                        locked_until__isnull=True,
+                        finished_at__isnull=True,
+                    )
+                    | Q(
+                        status=JobStatus.RUNNING,
+                        locked_by__isnull=False,
+                        locked_until__isnull=False,
+                        finished_at__isnull=True,
+                    )
+                    | Q(
+                        status__in=[JobStatus.SUCCEEDED, JobStatus.FAILED],
+                        locked_by__isnull=True,
+                        locked_until__isnull=True,
+                        finished_at__isnull=False,
+                    )
+                ),
+                name="job_status_valid_shape",
+            ),
+            models.CheckConstraint(
+                condition=Q(attempts__gte=0, max_attempts__gte=1, attempts__lte=F("max_attempts")),
+                name="job_attempts_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.id} ({self.status})"
+
+
+class JobEvent(models.Model):
+    """Append-only timeline entry explaining how a job reached its state."""
+
+    Type = JobEventType
+
+    id = models.BigAutoField(primary_key=True)
+    # job_event_job_id_idx (job, id) serves lookups by job, so no separate FK index.
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="events", db_index=False)
+    type = models.CharField(max_length=32, choices=JobEventType.choices)
+    attempt = models.IntegerField(default=0, db_default=0)
+    worker_id = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
+    message = models.TextField(default="", db_default="", blank=True)
+    data = models.JSONField(default=dict, db_default={})
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["type"], name="jobs_jobevent_type_idx"),
+            models.Index(fields=["created_at"], name="jobs_jobevent_created_at_idx"),
+            models.Index(fields=["job", "id"], name="job_event_job_id_idx"),
+            models.Index(fields=["id"], name="job_event_id_idx"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(type__in=JobEventType.values),
+                name="job_event_type_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} #{self.id} for {self.job_id}"
