@@ -45,4 +45,4 @@ test-compose: venv ## Validate docker-compose.yml (Compose schema), lint the Doc
 	$(PY) $(ROOT)/scripts/check_compose.py
 
 .PHONY: test
-test: lint test-backend-sqlite test-backend-postgres ## Everything the project checks (what CI runs)
+test: lint test-compose test-backend-sqlite test-backend-postgres ## Everything the project checks (what CI runs)
