@@ -1,0 +1,523 @@
+"""The state machine in jobs/services.py, on whichever database the pass runs on."""
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from jobs import services
+from jobs.models import Job, JobEvent
+
+pytestmark = pytest.mark.django_db
+
+Status = Job.Status
+Event = JobEvent.Type
+
+
+def event_types(job: Job) -> list[str]:
+    return list(job.events.order_by("id").values_list("type", flat=True))
+
+
+def claim(worker_id: str = "worker-a", **kwargs) -> Job:
+    job = services.claim_next_job(worker_id=worker_id, **kwargs)
+    assert job is not None
+    return job
+
+
+# --- create -------------------------------------------------------------------------------
+
+
+def test_create_job_writes_queued_job_and_created_event(make_job):
+    job = make_job("demo.success", payload={"sleep_seconds": 1})
+    job.refresh_from_db()
+    assert job.status == Status.QUEUED
+    assert job.payload == {"sleep_seconds": 1}
+    assert job.attempts == 0
+    assert event_types(job) == [Event.CREATED]
+    event = job.events.get()
+    assert event.data == {"type": "demo.success"}
+    assert event.attempt == 0
+
+
+def test_create_job_defaults_available_at_to_now_and_max_attempts_to_setting(settings):
+    settings.JOB_WORKER_MAX_ATTEMPTS_DEFAULT = 7
+    now = timezone.now()
+    job, created = services.create_job(type="demo.success", now=now)
+    assert created
+    assert job.available_at == now
+    assert job.max_attempts == 7
+    assert job.priority == 50
+
+
+def test_create_job_with_existing_idempotency_key_returns_existing_job(make_job):
+    first, created_first = services.create_job(type="demo.success", idempotency_key="k-1")
+    again, created_again = services.create_job(
+        type="demo.fail", payload={"x": 1}, idempotency_key="k-1"
+    )
+    assert created_first and not created_again
+    assert again.pk == first.pk
+    assert again.type == "demo.success"
+    assert Job.objects.count() == 1
+    assert JobEvent.objects.count() == 1
+
+
+def test_jobs_without_idempotency_key_are_never_deduplicated():
+    services.create_job(type="demo.success")
+    services.create_job(type="demo.success")
+    assert Job.objects.count() == 2
+
+
+# --- claim --------------------------------------------------------------------------------
+
+
+def test_claim_marks_job_running_with_lease_and_claimed_event(make_job):
+    job = make_job()
+    now = timezone.now()
+    claimed = services.claim_next_job(worker_id="worker-a", lease_seconds=30, now=now)
+    assert claimed is not None and claimed.pk == job.pk
+    assert claimed.status == Status.RUNNING
+    assert claimed.attempts == 1
+    assert claimed.locked_by == "worker-a"
+    assert claimed.locked_until == now + timedelta(seconds=30)
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.locked_by) == (Status.RUNNING, 1, "worker-a")
+    assert event_types(job) == [Event.CREATED, Event.CLAIMED]
+    event = job.events.get(type=Event.CLAIMED)
+    assert (event.attempt, event.worker_id) == (1, "worker-a")
+
+
+def test_claim_returns_none_when_queue_is_empty():
+    assert services.claim_next_job(worker_id="worker-a") is None
+
+
+def test_claim_skips_jobs_that_are_not_yet_available(make_job):
+    now = timezone.now()
+    make_job(available_at=now + timedelta(minutes=5))
+    assert services.claim_next_job(worker_id="worker-a", now=now) is None
+    later = services.claim_next_job(worker_id="worker-a", now=now + timedelta(minutes=6))
+    assert later is not None
+
+
+def test_claim_order_is_priority_then_available_at_then_created_at(make_job):
+    now = timezone.now()
+    low = make_job(priority=10, available_at=now - timedelta(minutes=9))
+    old = make_job(priority=50, available_at=now - timedelta(minutes=5))
+    newer = make_job(priority=50, available_at=now - timedelta(minutes=1))
+    same_time_b = make_job(priority=50, available_at=now - timedelta(minutes=1))
+    high = make_job(priority=90, available_at=now)
+    order = [claim(now=now).pk for _ in range(5)]
+    assert order == [high.pk, old.pk, newer.pk, same_time_b.pk, low.pk]
+
+
+def test_claim_clears_previous_error_and_result(make_job, settings):
+    settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 0
+    make_job(max_attempts=2)
+    first = claim()
+    services.fail_job(job_id=first.pk, worker_id="worker-a", attempt=1, error="boom")
+    second = claim()
+    assert second.attempts == 2
+    assert second.last_error == ""
+    assert second.result is None
+
+
+# --- complete / fail ----------------------------------------------------------------------
+
+
+def test_complete_marks_succeeded_with_result_and_releases_lock(make_job):
+    make_job()
+    job = claim()
+    now = timezone.now()
+    done = services.complete_job(
+        job_id=job.pk, worker_id="worker-a", attempt=1, result={"ok": True}, now=now
+    )
+    assert done is not None
+    done.refresh_from_db()
+    assert done.status == Status.SUCCEEDED
+    assert done.result == {"ok": True}
+    assert done.locked_by is None and done.locked_until is None
+    assert done.finished_at == now
+    assert event_types(done) == [Event.CREATED, Event.CLAIMED, Event.SUCCEEDED]
+
+
+def test_fail_with_attempts_left_requeues_with_backoff_and_retry_scheduled_event(make_job):
+    make_job(max_attempts=3)
+    job = claim()
+    now = timezone.now()
+    retried = services.fail_job(
+        job_id=job.pk, worker_id="worker-a", attempt=1, error="boom", now=now
+    )
+    assert retried is not None
+    retried.refresh_from_db()
+    assert retried.status == Status.QUEUED
+    assert retried.available_at == now + timedelta(seconds=5)
+    assert retried.last_error == "boom"
+    assert retried.locked_by is None and retried.finished_at is None
+    event = retried.events.order_by("-id").first()
+    assert event.type == Event.RETRY_SCHEDULED
+    assert event.message == "boom"
+    assert event.data["delay_seconds"] == 5
+
+
+def test_fail_on_last_attempt_marks_failed(make_job):
+    make_job(max_attempts=1)
+    job = claim()
+    now = timezone.now()
+    failed = services.fail_job(job_id=job.pk, worker_id="worker-a", attempt=1, error="x", now=now)
+    assert failed is not None
+    failed.refresh_from_db()
+    assert failed.status == Status.FAILED
+    assert failed.finished_at == now
+    assert failed.last_error == "x"
+    assert event_types(failed)[-1] == Event.FAILED
+    assert failed.events.order_by("-id").first().data == {"error": "x"}
+
+
+def test_failed_retry_is_claimed_again_only_after_its_backoff(make_job):
+    make_job(max_attempts=3)
+    job = claim()
+    now = timezone.now()
+    services.fail_job(job_id=job.pk, worker_id="worker-a", attempt=1, error="x", now=now)
+    assert services.claim_next_job(worker_id="worker-b", now=now + timedelta(seconds=4)) is None
+    again = services.claim_next_job(worker_id="worker-b", now=now + timedelta(seconds=5))
+    assert again is not None and again.attempts == 2
+
+
+@pytest.mark.parametrize(
+    ("attempt", "expected"),
+    [(1, 5), (2, 10), (3, 20), (4, 40), (5, 80), (6, 160), (7, 300), (8, 300), (1000, 300)],
+)
+def test_backoff_ladder_doubles_from_base_and_caps_at_max(attempt, expected):
+    assert services.backoff_delay_seconds(attempt, base_seconds=5, max_seconds=300) == expected
+
+
+def test_backoff_reads_settings(settings):
+    settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 2
+    settings.JOB_WORKER_BACKOFF_MAX_SECONDS = 7
+    assert [services.backoff_delay_seconds(a) for a in (1, 2, 3, 4)] == [2, 4, 7, 7]
+
+
+# --- ownership ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def stolen_job(make_job, settings):
+    """Worker A claimed attempt 1, its lease expired, cleanup requeued, B claimed attempt 2."""
+    settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 0
+    make_job(max_attempts=3)
+    now = timezone.now()
+    a = services.claim_next_job(worker_id="worker-a", lease_seconds=10, now=now)
+    later = now + timedelta(seconds=11)
+    assert services.cleanup_expired_jobs(now=later).requeued == 1
+    b = services.claim_next_job(worker_id="worker-b", lease_seconds=10, now=later)
+    assert b is not None and b.pk == a.pk and b.attempts == 2
+    return b
+
+
+def _unchanged(job: Job, events_before: int) -> None:
+    job_now = Job.objects.get(pk=job.pk)
+    assert job_now.status == Status.RUNNING
+    assert (job_now.locked_by, job_now.attempts) == ("worker-b", 2)
+    assert job_now.locked_until == job.locked_until
+    assert job_now.result is None and job_now.last_error == ""
+    assert JobEvent.objects.filter(job=job).count() == events_before
+
+
+def test_stale_worker_cannot_complete_old_attempt(stolen_job):
+    before = stolen_job.events.count()
+    assert (
+        services.complete_job(job_id=stolen_job.pk, worker_id="worker-a", attempt=1, result=1)
+        is None
+    )
+    _unchanged(stolen_job, before)
+
+
+def test_stale_worker_cannot_fail_old_attempt(stolen_job):
+    before = stolen_job.events.count()
+    assert (
+        services.fail_job(job_id=stolen_job.pk, worker_id="worker-a", attempt=1, error="late")
+        is None
+    )
+    _unchanged(stolen_job, before)
+
+
+def test_stale_worker_cannot_renew_old_attempt(stolen_job):
+    before = stolen_job.events.count()
+    assert services.renew_lease(job_id=stolen_job.pk, worker_id="worker-a", attempt=1) is None
+    _unchanged(stolen_job, before)
+
+
+def test_stale_worker_cannot_record_progress_for_old_attempt(stolen_job):
+    before = stolen_job.events.count()
+    assert not services.record_progress(
+        job_id=stolen_job.pk, worker_id="worker-a", attempt=1, message="late"
+    )
+    _unchanged(stolen_job, before)
+
+
+def test_same_worker_id_with_wrong_attempt_cannot_write(stolen_job):
+    before = stolen_job.events.count()
+    assert (
+        services.complete_job(job_id=stolen_job.pk, worker_id="worker-b", attempt=1, result=1)
+        is None
+    )
+    _unchanged(stolen_job, before)
+
+
+def test_current_owner_can_still_complete_after_stale_attempts(stolen_job):
+    services.complete_job(job_id=stolen_job.pk, worker_id="worker-a", attempt=1, result="old")
+    done = services.complete_job(
+        job_id=stolen_job.pk, worker_id="worker-b", attempt=2, result="new"
+    )
+    assert done is not None
+    done.refresh_from_db()
+    assert (done.status, done.result) == (Status.SUCCEEDED, "new")
+
+
+def test_completed_job_cannot_be_completed_or_failed_again(make_job):
+    make_job()
+    job = claim()
+    services.complete_job(job_id=job.pk, worker_id="worker-a", attempt=1, result=1)
+    assert services.complete_job(job_id=job.pk, worker_id="worker-a", attempt=1) is None
+    assert services.fail_job(job_id=job.pk, worker_id="worker-a", attempt=1, error="e") is None
+    assert Job.objects.get(pk=job.pk).status == Status.SUCCEEDED
+
+
+# --- lease renewal and progress -----------------------------------------------------------
+
+
+def test_renew_lease_moves_locked_until_forward_and_writes_event(make_job):
+    make_job()
+    now = timezone.now()
+    job = services.claim_next_job(worker_id="worker-a", lease_seconds=30, now=now)
+    later = now + timedelta(seconds=20)
+    new_until = services.renew_lease(
+        job_id=job.pk, worker_id="worker-a", attempt=1, lease_seconds=30, now=later
+    )
+    assert new_until == later + timedelta(seconds=30)
+    job.refresh_from_db()
+    assert job.locked_until == new_until
+    assert event_types(job)[-1] == Event.LEASE_RENEWED
+
+
+def test_record_progress_appends_event_and_leaves_job_unchanged(make_job):
+    make_job()
+    job = claim()
+    before = Job.objects.filter(pk=job.pk).values().get()
+    assert services.record_progress(
+        job_id=job.pk, worker_id="worker-a", attempt=1, message="half way", data={"pct": 50}
+    )
+    assert Job.objects.filter(pk=job.pk).values().get() == before
+    event = job.events.order_by("-id").first()
+    assert (event.type, event.message, event.data) == (Event.PROGRESS, "half way", {"pct": 50})
+    assert (event.attempt, event.worker_id) == (1, "worker-a")
+
+
+# --- cleanup ------------------------------------------------------------------------------
+
+
+def test_cleanup_requeues_expired_lease_with_backoff_when_attempts_remain(make_job):
+    make_job(max_attempts=2)
+    now = timezone.now()
+    job = services.claim_next_job(worker_id="worker-a", lease_seconds=10, now=now)
+    later = now + timedelta(seconds=11)
+    result = services.cleanup_expired_jobs(now=later, worker_id="cleaner")
+    assert (result.requeued, result.failed) == (1, 0)
+    job.refresh_from_db()
+    assert job.status == Status.QUEUED
+    assert job.available_at == later + timedelta(seconds=5)
+    assert job.locked_by is None and job.locked_until is None
+    event = job.events.order_by("-id").first()
+    assert event.type == Event.TIMEOUT_REQUEUED
+    assert event.worker_id == "cleaner"
+    assert event.data["expired_worker_id"] == "worker-a"
+
+
+def test_cleanup_fails_expired_lease_on_last_attempt(make_job):
+    make_job(max_attempts=1)
+    now = timezone.now()
+    job = services.claim_next_job(worker_id="worker-a", lease_seconds=10, now=now)
+    later = now + timedelta(seconds=11)
+    result = services.cleanup_expired_jobs(now=later)
+    assert (result.requeued, result.failed) == (0, 1)
+    job.refresh_from_db()
+    assert job.status == Status.FAILED
+    assert job.finished_at == later
+    assert "Lease expired" in job.last_error
+    assert event_types(job)[-1] == Event.FAILED
+
+
+def test_cleanup_boundary_second_to_last_attempt_requeues_last_attempt_fails(make_job, settings):
+    settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 0
+    make_job(max_attempts=2)
+    now = timezone.now()
+    services.claim_next_job(worker_id="a", lease_seconds=1, now=now)
+    now += timedelta(seconds=2)
+    assert services.cleanup_expired_jobs(now=now).requeued == 1
+    services.claim_next_job(worker_id="b", lease_seconds=1, now=now)
+    now += timedelta(seconds=2)
+    assert services.cleanup_expired_jobs(now=now).failed == 1
+
+
+def test_cleanup_ignores_leases_that_have_not_expired(make_job):
+    make_job()
+    now = timezone.now()
+    services.claim_next_job(worker_id="worker-a", lease_seconds=10, now=now)
+    assert services.cleanup_expired_jobs(now=now + timedelta(seconds=9)).total == 0
+    assert Job.objects.get().status == Status.RUNNING
+
+
+def test_cleanup_handles_at_most_batch_size_jobs_per_pass(make_job):
+    now = timezone.now()
+    for _ in range(5):
+        make_job(now=now)
+        assert services.claim_next_job(worker_id="worker-a", lease_seconds=1, now=now)
+    later = now + timedelta(seconds=2)
+    assert services.cleanup_expired_jobs(now=later, batch_size=3).total == 3
+    assert services.cleanup_expired_jobs(now=later, batch_size=3).total == 2
+    assert services.cleanup_expired_jobs(now=later, batch_size=3).total == 0
+
+
+# --- manual retry -------------------------------------------------------------------------
+
+
+def test_retry_job_requeues_failed_job_with_fresh_attempts(make_job):
+    make_job(max_attempts=1)
+    job = claim()
+    services.fail_job(job_id=job.pk, worker_id="worker-a", attempt=1, error="boom")
+    now = timezone.now()
+    retried = services.retry_job(job_id=job.pk, now=now)
+    retried.refresh_from_db()
+    assert retried.status == Status.QUEUED
+    assert retried.attempts == 0
+    assert retried.available_at == now
+    assert retried.last_error == "" and retried.result is None and retried.finished_at is None
+    event = retried.events.order_by("-id").first()
+    assert event.type == Event.MANUAL_RETRY
+    assert event.data == {"previous_attempts": 1, "previous_error": "boom"}
+    again = claim(worker_id="worker-b")
+    assert again.attempts == 1
+
+
+@pytest.mark.parametrize("state", ["queued", "running", "succeeded"])
+def test_retry_job_refuses_jobs_that_are_not_failed(make_job, state):
+    job = make_job()
+    if state != "queued":
+        claim()
+    if state == "succeeded":
+        services.complete_job(job_id=job.pk, worker_id="worker-a", attempt=1)
+    with pytest.raises(services.InvalidTransition) as excinfo:
+        services.retry_job(job_id=job.pk)
+    assert excinfo.value.current_status == state
+    assert state in str(excinfo.value)
+    assert not job.events.filter(type=Event.MANUAL_RETRY).exists()
+
+
+def test_retry_job_of_unknown_id_raises_not_found():
+    with pytest.raises(services.JobNotFound):
+        services.retry_job(job_id="00000000-0000-0000-0000-000000000000")
+
+
+# --- stats --------------------------------------------------------------------------------
+
+
+def test_stats_counts_every_status_overdue_and_pending_retries_in_one_query(
+    make_job, django_assert_num_queries
+):
+    now = timezone.now()
+    oldest = make_job(now=now - timedelta(minutes=3))
+    make_job(now=now - timedelta(minutes=1))
+    make_job(max_attempts=1, now=now - timedelta(seconds=50))
+    make_job(max_attempts=3, now=now - timedelta(seconds=40))
+    make_job(now=now - timedelta(seconds=30))
+    # Claim order: the two older queued jobs first.
+    a = services.claim_next_job(worker_id="a", lease_seconds=1, now=now - timedelta(minutes=2))
+    assert a.pk == oldest.pk
+    b = services.claim_next_job(worker_id="b", now=now)
+    services.complete_job(job_id=b.pk, worker_id="b", attempt=1)
+    c = services.claim_next_job(worker_id="c", now=now)
+    services.fail_job(job_id=c.pk, worker_id="c", attempt=1, error="x", now=now)  # failed
+    d = services.claim_next_job(worker_id="d", now=now)
+    services.fail_job(job_id=d.pk, worker_id="d", attempt=1, error="x", now=now)  # retry
+
+    with django_assert_num_queries(1):
+        stats = services.get_job_stats(now=now)
+    assert stats["total"] == 5
+    assert stats["by_status"] == {"queued": 2, "running": 1, "succeeded": 1, "failed": 1}
+    assert stats["overdue_running"] == 1
+    assert stats["retries_pending"] == 1
+    remaining_queued = Job.objects.filter(status=Status.QUEUED).order_by("created_at").first()
+    assert stats["oldest_queued_at"] == remaining_queued.created_at
+
+
+def test_stats_on_empty_queue_lists_all_statuses_with_zero():
+    stats = services.get_job_stats()
+    assert stats == {
+        "total": 0,
+        "by_status": {"queued": 0, "running": 0, "succeeded": 0, "failed": 0},
+        "overdue_running": 0,
+        "retries_pending": 0,
+        "oldest_queued_at": None,
+    }
+
+
+# --- atomicity ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def failing_event_insert():
+    """Make the database refuse inserting events of one type, to prove atomicity."""
+    created = []
+
+    def install(event_type: str) -> None:
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute(
+                    "CREATE FUNCTION refuse_event() RETURNS trigger AS $$ BEGIN "
+                    "RAISE EXCEPTION 'event refused'; END $$ LANGUAGE plpgsql"
+                )
+                cursor.execute(
+                    "CREATE TRIGGER refuse_event BEFORE INSERT ON jobs_jobevent FOR EACH ROW "
+                    f"WHEN (NEW.type = '{event_type}') EXECUTE FUNCTION refuse_event()"
+                )
+            else:
+                cursor.execute(
+                    "CREATE TRIGGER refuse_event BEFORE INSERT ON jobs_jobevent "
+                    f"WHEN NEW.type = '{event_type}' BEGIN SELECT RAISE(ABORT, 'event refused'); END"
+                )
+        created.append(event_type)
+
+    yield install
+    if created:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "DROP TRIGGER IF EXISTS refuse_event"
+                + (" ON jobs_jobevent" if connection.vendor == "postgresql" else "")
+            )
+            if connection.vendor == "postgresql":
+                cursor.execute("DROP FUNCTION IF EXISTS refuse_event()")
+
+
+# Transactional: each service call must be atomic on its own, not inside a test transaction.
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("step", ["claimed", "succeeded", "retry_scheduled", "created"])
+def test_state_change_is_rolled_back_when_its_event_cannot_be_written(
+    make_job, failing_event_insert, step
+):
+    job = None if step == "created" else make_job(max_attempts=2)
+    if step in {"succeeded", "retry_scheduled"}:
+        claim()
+    snapshot = list(Job.objects.values().order_by("pk"))
+    events = JobEvent.objects.count()
+    failing_event_insert(step)
+    with pytest.raises(Exception, match="event refused"):
+        if step == "created":
+            services.create_job(type="demo.success")
+        elif step == "claimed":
+            services.claim_next_job(worker_id="worker-b")
+        elif step == "succeeded":
+            services.complete_job(job_id=job.pk, worker_id="worker-a", attempt=1)
+        else:
+            services.fail_job(job_id=job.pk, worker_id="worker-a", attempt=1, error="e")
+    assert list(Job.objects.values().order_by("pk")) == snapshot
+    assert JobEvent.objects.count() == events
