@@ -9,7 +9,8 @@ ON_POSTGRES = settings.DATABASE_ENGINE == "postgres"
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    return f"database: {settings.DATABASES['default']['ENGINE']} (DATABASE_ENGINE={settings.DATABASE_ENGINE})"
+    engine = settings.DATABASES["default"]["ENGINE"]
+    return f"database: {engine} (DATABASE_ENGINE={settings.DATABASE_ENGINE})"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -42,3 +43,19 @@ def make_job():
         return job
 
     return make
+
+
+@pytest.fixture
+def register_handler():
+    """Register a handler for one test only."""
+    from jobs import handlers
+
+    added: list[str] = []
+
+    def register(type: str, fn, description: str = "test handler") -> None:
+        handlers.register(type, description=description)(fn)
+        added.append(type)
+
+    yield register
+    for type in added:
+        handlers._REGISTRY.pop(type, None)

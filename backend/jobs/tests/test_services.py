@@ -483,7 +483,8 @@ def failing_event_insert():
             else:
                 cursor.execute(
                     "CREATE TRIGGER refuse_event BEFORE INSERT ON jobs_jobevent "
-                    f"WHEN NEW.type = '{event_type}' BEGIN SELECT RAISE(ABORT, 'event refused'); END"
+                    f"WHEN NEW.type = '{event_type}' "
+                    "BEGIN SELECT RAISE(ABORT, 'event refused'); END"
                 )
         created.append(event_type)
 

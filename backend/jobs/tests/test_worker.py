@@ -1,0 +1,265 @@
+"""The worker: real threads (and real processes) running jobs through the services."""
+
+import re
+import signal
+import threading
+import time
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from jobs import services
+from jobs.models import Job, JobEvent
+from jobs.tests.helpers import WorkerProcess, run_workers_in_burst, wait_until
+from jobs.worker import WorkerConfig, WorkerRunner, make_worker_id
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+Status = Job.Status
+Event = JobEvent.Type
+
+
+def timeline(job: Job) -> list[str]:
+    return list(JobEvent.objects.filter(job=job).order_by("id").values_list("type", flat=True))
+
+
+@pytest.mark.django_db
+def test_worker_id_has_hostname_pid_thread_number_and_random_suffix():
+    first, second = make_worker_id(3), make_worker_id(3)
+    assert re.fullmatch(r"[^:]+:\d+:thread-3:[0-9a-f]{8}", first)
+    assert first != second
+
+
+def test_demo_success_runs_to_succeeded_with_progress_and_renewal(make_job):
+    job = make_job("demo.success", payload={"sleep_seconds": 0.1})
+    runner = run_workers_in_burst()
+    job.refresh_from_db()
+    assert job.status == Status.SUCCEEDED
+    assert job.result == {"ok": True, "slept_seconds": 0.1}
+    assert timeline(job) == [
+        Event.CREATED,
+        Event.CLAIMED,
+        Event.PROGRESS,
+        Event.LEASE_RENEWED,
+        Event.PROGRESS,
+        Event.SUCCEEDED,
+    ]
+    worker_ids = set(JobEvent.objects.exclude(worker_id=None).values_list("worker_id", flat=True))
+    assert worker_ids == {runner.threads[0].worker_id}
+
+
+def test_demo_fail_is_retried_then_fails_with_its_error_message(make_job, settings):
+    settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 0
+    job = make_job("demo.fail", payload={"error": "Intentional demo failure"}, max_attempts=2)
+    run_workers_in_burst()
+    job.refresh_from_db()
+    assert job.status == Status.FAILED
+    assert job.attempts == 2
+    assert job.last_error == "Intentional demo failure"
+    types = timeline(job)
+    assert types.count(Event.CLAIMED) == 2
+    assert types.count(Event.RETRY_SCHEDULED) == 1
+    assert types[-1] == Event.FAILED
+
+
+def test_demo_fail_schedules_retry_with_backoff(make_job):
+    job = make_job("demo.fail", max_attempts=3)
+    before = timezone.now()
+    run_workers_in_burst()
+    job.refresh_from_db()
+    assert job.status == Status.QUEUED
+    assert job.attempts == 1
+    assert job.available_at >= before + timezone.timedelta(seconds=5)
+
+
+def test_demo_flaky_fails_until_configured_attempt_then_succeeds(make_job, settings):
+    settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 0
+    job = make_job("demo.flaky", payload={"fail_until_attempt": 3}, max_attempts=3)
+    run_workers_in_burst()
+    job.refresh_from_db()
+    assert job.status == Status.SUCCEEDED
+    assert job.attempts == 3
+    assert job.result == {"ok": True, "succeeded_on_attempt": 3}
+    assert timeline(job).count(Event.RETRY_SCHEDULED) == 2
+
+
+def test_demo_slow_renews_its_lease_while_working(make_job):
+    job = make_job("demo.slow", payload={"sleep_seconds": 1.0})
+    run_workers_in_burst(lease_seconds=1)
+    job.refresh_from_db()
+    assert job.status == Status.SUCCEEDED
+    renewals = timeline(job).count(Event.LEASE_RENEWED)
+    assert renewals >= 2
+
+
+def test_demo_timeout_is_requeued_by_cleanup_and_its_late_result_rejected(make_job, settings):
+    settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 60  # keep the requeued job out of reach
+    job = make_job("demo.timeout", payload={"sleep_seconds": 1.5}, max_attempts=3)
+    worker = threading.Thread(target=run_workers_in_burst, kwargs={"lease_seconds": 1})
+    worker.start()
+    wait_until(lambda: Job.objects.get(pk=job.pk).status == Status.RUNNING, 10, "claim")
+    time.sleep(1.1)
+    assert services.cleanup_expired_jobs(worker_id="cleaner").requeued == 1
+    worker.join(timeout=20)
+    job.refresh_from_db()
+    assert job.status == Status.QUEUED
+    assert job.result is None
+    types = timeline(job)
+    assert Event.TIMEOUT_REQUEUED in types
+    assert Event.SUCCEEDED not in types
+
+
+def test_handler_exception_message_becomes_last_error(make_job, register_handler):
+    def explode(context):
+        raise ValueError("payload is missing the thing")
+
+    register_handler("test.explode", explode)
+    job = make_job("test.explode", max_attempts=1)
+    run_workers_in_burst()
+    job.refresh_from_db()
+    assert job.status == Status.FAILED
+    assert job.last_error == "payload is missing the thing"
+
+
+def test_result_that_is_not_json_fails_the_job_with_a_clear_message(make_job, register_handler):
+    register_handler("test.not_json", lambda context: {"when": object()})
+    register_handler("test.nan", lambda context: {"value": float("nan")})
+    not_json = make_job("test.not_json", max_attempts=1)
+    nan = make_job("test.nan", max_attempts=1)
+    run_workers_in_burst()
+    for job in (not_json, nan):
+        job.refresh_from_db()
+        assert job.status == Status.FAILED
+        assert "not JSON-serialisable" in job.last_error
+
+
+def test_job_type_without_handler_fails_with_message(make_job):
+    job = make_job("nobody.handles.this", max_attempts=1)
+    run_workers_in_burst()
+    job.refresh_from_db()
+    assert job.status == Status.FAILED
+    assert "No handler is registered" in job.last_error
+
+
+def test_handler_that_lost_its_lease_stops_without_writing(make_job, register_handler):
+    def lose_lease(context):
+        Job.objects.filter(pk=context.job_id).update(locked_by="someone-else")
+        context.renew()
+        return {"should": "never be stored"}
+
+    register_handler("test.lose_lease", lose_lease)
+    job = make_job("test.lose_lease")
+    run_workers_in_burst()
+    job.refresh_from_db()
+    assert job.status == Status.RUNNING
+    assert job.locked_by == "someone-else"
+    assert job.result is None
+
+
+def test_worker_threads_run_expired_lease_cleanup(make_job):
+    past = timezone.now() - timezone.timedelta(seconds=5)
+    job = make_job(now=past)
+    assert services.claim_next_job(worker_id="dead-worker", lease_seconds=1, now=past)
+    runner = run_workers_in_burst()
+    job.refresh_from_db()
+    types = timeline(job)
+    assert Event.TIMEOUT_REQUEUED in types
+    requeue = JobEvent.objects.get(job=job, type=Event.TIMEOUT_REQUEUED)
+    assert requeue.worker_id == runner.threads[0].worker_id
+
+
+def test_several_threads_drain_the_queue_each_job_once(make_job, register_handler):
+    register_handler("test.noop", lambda context: {"attempt": context.attempt})
+    jobs = [make_job("test.noop") for _ in range(60)]
+    runner = run_workers_in_burst(threads=4)
+    assert Job.objects.filter(status=Status.SUCCEEDED).count() == len(jobs)
+    assert JobEvent.objects.filter(type=Event.CLAIMED).count() == len(jobs)
+    assert sum(t.jobs_processed for t in runner.threads) == len(jobs)
+
+
+def test_first_signal_stops_claiming_and_lets_in_flight_job_finish(make_job, settings):
+    job = make_job("demo.success", payload={"sleep_seconds": 0.5})
+    runner = WorkerRunner(
+        WorkerConfig(
+            threads=2,
+            poll_interval_seconds=0.05,
+            lease_seconds=30,
+            cleanup_interval_seconds=5,
+            cleanup_batch_size=10,
+        )
+    )
+    runner.start()
+    wait_until(lambda: Job.objects.get(pk=job.pk).status == Status.RUNNING, 10, "claim")
+    runner._on_signal(signal.SIGTERM, None)
+    late = make_job("demo.success")
+    runner.wait()
+    job.refresh_from_db()
+    late.refresh_from_db()
+    assert job.status == Status.SUCCEEDED
+    assert late.status == Status.QUEUED
+
+
+@pytest.mark.slow
+def test_worker_process_exits_zero_on_sigterm_after_finishing_in_flight_job(make_job, tmp_path):
+    job = make_job("demo.slow", payload={"sleep_seconds": 1.5})
+    worker = WorkerProcess(tmp_path / "worker.log", "--threads", "2")
+    try:
+        wait_until(lambda: Job.objects.get(pk=job.pk).status == Status.RUNNING, 20, "claim")
+        worker.signal(signal.SIGTERM)
+        worker.wait_for_log("action=shutdown_requested")
+        late = make_job("demo.success", payload={"sleep_seconds": 0})
+        assert worker.wait(timeout=30) == 0
+    finally:
+        worker.kill()
+    job.refresh_from_db()
+    late.refresh_from_db()
+    assert job.status == Status.SUCCEEDED
+    assert late.status == Status.QUEUED
+    assert not Job.objects.filter(status=Status.RUNNING).exists()
+    log = worker.log()
+    assert "action=worker_stopped" in log
+    assert f"action=finished job_id={job.pk}" in log
+
+
+@pytest.mark.postgres
+def test_worker_thread_reconnects_after_its_database_connection_is_killed(
+    make_job, register_handler
+):
+    processed = []
+
+    def record(context):
+        processed.append(context.job_id)
+        return None
+
+    register_handler("test.record", record)
+    runner = WorkerRunner(
+        WorkerConfig(
+            threads=1,
+            poll_interval_seconds=0.05,
+            lease_seconds=30,
+            cleanup_interval_seconds=5,
+            cleanup_batch_size=10,
+        )
+    )
+    runner.start()
+    try:
+        first = make_job("test.record")
+        wait_until(lambda: first.pk in processed, 10, "first job")
+        wait_until(
+            lambda: Job.objects.get(pk=first.pk).status == Status.SUCCEEDED, 10, "first done"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            assert cursor.fetchone()[0] >= 1
+        second = make_job("test.record")
+        wait_until(
+            lambda: Job.objects.get(pk=second.pk).status == Status.SUCCEEDED, 20, "second done"
+        )
+        assert runner.threads[0].is_alive()
+    finally:
+        runner.stop()
+        runner.wait()
