@@ -46,3 +46,11 @@ test-compose: venv ## Validate docker-compose.yml (Compose schema), lint the Doc
 
 .PHONY: test
 test: lint test-compose test-backend-sqlite test-backend-postgres ## Everything the project checks (what CI runs)
+
+.PHONY: run
+run: venv ## Run API (:8000), worker and dashboard (:5173); SQLite unless PostgreSQL is configured
+	@$(ROOT)/scripts/run.sh
+
+.PHONY: superuser
+superuser: venv ## Create an admin login (manage.py createsuperuser)
+	cd $(BACKEND) && $(PY) manage.py createsuperuser
