@@ -40,12 +40,20 @@ test-backend-sqlite: venv ## Backend tests on the embedded SQLite database
 test-backend-postgres: venv ## Backend tests on PostgreSQL (fails if it is unreachable)
 	cd $(BACKEND) && $(TEST_PG_ENV) $(PY) -m pytest -q
 
+.PHONY: test-schema
+test-schema: venv ## Generate the OpenAPI schema and validate it; any drf-spectacular warning fails
+	cd $(BACKEND) && DATABASE_ENGINE=sqlite $(PY) manage.py spectacular --validate --fail-on-warn --file /dev/null
+
 .PHONY: test-compose
 test-compose: venv ## Validate docker-compose.yml (Compose schema), lint the Dockerfiles, check .env.example
 	$(PY) $(ROOT)/scripts/check_compose.py
 
+.PHONY: test-docs
+test-docs: venv ## Check the SVG diagrams (well-formed, viewBox, <title>) and README image links
+	$(PY) $(ROOT)/scripts/check_svgs.py
+
 .PHONY: test
-test: lint test-compose test-backend-sqlite test-backend-postgres ## Everything the project checks (what CI runs)
+test: lint test-compose test-docs test-backend-sqlite test-backend-postgres ## Everything the project checks (what CI runs)
 
 .PHONY: run
 run: venv ## Run API (:8000), worker and dashboard (:5173); SQLite unless PostgreSQL is configured
