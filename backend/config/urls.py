@@ -1,14 +1,21 @@
 from django.conf import settings
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from jobs.views import api_not_found
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("api/", include("jobs.urls")),
+    # Any other /api/.../ path is a JSON 404 (paths without the trailing slash still get
+    # APPEND_SLASH's redirect first).
+    re_path(r"^api/(.*/)?$", api_not_found),
 ]
 
 if settings.ENABLE_DJANGO_DEBUG_TOOLBAR:
     from debug_toolbar.toolbar import debug_toolbar_urls
 
     urlpatterns += debug_toolbar_urls()
-
-_ = include

@@ -1,0 +1,84 @@
+"""Pagination for the two lists. A malformed ``limit``, ``offset`` or ``cursor`` is a 400
+naming the parameter (DRF's stock classes would silently fall back, or answer 404 for a
+bad cursor); a ``limit`` above the maximum is lowered to the maximum."""
+
+import re
+from typing import Any
+
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.pagination import Cursor, CursorPagination, LimitOffsetPagination
+from rest_framework.request import Request
+
+_DIGITS = re.compile(r"[0-9]+")
+_INTEGER = re.compile(r"-?[0-9]{1,18}")
+
+
+def _query_int(request: Request, name: str, *, minimum: int) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    if not _INTEGER.fullmatch(raw):
+        raise ValidationError({name: ["A valid integer is required."]})
+    value = int(raw)
+    if value < minimum:
+        raise ValidationError({name: [f"Ensure this value is greater than or equal to {minimum}."]})
+    return value
+
+
+def _bounds(schema_parameters: list[dict[str, Any]], name: str, **bounds: int) -> None:
+    for parameter in schema_parameters:
+        if parameter["name"] == name:
+            parameter["schema"].update(bounds)
+
+
+class JobPagination(LimitOffsetPagination):
+    default_limit = 25
+    max_limit = 100
+    limit_query_description = f"Jobs per page (default {default_limit}, at most {max_limit})."
+
+    def get_limit(self, request: Request) -> int:
+        limit = _query_int(request, self.limit_query_param, minimum=1)
+        return self.default_limit if limit is None else min(limit, self.max_limit)
+
+    def get_offset(self, request: Request) -> int:
+        offset = _query_int(request, self.offset_query_param, minimum=0)
+        return 0 if offset is None else offset
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        parameters = super().get_schema_operation_parameters(view)
+        _bounds(parameters, self.limit_query_param, minimum=1, default=self.default_limit)
+        _bounds(parameters, self.offset_query_param, minimum=0, default=0)
+        return parameters
+
+
+class JobEventCursorPagination(CursorPagination):
+    """Newest first by id: new events never shift the pages a client is reading."""
+
+    ordering = "-id"
+    page_size = 50
+    max_page_size = 200
+    page_size_query_param = "limit"
+    page_size_query_description = f"Events per page (default {page_size}, at most {max_page_size})."
+
+    def get_page_size(self, request: Request) -> int:
+        limit = _query_int(request, self.page_size_query_param, minimum=1)
+        return self.page_size if limit is None else min(limit, self.max_page_size)
+
+    def decode_cursor(self, request: Request) -> Cursor | None:
+        try:
+            cursor = super().decode_cursor(request)
+        except NotFound:
+            cursor = False
+        # The position is compared with the integer id, so it must be one.
+        if cursor is False or (cursor is not None and not _valid_position(cursor.position)):
+            raise ValidationError({self.cursor_query_param: [self.invalid_cursor_message]})
+        return cursor
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        parameters = super().get_schema_operation_parameters(view)
+        _bounds(parameters, self.page_size_query_param, minimum=1, default=self.page_size)
+        return parameters
+
+
+def _valid_position(position: str | None) -> bool:
+    return position is None or _DIGITS.fullmatch(position) is not None

@@ -1,0 +1,388 @@
+"""HTTP input validation and the JSON shapes of the API.
+
+Input serializers refuse anything the services should never see (unknown job types,
+out-of-range integers, non-object payloads); output serializers render exactly the
+fields of the contract.
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from . import handlers
+from .models import Job, JobEvent, JobEventType, JobStatus
+
+PRIORITY_MIN = -32768  # the smallint column's range
+PRIORITY_MAX = 32767
+MAX_ATTEMPTS_MAX = 100
+IDEMPOTENCY_KEY_MAX_LENGTH = Job._meta.get_field("idempotency_key").max_length
+TYPE_MAX_LENGTH = Job._meta.get_field("type").max_length
+# Deeper payloads are refused: JSON encoders and decoders recurse per level.
+PAYLOAD_MAX_DEPTH = 64
+
+THROUGHPUT_MINUTES_MAX = 1440
+THROUGHPUT_BUCKET_SECONDS_MIN = 10
+THROUGHPUT_BUCKET_SECONDS_MAX = 3600
+THROUGHPUT_MAX_BUCKETS = 500
+
+
+# --- Fields -----------------------------------------------------------------------------
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """An integer that is a JSON number: ``"5"``, ``5.0`` and ``true`` are refused."""
+
+    default_error_messages = {
+        "invalid": "A valid integer is required (a JSON number, not a string or boolean)."
+    }
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+def _json_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be stored as a job payload, or ``None`` when it can."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > PAYLOAD_MAX_DEPTH:
+            return f"Nesting deeper than {PAYLOAD_MAX_DEPTH} levels is not allowed."
+        if isinstance(item, str):
+            if "\x00" in item:
+                return "Strings may not contain the NUL character (\\u0000)."
+        elif isinstance(item, dict):
+            stack.extend((key, depth) for key in item)
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return None
+
+
+@extend_schema_field({"type": "object", "additionalProperties": {}})
+class JSONObjectField(serializers.JSONField):
+    """A JSON object (never an array, string, number or null)."""
+
+    default_error_messages = {"not_object": "Must be a JSON object, got {kind}."}
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            self.fail("not_object", kind=_json_kind(data))
+        problem = _json_problem(data)
+        if problem is not None:
+            raise serializers.ValidationError(problem)
+        return super().to_internal_value(data)
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return type(value).__name__
+
+
+@extend_schema_field(OpenApiTypes.ANY)
+class AnyJSONField(serializers.JSONField):
+    """Any JSON value, as stored (the handler's result)."""
+
+
+# --- Jobs -------------------------------------------------------------------------------
+
+
+class JobSerializer(serializers.ModelSerializer):
+    payload = JSONObjectField(read_only=True)
+    result = AnyJSONField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = Job
+        fields = [
+            "id",
+            "type",
+            "payload",
+            "status",
+            "priority",
+            "available_at",
+            "attempts",
+            "max_attempts",
+            "idempotency_key",
+            "locked_by",
+            "locked_until",
+            "last_error",
+            "result",
+            "created_at",
+            "updated_at",
+            "finished_at",
+        ]
+        read_only_fields = fields
+
+
+class JobCreateSerializer(serializers.Serializer):
+    """The body of `POST /api/jobs/`. Unknown keys are refused, not ignored."""
+
+    type = serializers.CharField(
+        max_length=TYPE_MAX_LENGTH,
+        help_text="Handler routing key; one of the types listed by GET /api/config/.",
+    )
+    payload = JSONObjectField(
+        required=False, default=dict, help_text="Handler input; a JSON object."
+    )
+    priority = StrictIntegerField(
+        required=False,
+        default=50,
+        min_value=PRIORITY_MIN,
+        max_value=PRIORITY_MAX,
+        help_text="Higher is claimed first.",
+    )
+    available_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="ISO 8601; earliest time the job may run. Omitted or null: now.",
+    )
+    max_attempts = StrictIntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=1,
+        max_value=MAX_ATTEMPTS_MAX,
+        help_text=(
+            f"Attempts before the job fails for good (1..{MAX_ATTEMPTS_MAX}). "
+            "Omitted or null: JOB_WORKER_MAX_ATTEMPTS_DEFAULT."
+        ),
+    )
+    idempotency_key = serializers.CharField(
+        required=False,
+        allow_null=True,
+        default=None,
+        max_length=IDEMPOTENCY_KEY_MAX_LENGTH,
+        trim_whitespace=False,
+        help_text="Repeating a create with the same key returns the existing job (200).",
+    )
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if isinstance(data, Mapping):
+            unknown = sorted(str(key) for key in data if key not in self.fields)
+            if unknown:
+                raise serializers.ValidationError({key: ["Unknown field."] for key in unknown})
+        return super().to_internal_value(data)
+
+    def validate_type(self, value: str) -> str:
+        known = handlers.registered_types()
+        if value not in known:
+            raise serializers.ValidationError(
+                f"No handler is registered for {value!r}. Known types: {', '.join(known)}."
+            )
+        return value
+
+
+# An empty filter (`?status=&type=`, as a form submits it) filters nothing.
+
+
+class JobListQuerySerializer(serializers.Serializer):
+    status = serializers.ChoiceField(
+        choices=JobStatus.choices, required=False, allow_blank=True, help_text="Exact status."
+    )
+    type = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=TYPE_MAX_LENGTH,
+        help_text="Case-insensitive substring of the job type.",
+    )
+
+
+class JobStatusCountsSerializer(serializers.Serializer):
+    queued = serializers.IntegerField()
+    running = serializers.IntegerField()
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+
+
+class JobStatsSerializer(serializers.Serializer):
+    total = serializers.IntegerField()
+    by_status = JobStatusCountsSerializer()
+    overdue_running = serializers.IntegerField(
+        help_text="Running jobs whose lease has already expired (cleanup will requeue them)."
+    )
+    retries_pending = serializers.IntegerField(
+        help_text="Queued jobs that already used at least one attempt."
+    )
+    oldest_queued_at = serializers.DateTimeField(
+        allow_null=True, help_text="created_at of the oldest queued job."
+    )
+
+
+# --- Events -----------------------------------------------------------------------------
+
+
+class JobEventSerializer(serializers.ModelSerializer):
+    job = serializers.PrimaryKeyRelatedField(read_only=True, help_text="The job's id.")
+    data = JSONObjectField(read_only=True)
+
+    class Meta:
+        model = JobEvent
+        fields = ["id", "job", "type", "attempt", "worker_id", "message", "data", "created_at"]
+        read_only_fields = fields
+
+
+class JobEventQuerySerializer(serializers.Serializer):
+    type = serializers.ChoiceField(
+        choices=JobEventType.choices,
+        required=False,
+        allow_blank=True,
+        help_text="Exact event type.",
+    )
+    job_id = serializers.UUIDField(required=False, help_text="Only this job's events.")
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if data.get("job_id") == "":
+            data = {key: value for key, value in data.items() if key != "job_id"}
+        return super().to_internal_value(data)
+
+
+# --- Throughput -------------------------------------------------------------------------
+
+
+class ThroughputQuerySerializer(serializers.Serializer):
+    minutes = serializers.IntegerField(
+        required=False, default=15, min_value=1, max_value=THROUGHPUT_MINUTES_MAX
+    )
+    bucket_seconds = serializers.IntegerField(
+        required=False,
+        default=60,
+        min_value=THROUGHPUT_BUCKET_SECONDS_MIN,
+        max_value=THROUGHPUT_BUCKET_SECONDS_MAX,
+        help_text=f"Bucket width; at most {THROUGHPUT_MAX_BUCKETS} buckets per window.",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        buckets = -(-attrs["minutes"] * 60 // attrs["bucket_seconds"])
+        if buckets > THROUGHPUT_MAX_BUCKETS:
+            raise serializers.ValidationError(
+                {
+                    "bucket_seconds": [
+                        f"{attrs['minutes']} minutes in {attrs['bucket_seconds']}-second "
+                        f"buckets makes {buckets} buckets; at most {THROUGHPUT_MAX_BUCKETS}."
+                    ]
+                }
+            )
+        return attrs
+
+
+class ThroughputBucketSerializer(serializers.Serializer):
+    start = serializers.DateTimeField(help_text="The bucket covers [start, start + width).")
+    succeeded = serializers.IntegerField(help_text="succeeded events in the bucket.")
+    failed = serializers.IntegerField(help_text="failed events (attempts exhausted).")
+
+
+class ThroughputSerializer(serializers.Serializer):
+    bucket_seconds = serializers.IntegerField()
+    start = serializers.DateTimeField(help_text="Start of the oldest bucket.")
+    end = serializers.DateTimeField(help_text="Now; the newest bucket is partial.")
+    buckets = ThroughputBucketSerializer(many=True, help_text="Oldest first, zero-filled.")
+
+
+# --- Config and health ------------------------------------------------------------------
+
+
+class JobTypeSerializer(serializers.Serializer):
+    type = serializers.CharField()
+    description = serializers.CharField()
+    example_payload = JSONObjectField()
+
+
+class WorkerConfigSerializer(serializers.Serializer):
+    threads = serializers.IntegerField()
+    poll_interval_ms = serializers.IntegerField()
+    lease_seconds = serializers.IntegerField()
+    cleanup_interval_seconds = serializers.IntegerField()
+    cleanup_batch_size = serializers.IntegerField()
+    backoff_base_seconds = serializers.IntegerField()
+    backoff_max_seconds = serializers.IntegerField()
+    max_attempts_default = serializers.IntegerField()
+
+
+class LimitsSerializer(serializers.Serializer):
+    priority_min = serializers.IntegerField()
+    priority_max = serializers.IntegerField()
+    max_attempts_max = serializers.IntegerField()
+    idempotency_key_max_length = serializers.IntegerField()
+    max_body_bytes = serializers.IntegerField()
+
+
+class ConfigSerializer(serializers.Serializer):
+    job_types = JobTypeSerializer(many=True)
+    worker = WorkerConfigSerializer()
+    limits = LimitsSerializer()
+
+
+def api_config() -> dict[str, Any]:
+    """What a client needs to build a create form and explain the worker."""
+    return {
+        "job_types": [
+            {
+                "type": spec.type,
+                "description": spec.description,
+                "example_payload": spec.example_payload,
+            }
+            for spec in handlers.handler_specs()
+        ],
+        "worker": {
+            "threads": settings.JOB_WORKER_THREADS,
+            "poll_interval_ms": settings.JOB_WORKER_POLL_INTERVAL_MS,
+            "lease_seconds": settings.JOB_WORKER_LEASE_SECONDS,
+            "cleanup_interval_seconds": settings.JOB_WORKER_CLEANUP_INTERVAL_SECONDS,
+            "cleanup_batch_size": settings.JOB_WORKER_CLEANUP_BATCH_SIZE,
+            "backoff_base_seconds": settings.JOB_WORKER_BACKOFF_BASE_SECONDS,
+            "backoff_max_seconds": settings.JOB_WORKER_BACKOFF_MAX_SECONDS,
+            "max_attempts_default": settings.JOB_WORKER_MAX_ATTEMPTS_DEFAULT,
+        },
+        "limits": {
+            "priority_min": PRIORITY_MIN,
+            "priority_max": PRIORITY_MAX,
+            "max_attempts_max": MAX_ATTEMPTS_MAX,
+            "idempotency_key_max_length": IDEMPOTENCY_KEY_MAX_LENGTH,
+            "max_body_bytes": settings.JOB_API_MAX_BODY_BYTES,
+        },
+    }
+
+
+class HealthSerializer(serializers.Serializer):
+    ok = serializers.BooleanField()
+    database = serializers.ChoiceField(choices=["ok", "error"])
+    detail = serializers.CharField(required=False, help_text="Only when the database failed.")
+
+
+# --- Errors (documentation only) --------------------------------------------------------
+
+
+class ErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+
+
+class RetryConflictSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    status = serializers.ChoiceField(choices=JobStatus.choices, help_text="The job's status.")
+
+
+VALIDATION_ERROR_SCHEMA = {
+    "type": "object",
+    "description": (
+        "Each key names a field (`non_field_errors` for a body that is not an object) and "
+        "lists the reasons; a body that is not valid JSON gets a single `detail` string."
+    ),
+    "properties": {"detail": {"type": "string"}},
+    "additionalProperties": {"type": "array", "items": {"type": "string"}},
+    "example": {"priority": ["Ensure this value is less than or equal to 32767."]},
+}

@@ -1,0 +1,757 @@
+"""The HTTP API against the contract: shapes, status codes, pagination, filters and every
+refused input (which must write nothing)."""
+
+import base64
+import itertools
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.conf import settings as django_settings
+from django.db import OperationalError
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from jobs import handlers, services, views
+from jobs.models import Job, JobEvent
+
+pytestmark = pytest.mark.django_db
+
+JOB_KEYS = {
+    "id",
+    "type",
+    "payload",
+    "status",
+    "priority",
+    "available_at",
+    "attempts",
+    "max_attempts",
+    "idempotency_key",
+    "locked_by",
+    "locked_until",
+    "last_error",
+    "result",
+    "created_at",
+    "updated_at",
+    "finished_at",
+}
+EVENT_KEYS = {"id", "job", "type", "attempt", "worker_id", "message", "data", "created_at"}
+WORKER = "test-host:1:thread-1:abcd1234"
+
+
+@pytest.fixture
+def api() -> APIClient:
+    return APIClient()
+
+
+def post_job(api: APIClient, body: object):
+    return api.post("/api/jobs/", data=json.dumps(body), content_type="application/json")
+
+
+def nothing_written() -> bool:
+    return not Job.objects.exists() and not JobEvent.objects.exists()
+
+
+def finish_job(at: datetime, *, succeed: bool = True, type: str = "demo.success") -> Job:
+    """A job that ran once and ended (succeeded or failed for good) at ``at``."""
+    # Top priority, so the claim picks this job even when others are queued.
+    job, _ = services.create_job(type=type, max_attempts=1, priority=32767, now=at)
+    claimed = services.claim_next_job(worker_id=WORKER, now=at)
+    assert claimed is not None and claimed.pk == job.pk
+    if succeed:
+        done = services.complete_job(job_id=job.pk, worker_id=WORKER, attempt=1, now=at)
+    else:
+        done = services.fail_job(job_id=job.pk, worker_id=WORKER, attempt=1, error="boom", now=at)
+    assert done is not None
+    return done
+
+
+def local_offset(value: datetime) -> str:
+    return timezone.localtime(value).isoformat()[-6:]
+
+
+# --- Health -----------------------------------------------------------------------------
+
+
+def test_health_reports_a_reachable_database(api):
+    response = api.get("/api/health/")
+    assert response.status_code == 200
+    assert response.json() == {"ok": True, "database": "ok"}
+
+
+def test_health_is_503_with_the_error_when_the_database_fails(api, monkeypatch):
+    class BrokenConnection:
+        def cursor(self):
+            raise OperationalError("connection refused")
+
+    monkeypatch.setattr(views, "connection", BrokenConnection())
+    response = api.get("/api/health/")
+    assert response.status_code == 503
+    assert response.json() == {"ok": False, "database": "error", "detail": "connection refused"}
+
+
+def test_health_ignores_credentials_that_other_endpoints_reject(api):
+    api.credentials(HTTP_AUTHORIZATION="Token not-a-real-token")
+    assert api.get("/api/jobs/").status_code == 401
+    response = api.get("/api/health/")
+    assert response.status_code == 200
+    assert response.json()["ok"] is True
+
+
+# --- Config -----------------------------------------------------------------------------
+
+
+def test_config_describes_job_types_worker_and_limits(api, settings):
+    settings.JOB_WORKER_THREADS = 7
+    settings.JOB_WORKER_LEASE_SECONDS = 42
+    response = api.get("/api/config/")
+    assert response.status_code == 200
+    body = response.json()
+    assert set(body) == {"job_types", "worker", "limits"}
+    assert [item["type"] for item in body["job_types"]] == handlers.registered_types()
+    success = next(item for item in body["job_types"] if item["type"] == "demo.success")
+    spec = handlers.get_handler("demo.success")
+    assert success == {
+        "type": "demo.success",
+        "description": spec.description,
+        "example_payload": spec.example_payload,
+    }
+    assert body["worker"] == {
+        "threads": 7,
+        "poll_interval_ms": settings.JOB_WORKER_POLL_INTERVAL_MS,
+        "lease_seconds": 42,
+        "cleanup_interval_seconds": settings.JOB_WORKER_CLEANUP_INTERVAL_SECONDS,
+        "cleanup_batch_size": settings.JOB_WORKER_CLEANUP_BATCH_SIZE,
+        "backoff_base_seconds": settings.JOB_WORKER_BACKOFF_BASE_SECONDS,
+        "backoff_max_seconds": settings.JOB_WORKER_BACKOFF_MAX_SECONDS,
+        "max_attempts_default": settings.JOB_WORKER_MAX_ATTEMPTS_DEFAULT,
+    }
+    assert body["limits"] == {
+        "priority_min": -32768,
+        "priority_max": 32767,
+        "max_attempts_max": 100,
+        "idempotency_key_max_length": 255,
+        "max_body_bytes": settings.JOB_API_MAX_BODY_BYTES,
+    }
+
+
+# --- Create -----------------------------------------------------------------------------
+
+
+def test_create_returns_201_with_the_queued_job_and_writes_a_created_event(api):
+    before = timezone.now()
+    response = post_job(
+        api, {"type": "demo.success", "payload": {"sleep_seconds": 1}, "priority": 70}
+    )
+    assert response.status_code == 201
+    body = response.json()
+    assert set(body) == JOB_KEYS
+    job = Job.objects.get()
+    assert body["id"] == str(job.pk)
+    assert body["status"] == "queued"
+    assert body["payload"] == {"sleep_seconds": 1}
+    assert body["priority"] == 70
+    assert body["attempts"] == 0
+    assert body["idempotency_key"] is None
+    assert body["locked_by"] is None and body["result"] is None and body["finished_at"] is None
+    assert job.available_at >= before  # omitted available_at means now
+    # Timestamps are rendered in the configured time zone's offset.
+    assert body["created_at"].endswith(local_offset(job.created_at))
+    assert datetime.fromisoformat(body["created_at"]) == job.created_at
+    assert list(job.events.values_list("type", flat=True)) == ["created"]
+
+
+def test_create_uses_defaults_and_accepts_the_documented_bounds(api, settings):
+    response = post_job(api, {"type": "demo.fail"})
+    assert response.status_code == 201
+    assert response.json()["priority"] == 50
+    assert response.json()["max_attempts"] == settings.JOB_WORKER_MAX_ATTEMPTS_DEFAULT
+    assert response.json()["payload"] == {}
+    for body in (
+        {"type": "demo.fail", "priority": 32767, "max_attempts": 100},
+        {"type": "demo.fail", "priority": -32768, "max_attempts": 1},
+        {"type": "demo.fail", "max_attempts": None, "available_at": None},
+    ):
+        assert post_job(api, body).status_code == 201, body
+
+
+def test_create_keeps_a_given_available_at(api):
+    response = post_job(api, {"type": "demo.slow", "available_at": "2030-01-02T03:04:05Z"})
+    assert response.status_code == 201
+    expected = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+    assert Job.objects.get().available_at == expected
+    assert datetime.fromisoformat(response.json()["available_at"]) == expected
+
+
+def test_create_with_a_known_idempotency_key_returns_200_and_the_existing_job(api):
+    first = post_job(api, {"type": "demo.success", "idempotency_key": "order-42"})
+    again = post_job(
+        api, {"type": "demo.fail", "payload": {"other": True}, "idempotency_key": "order-42"}
+    )
+    assert first.status_code == 201
+    assert again.status_code == 200
+    assert again.json() == first.json()
+    assert Job.objects.count() == 1
+    assert JobEvent.objects.count() == 1
+
+
+BAD_BODIES = [
+    pytest.param({}, "type", "required", id="missing-type"),
+    pytest.param({"type": ""}, "type", "blank", id="blank-type"),
+    pytest.param({"type": "demo.nope"}, "type", "demo.success", id="unknown-type"),
+    pytest.param({"type": "demo.success", "payload": [1]}, "payload", "array", id="payload-array"),
+    pytest.param({"type": "demo.success", "payload": "x"}, "payload", "string", id="payload-str"),
+    pytest.param({"type": "demo.success", "payload": 3}, "payload", "number", id="payload-number"),
+    pytest.param({"type": "demo.success", "payload": None}, "payload", "null", id="payload-null"),
+    pytest.param(
+        {"type": "demo.success", "payload": {"a": "x\u0000y"}}, "payload", "NUL", id="payload-nul"
+    ),
+    pytest.param({"type": "demo.success", "priority": "5"}, "priority", "integer", id="prio-str"),
+    pytest.param({"type": "demo.success", "priority": 5.5}, "priority", "integer", id="prio-float"),
+    pytest.param({"type": "demo.success", "priority": True}, "priority", "integer", id="prio-bool"),
+    pytest.param({"type": "demo.success", "priority": None}, "priority", "null", id="prio-null"),
+    pytest.param({"type": "demo.success", "priority": 32768}, "priority", "32767", id="prio-high"),
+    pytest.param({"type": "demo.success", "priority": -32769}, "priority", "-32768", id="prio-low"),
+    pytest.param({"type": "demo.success", "max_attempts": 0}, "max_attempts", "1", id="max-zero"),
+    pytest.param(
+        {"type": "demo.success", "max_attempts": 101}, "max_attempts", "100", id="max-101"
+    ),
+    pytest.param(
+        {"type": "demo.success", "max_attempts": False}, "max_attempts", "integer", id="max-bool"
+    ),
+    pytest.param(
+        {"type": "demo.success", "max_attempts": "3"}, "max_attempts", "integer", id="max-str"
+    ),
+    pytest.param(
+        {"type": "demo.success", "available_at": "tomorrow"},
+        "available_at",
+        "format",
+        id="when-text",
+    ),
+    pytest.param(
+        {"type": "demo.success", "available_at": "2026-13-40T00:00:00Z"},
+        "available_at",
+        "format",
+        id="when-invalid-date",
+    ),
+    pytest.param(
+        {"type": "demo.success", "available_at": 1700000000},
+        "available_at",
+        "format",
+        id="when-int",
+    ),
+    pytest.param(
+        {"type": "demo.success", "idempotency_key": "k" * 256},
+        "idempotency_key",
+        "255",
+        id="key-too-long",
+    ),
+    pytest.param(
+        {"type": "demo.success", "idempotency_key": ""}, "idempotency_key", "blank", id="key-blank"
+    ),
+    pytest.param(
+        {"type": "demo.success", "prioriti": 5}, "prioriti", "Unknown", id="unknown-field"
+    ),
+]
+
+
+@pytest.mark.parametrize(("body", "field", "reason"), BAD_BODIES)
+def test_create_refuses_bad_input_with_400_naming_the_field(api, body, field, reason):
+    response = post_job(api, body)
+    assert response.status_code == 400
+    errors = response.json()
+    assert field in errors, errors
+    assert any(reason in message for message in errors[field]), errors
+    assert nothing_written()
+
+
+def test_unknown_type_message_lists_the_known_types(api):
+    message = post_job(api, {"type": "demo.nope"}).json()["type"][0]
+    for known in handlers.registered_types():
+        assert known in message
+
+
+def nested(levels: int) -> dict:
+    payload: dict = {}
+    for _ in range(levels - 1):
+        payload = {"a": payload}
+    return payload
+
+
+def test_create_refuses_a_payload_nested_too_deeply(api):
+    response = post_job(api, {"type": "demo.success", "payload": nested(65)})
+    assert response.status_code == 400
+    assert "Nesting deeper than 64" in response.json()["payload"][0]
+    assert nothing_written()
+
+
+def test_create_stores_and_returns_a_payload_at_the_nesting_limit(api):
+    response = post_job(api, {"type": "demo.success", "payload": nested(64)})
+    assert response.status_code == 201
+    assert response.json()["payload"] == nested(64)
+    assert Job.objects.get().payload == nested(64)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param('{"type": "demo.success",', id="truncated"),
+        pytest.param("not json", id="text"),
+        pytest.param('{"type": "demo.success", "payload": {"x": NaN}}', id="nan"),
+        pytest.param("[" * 50_000 + "]" * 50_000, id="nested-50000-deep"),
+    ],
+)
+def test_create_refuses_malformed_json_with_400(api, raw):
+    response = api.post("/api/jobs/", data=raw, content_type="application/json")
+    assert response.status_code == 400
+    assert "JSON parse error" in response.json()["detail"]
+    assert nothing_written()
+
+
+def test_create_refuses_a_body_that_is_not_json_with_415(api):
+    response = api.post("/api/jobs/", data={"type": "demo.success"}, format="multipart")
+    assert response.status_code == 415
+    assert "Unsupported media type" in response.json()["detail"]
+    assert nothing_written()
+
+
+def test_create_refuses_a_body_that_is_not_an_object(api):
+    response = post_job(api, [{"type": "demo.success"}])
+    assert response.status_code == 400
+    assert "non_field_errors" in response.json()
+    assert nothing_written()
+
+
+def test_create_refuses_a_body_over_the_size_limit_with_413(api, settings):
+    filler = "x" * settings.JOB_API_MAX_BODY_BYTES
+    response = post_job(api, {"type": "demo.success", "payload": {"filler": filler}})
+    assert response.status_code == 413
+    assert str(settings.JOB_API_MAX_BODY_BYTES) in response.json()["detail"]
+    assert nothing_written()
+
+
+@pytest.mark.skipif(
+    not django_settings.ENABLE_DJANGO_DEBUG_TOOLBAR, reason="Debug Toolbar is not enabled"
+)
+def test_a_body_over_the_limit_stays_413_with_the_debug_toolbar_on(api, settings):
+    # The toolbar's history panel would re-read the refused body and turn this into a 400.
+    settings.DEBUG = True
+    filler = "x" * settings.JOB_API_MAX_BODY_BYTES
+    response = post_job(api, {"type": "demo.success", "payload": {"filler": filler}})
+    assert response.status_code == 413
+    assert nothing_written()
+
+
+def test_create_accepts_a_body_just_under_the_size_limit(api, settings):
+    envelope = json.dumps({"type": "demo.success", "payload": {"filler": ""}})
+    filler = "x" * (settings.JOB_API_MAX_BODY_BYTES - len(envelope))
+    response = post_job(api, {"type": "demo.success", "payload": {"filler": filler}})
+    assert response.status_code == 201
+
+
+# --- List -------------------------------------------------------------------------------
+
+
+def test_list_pages_25_by_default_newest_first_with_links(api, make_job):
+    start = timezone.now()
+    jobs = [make_job(now=start + timedelta(seconds=i)) for i in range(30)]
+    response = api.get("/api/jobs/")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["count"] == 30
+    assert len(body["results"]) == 25
+    assert set(body["results"][0]) == JOB_KEYS
+    assert [item["id"] for item in body["results"]] == [str(j.pk) for j in reversed(jobs)][:25]
+    assert body["previous"] is None
+    assert "limit=25" in body["next"] and "offset=25" in body["next"]
+
+    second = api.get(body["next"]).json()
+    assert [item["id"] for item in second["results"]] == [str(j.pk) for j in reversed(jobs[:5])]
+    assert second["next"] is None
+    assert second["previous"] is not None
+
+
+def test_list_limit_is_capped_at_100(api, make_job):
+    for _ in range(101):
+        make_job()
+    body = api.get("/api/jobs/?limit=1000").json()
+    assert body["count"] == 101
+    assert len(body["results"]) == 100
+    assert "limit=100" in body["next"]
+    assert len(api.get("/api/jobs/?limit=3").json()["results"]) == 3
+
+
+def test_list_filters_by_exact_status_and_type_substring(api, make_job):
+    make_job("demo.success")
+    make_job("demo.fail")
+    make_job("demo.flaky")
+    failed = finish_job(timezone.now(), succeed=False, type="demo.fail")
+
+    by_status = api.get("/api/jobs/?status=failed").json()
+    assert [item["id"] for item in by_status["results"]] == [str(failed.pk)]
+
+    by_type = api.get("/api/jobs/?type=DEMO.F").json()
+    assert by_type["count"] == 3
+    assert {item["type"] for item in by_type["results"]} == {"demo.fail", "demo.flaky"}
+
+    both = api.get("/api/jobs/?type=fail&status=queued").json()
+    assert [item["type"] for item in both["results"]] == ["demo.fail"]
+
+    assert api.get("/api/jobs/?status=&type=").json()["count"] == 4
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("limit=abc", "limit"),
+        ("limit=0", "limit"),
+        ("limit=-5", "limit"),
+        ("offset=-1", "offset"),
+        ("offset=1.5", "offset"),
+        ("status=nonsense", "status"),
+        ("type=" + "x" * 121, "type"),
+    ],
+)
+def test_list_refuses_bad_query_parameters_with_400(api, query, field):
+    response = api.get(f"/api/jobs/?{query}")
+    assert response.status_code == 400
+    assert field in response.json()
+
+
+@pytest.mark.parametrize("jobs", [1, 50])
+def test_list_runs_a_bounded_number_of_queries(api, make_job, django_assert_max_num_queries, jobs):
+    for _ in range(jobs):
+        make_job()
+    with django_assert_max_num_queries(2):
+        response = api.get("/api/jobs/?limit=100")
+    assert len(response.json()["results"]) == jobs
+
+
+# --- Detail, timeline, 404s -------------------------------------------------------------
+
+
+def test_detail_returns_the_job(api, make_job):
+    job = make_job(payload={"sleep_seconds": 2}, idempotency_key="abc")
+    response = api.get(f"/api/jobs/{job.pk}/")
+    assert response.status_code == 200
+    body = response.json()
+    assert set(body) == JOB_KEYS
+    assert body["id"] == str(job.pk)
+    assert body["payload"] == {"sleep_seconds": 2}
+    assert body["idempotency_key"] == "abc"
+
+
+def test_job_events_are_a_plain_list_in_ascending_id(api):
+    job = finish_job(timezone.now(), succeed=False)
+    response = api.get(f"/api/jobs/{job.pk}/events/")
+    assert response.status_code == 200
+    events = response.json()
+    assert isinstance(events, list)
+    assert [event["type"] for event in events] == ["created", "claimed", "failed"]
+    assert [event["id"] for event in events] == sorted(event["id"] for event in events)
+    assert all(set(event) == EVENT_KEYS for event in events)
+    assert {event["job"] for event in events} == {str(job.pk)}
+    assert events[2]["worker_id"] == WORKER
+    assert events[2]["data"] == {"error": "boom"}
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/api/jobs/{id}/", "/api/jobs/{id}/events/", "/api/jobs/{id}/retry/"],
+)
+@pytest.mark.parametrize("job_id", [str(uuid.uuid4()), "not-a-uuid", "123"])
+def test_unknown_or_malformed_job_ids_are_a_json_404(api, path, job_id):
+    url = path.format(id=job_id)
+    response = api.post(url) if url.endswith("retry/") else api.get(url)
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+    assert "does not exist" in response.json()["detail"]
+
+
+def test_unknown_api_paths_are_a_json_404(api):
+    response = api.get("/api/jobs/a/b/c/")
+    assert response.status_code == 404
+    assert response.json() == {"detail": "Not found."}
+
+
+# --- Retry ------------------------------------------------------------------------------
+
+
+def test_retry_requeues_a_failed_job(api):
+    job = finish_job(timezone.now(), succeed=False)
+    response = api.post(f"/api/jobs/{job.pk}/retry/")
+    assert response.status_code == 200
+    body = response.json()
+    assert set(body) == JOB_KEYS
+    assert body["status"] == "queued"
+    assert body["attempts"] == 0
+    assert body["last_error"] == "" and body["finished_at"] is None
+    assert job.events.order_by("-id").first().type == "manual_retry"
+
+
+@pytest.mark.parametrize("succeed", [True, False])
+def test_retry_of_a_job_that_is_not_failed_is_409(api, make_job, succeed):
+    job = finish_job(timezone.now()) if succeed else make_job()
+    response = api.post(f"/api/jobs/{job.pk}/retry/")
+    assert response.status_code == 409
+    job.refresh_from_db()
+    assert response.json() == {
+        "detail": f"Only failed jobs can be retried; job is {job.status}.",
+        "status": job.status,
+    }
+    assert not job.events.filter(type="manual_retry").exists()
+
+
+# --- Stats ------------------------------------------------------------------------------
+
+
+def test_stats_lists_every_status_from_one_query(api, make_job, django_assert_num_queries):
+    with django_assert_num_queries(1):
+        empty = api.get("/api/jobs/stats/").json()
+    assert empty == {
+        "total": 0,
+        "by_status": {"queued": 0, "running": 0, "succeeded": 0, "failed": 0},
+        "overdue_running": 0,
+        "retries_pending": 0,
+        "oldest_queued_at": None,
+    }
+
+    now = timezone.now()
+    finish_job(now - timedelta(seconds=5), succeed=False)
+    finish_job(now - timedelta(seconds=4))
+    oldest = make_job(now=now - timedelta(seconds=3))
+    make_job(now=now - timedelta(seconds=2))
+    body = api.get("/api/jobs/stats/").json()
+    assert body["total"] == 4
+    assert body["by_status"] == {"queued": 2, "running": 0, "succeeded": 1, "failed": 1}
+    assert datetime.fromisoformat(body["oldest_queued_at"]) == oldest.created_at
+
+
+# --- Global event feed ------------------------------------------------------------------
+
+
+@pytest.fixture
+def busy_job(make_job) -> Job:
+    """One running job with 1 created + 1 claimed + 248 progress events (250 in all)."""
+    job = make_job()
+    services.claim_next_job(worker_id=WORKER)
+    for step in range(248):
+        assert services.record_progress(
+            job_id=job.pk, worker_id=WORKER, attempt=1, message=f"step {step}"
+        )
+    return job
+
+
+def test_event_feed_pages_50_newest_first_and_caps_the_limit_at_200(api, busy_job):
+    body = api.get("/api/job-events/").json()
+    assert set(body) == {"next", "previous", "results"}
+    ids = [event["id"] for event in body["results"]]
+    assert len(ids) == 50
+    assert ids == sorted(ids, reverse=True)
+    assert ids[0] == JobEvent.objects.order_by("-id").first().pk
+    assert set(body["results"][0]) == EVENT_KEYS
+    assert body["previous"] is None
+    assert "cursor=" in body["next"]
+
+    assert len(api.get("/api/job-events/?limit=1000").json()["results"]) == 200
+    assert len(api.get("/api/job-events/?limit=7").json()["results"]) == 7
+
+
+def test_event_feed_cursor_walks_every_event_once(api, busy_job):
+    seen: list[int] = []
+    url = "/api/job-events/?limit=60"
+    while url:
+        body = api.get(url).json()
+        seen.extend(event["id"] for event in body["results"])
+        assert len(body["results"]) <= 60
+        url = body["next"]
+        if url:
+            assert "limit=60" in url
+    expected = list(JobEvent.objects.order_by("-id").values_list("id", flat=True))
+    assert seen == expected
+    assert len(seen) == 250
+
+
+def test_event_feed_filters_by_type_and_job(api, busy_job):
+    other = finish_job(timezone.now(), succeed=False)
+
+    failed = api.get("/api/job-events/?type=failed").json()["results"]
+    assert [(event["type"], event["job"]) for event in failed] == [("failed", str(other.pk))]
+
+    mine = api.get(f"/api/job-events/?job_id={other.pk}").json()["results"]
+    assert [event["type"] for event in mine] == ["failed", "claimed", "created"]
+
+    both = api.get(f"/api/job-events/?job_id={busy_job.pk}&type=claimed").json()["results"]
+    assert [(event["type"], event["attempt"]) for event in both] == [("claimed", 1)]
+
+
+def _cursor(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("type=nonsense", "type"),
+        ("job_id=not-a-uuid", "job_id"),
+        ("limit=abc", "limit"),
+        ("limit=0", "limit"),
+        ("cursor=%%%garbage", "cursor"),
+        ("cursor=" + _cursor("p=abc"), "cursor"),
+        ("cursor=" + _cursor("o=-4"), "cursor"),
+    ],
+)
+def test_event_feed_refuses_bad_query_parameters_with_400(api, query, field):
+    response = api.get(f"/api/job-events/?{query}")
+    assert response.status_code == 400
+    assert field in response.json()
+
+
+@pytest.mark.parametrize("limit", [1, 200])
+def test_event_feed_runs_a_bounded_number_of_queries(
+    api, busy_job, django_assert_max_num_queries, limit
+):
+    with django_assert_max_num_queries(1):
+        response = api.get(f"/api/job-events/?limit={limit}")
+    assert len(response.json()["results"]) == limit
+
+
+# --- Throughput -------------------------------------------------------------------------
+
+NOW = datetime(2026, 6, 21, 10, 0, 30, tzinfo=UTC)
+
+
+def test_throughput_counts_finished_attempts_per_aligned_bucket():
+    finish_job(NOW - timedelta(minutes=4, seconds=30, microseconds=1), succeed=False)  # before
+    finish_job(NOW - timedelta(minutes=4, seconds=30))  # 09:56:00, first bucket's start
+    finish_job(NOW - timedelta(seconds=30, microseconds=1))  # 09:59:59.999999
+    finish_job(NOW - timedelta(seconds=30))  # 10:00:00
+    finish_job(NOW, succeed=False)  # now, in the newest (partial) bucket
+    finish_job(NOW + timedelta(seconds=1))  # after now: not counted
+    # A retry scheduled for later is not a finished attempt.
+    job, _ = services.create_job(type="demo.flaky", max_attempts=3, now=NOW)
+    services.claim_next_job(worker_id=WORKER, now=NOW)
+    services.fail_job(job_id=job.pk, worker_id=WORKER, attempt=1, error="flaky", now=NOW)
+
+    result = services.get_throughput(now=NOW, minutes=5, bucket_seconds=60)
+
+    assert result["bucket_seconds"] == 60
+    assert result["start"] == datetime(2026, 6, 21, 9, 56, tzinfo=UTC)
+    assert result["end"] == NOW
+    assert [b["start"].strftime("%H:%M") for b in result["buckets"]] == [
+        "09:56",
+        "09:57",
+        "09:58",
+        "09:59",
+        "10:00",
+    ]
+    assert [(b["succeeded"], b["failed"]) for b in result["buckets"]] == [
+        (1, 0),
+        (0, 0),
+        (0, 0),
+        (1, 0),
+        (1, 1),
+    ]
+
+
+def test_throughput_buckets_of_other_widths():
+    finish_job(NOW - timedelta(seconds=31))  # 09:59:59 -> [09:59:50, 10:00:00)
+    finish_job(NOW - timedelta(seconds=29))  # 10:00:01 -> [10:00:00, 10:00:10)
+    result = services.get_throughput(now=NOW, minutes=1, bucket_seconds=10)
+    assert len(result["buckets"]) == 6
+    assert result["buckets"][-1]["start"] == datetime(2026, 6, 21, 10, 0, 30, tzinfo=UTC)
+    counts = {b["start"].strftime("%H:%M:%S"): b["succeeded"] for b in result["buckets"]}
+    assert counts == {
+        "09:59:40": 0,
+        "09:59:50": 1,
+        "10:00:00": 1,
+        "10:00:10": 0,
+        "10:00:20": 0,
+        "10:00:30": 0,
+    }
+
+
+def test_throughput_endpoint_zero_fills_the_default_window_in_one_query(
+    api, django_assert_num_queries
+):
+    finish_job(timezone.now())
+    finish_job(timezone.now(), succeed=False)
+    with django_assert_num_queries(1):
+        response = api.get("/api/jobs/throughput/")
+    assert response.status_code == 200
+    body = response.json()
+    assert set(body) == {"bucket_seconds", "start", "end", "buckets"}
+    assert body["bucket_seconds"] == 60
+    assert len(body["buckets"]) == 15
+    assert body["start"] == body["buckets"][0]["start"]
+    starts = [datetime.fromisoformat(b["start"]) for b in body["buckets"]]
+    assert all(b - a == timedelta(seconds=60) for a, b in itertools.pairwise(starts))
+    assert starts[-1] <= datetime.fromisoformat(body["end"]) < starts[-1] + timedelta(seconds=60)
+    assert sum(b["succeeded"] for b in body["buckets"]) == 1
+    assert sum(b["failed"] for b in body["buckets"]) == 1
+    assert body["end"].endswith(local_offset(timezone.now()))
+
+
+def test_throughput_endpoint_accepts_custom_windows(api):
+    body = api.get("/api/jobs/throughput/?minutes=60&bucket_seconds=300").json()
+    assert body["bucket_seconds"] == 300
+    assert len(body["buckets"]) == 12
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("minutes=0", "minutes"),
+        ("minutes=1441", "minutes"),
+        ("minutes=abc", "minutes"),
+        ("bucket_seconds=9", "bucket_seconds"),
+        ("bucket_seconds=3601", "bucket_seconds"),
+        ("minutes=1440&bucket_seconds=60", "bucket_seconds"),
+    ],
+)
+def test_throughput_refuses_bad_windows_with_400(api, query, field):
+    response = api.get(f"/api/jobs/throughput/?{query}")
+    assert response.status_code == 400
+    assert field in response.json()
+
+
+# --- Documentation ----------------------------------------------------------------------
+
+
+def test_schema_documents_every_endpoint(api):
+    response = api.get("/api/schema/?format=json")
+    assert response.status_code == 200
+    schema = json.loads(response.content)
+    assert set(schema["paths"]) == {
+        "/api/health/",
+        "/api/config/",
+        "/api/jobs/",
+        "/api/jobs/{id}/",
+        "/api/jobs/{id}/events/",
+        "/api/jobs/{id}/retry/",
+        "/api/jobs/stats/",
+        "/api/jobs/throughput/",
+        "/api/job-events/",
+    }
+    create = schema["paths"]["/api/jobs/"]["post"]["responses"]
+    assert set(create) == {"200", "201", "400", "413", "415"}
+    assert set(schema["paths"]["/api/jobs/{id}/retry/"]["post"]["responses"]) == {
+        "200",
+        "404",
+        "409",
+    }
+    assert schema["components"]["schemas"]["JobStatusEnum"]["enum"] == [
+        "queued",
+        "running",
+        "succeeded",
+        "failed",
+    ]
+    assert set(schema["components"]["schemas"]["Job"]["properties"]) == JOB_KEYS
+    assert set(schema["components"]["schemas"]["JobEvent"]["properties"]) == EVENT_KEYS
+
+
+def test_swagger_ui_is_served(api):
+    response = api.get("/api/docs/")
+    assert response.status_code == 200
+    assert b"swagger" in response.content.lower()

@@ -1,0 +1,17 @@
+from django.urls import path
+
+from . import views
+
+# Job ids are matched as plain strings and parsed in the views, so a malformed id is the
+# same JSON 404 as an unknown one instead of Django's HTML 404.
+urlpatterns = [
+    path("health/", views.HealthView.as_view(), name="health"),
+    path("config/", views.ConfigView.as_view(), name="config"),
+    path("jobs/", views.JobListCreateView.as_view(), name="job-list"),
+    path("jobs/stats/", views.JobStatsView.as_view(), name="job-stats"),
+    path("jobs/throughput/", views.JobThroughputView.as_view(), name="job-throughput"),
+    path("jobs/<str:id>/", views.JobDetailView.as_view(), name="job-detail"),
+    path("jobs/<str:id>/events/", views.JobEventsView.as_view(), name="job-events"),
+    path("jobs/<str:id>/retry/", views.JobRetryView.as_view(), name="job-retry"),
+    path("job-events/", views.JobEventListView.as_view(), name="job-event-list"),
+]

@@ -1,0 +1,270 @@
+"""The HTTP API: each view parses its input with a serializer, calls one service or read,
+and serializes the result. Every job-state change goes through ``jobs.services``."""
+
+import uuid
+from typing import Any
+
+from django.db import DatabaseError, connection
+from django.db.models import QuerySet
+from django.http import HttpRequest, JsonResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import generics, status
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from . import services
+from .models import Job, JobEvent
+from .pagination import JobEventCursorPagination, JobPagination
+from .serializers import (
+    VALIDATION_ERROR_SCHEMA,
+    ConfigSerializer,
+    ErrorSerializer,
+    HealthSerializer,
+    JobCreateSerializer,
+    JobEventQuerySerializer,
+    JobEventSerializer,
+    JobListQuerySerializer,
+    JobSerializer,
+    JobStatsSerializer,
+    RetryConflictSerializer,
+    ThroughputQuerySerializer,
+    ThroughputSerializer,
+    api_config,
+)
+
+JOB_ID_PARAMETER = OpenApiParameter(
+    "id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The job's id."
+)
+BAD_REQUEST = OpenApiResponse(VALIDATION_ERROR_SCHEMA, description="Invalid input.")
+NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No job with this id.")
+
+
+class JobJSONParser(JSONParser):
+    """DRF's JSON parser, with absurdly deep nesting refused as a parse error (not a 500).
+
+    The body size cap is Django's ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (set from
+    ``JOB_API_MAX_BODY_BYTES``); ``api_errors`` turns it into a 413.
+    """
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError as exc:
+            raise ParseError("JSON parse error - nested too deeply.") from exc
+
+
+def parse_job_id(raw: str) -> uuid.UUID:
+    """The path's job id; anything that is not a UUID names no job (404)."""
+    try:
+        return uuid.UUID(raw)
+    except ValueError:
+        raise services.JobNotFound(raw) from None
+
+
+def get_job_or_404(raw_id: str) -> Job:
+    job_id = parse_job_id(raw_id)
+    job = Job.objects.filter(pk=job_id).first()
+    if job is None:
+        raise services.JobNotFound(job_id)
+    return job
+
+
+def validated_query(serializer_class: type, request: Request) -> dict[str, Any]:
+    serializer = serializer_class(data=request.query_params)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+# --- Health and config ------------------------------------------------------------------
+
+
+class HealthView(APIView):
+    """Liveness plus a database round trip; never needs credentials."""
+
+    authentication_classes: list[type] = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        operation_id="health",
+        tags=["health"],
+        auth=[],
+        responses={
+            200: HealthSerializer,
+            503: OpenApiResponse(HealthSerializer, description="The database is unreachable."),
+        },
+        examples=[
+            OpenApiExample("Healthy", value={"ok": True, "database": "ok"}, status_codes=[200]),
+            OpenApiExample(
+                "Database down",
+                value={"ok": False, "database": "error", "detail": "connection refused"},
+                status_codes=[503],
+            ),
+        ],
+    )
+    def get(self, request: Request) -> Response:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+                cursor.fetchone()
+        except DatabaseError as exc:
+            body = {"ok": False, "database": "error", "detail": str(exc).strip() or repr(exc)}
+            return Response(HealthSerializer(body).data, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        return Response(HealthSerializer({"ok": True, "database": "ok"}).data)
+
+
+class ConfigView(APIView):
+    @extend_schema(operation_id="config", tags=["config"], responses={200: ConfigSerializer})
+    def get(self, request: Request) -> Response:
+        """Registered job types with example payloads, worker settings and input limits."""
+        return Response(ConfigSerializer(api_config()).data)
+
+
+# --- Jobs -------------------------------------------------------------------------------
+
+
+class JobListCreateView(generics.ListAPIView):
+    serializer_class = JobSerializer
+    pagination_class = JobPagination
+    parser_classes = [JobJSONParser]
+
+    def get_queryset(self) -> QuerySet[Job]:
+        filters = validated_query(JobListQuerySerializer, self.request)
+        jobs = Job.objects.order_by("-created_at", "-id")
+        if filters.get("status"):
+            jobs = jobs.filter(status=filters["status"])
+        if filters.get("type"):
+            jobs = jobs.filter(type__icontains=filters["type"])
+        return jobs
+
+    @extend_schema(
+        operation_id="jobs_list",
+        tags=["jobs"],
+        parameters=[JobListQuerySerializer],
+        responses={200: JobSerializer(many=True), 400: BAD_REQUEST},
+    )
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Jobs, newest first, limit-offset paginated, filtered by status and type."""
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(
+        operation_id="jobs_create",
+        tags=["jobs"],
+        request=JobCreateSerializer,
+        responses={
+            201: OpenApiResponse(JobSerializer, description="Created a queued job."),
+            200: OpenApiResponse(
+                JobSerializer, description="The job already created with this idempotency key."
+            ),
+            400: BAD_REQUEST,
+            413: OpenApiResponse(ErrorSerializer, description="Body over the size limit."),
+            415: OpenApiResponse(ErrorSerializer, description="Body is not application/json."),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        """Enqueue a job (and its `created` event)."""
+        serializer = JobCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        job, created = services.create_job(**serializer.validated_data)
+        code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return Response(JobSerializer(job).data, status=code)
+
+
+class JobDetailView(APIView):
+    @extend_schema(
+        operation_id="jobs_retrieve",
+        tags=["jobs"],
+        parameters=[JOB_ID_PARAMETER],
+        responses={200: JobSerializer, 404: NOT_FOUND},
+    )
+    def get(self, request: Request, id: str) -> Response:
+        """One job's current state."""
+        return Response(JobSerializer(get_job_or_404(id)).data)
+
+
+class JobEventsView(APIView):
+    @extend_schema(
+        operation_id="jobs_events_list",
+        tags=["events"],
+        parameters=[JOB_ID_PARAMETER],
+        responses={200: JobEventSerializer(many=True), 404: NOT_FOUND},
+    )
+    def get(self, request: Request, id: str) -> Response:
+        """The job's whole timeline, oldest first (ascending id); not paginated."""
+        job = get_job_or_404(id)
+        events = JobEvent.objects.filter(job=job).order_by("id")
+        return Response(JobEventSerializer(events, many=True).data)
+
+
+class JobRetryView(APIView):
+    @extend_schema(
+        operation_id="jobs_retry",
+        tags=["jobs"],
+        parameters=[JOB_ID_PARAMETER],
+        request=None,
+        responses={
+            200: OpenApiResponse(JobSerializer, description="The job, queued again."),
+            404: NOT_FOUND,
+            409: OpenApiResponse(RetryConflictSerializer, description="The job is not failed."),
+        },
+    )
+    def post(self, request: Request, id: str) -> Response:
+        """Send a failed job back to the queue with a fresh attempt budget."""
+        job = services.retry_job(job_id=parse_job_id(id))
+        return Response(JobSerializer(job).data)
+
+
+class JobStatsView(APIView):
+    @extend_schema(operation_id="jobs_stats", tags=["jobs"], responses={200: JobStatsSerializer})
+    def get(self, request: Request) -> Response:
+        """Counts by status, overdue leases and pending retries, from one query."""
+        return Response(JobStatsSerializer(services.get_job_stats()).data)
+
+
+class JobThroughputView(APIView):
+    @extend_schema(
+        operation_id="jobs_throughput",
+        tags=["jobs"],
+        parameters=[ThroughputQuerySerializer],
+        responses={200: ThroughputSerializer, 400: BAD_REQUEST},
+    )
+    def get(self, request: Request) -> Response:
+        """Succeeded and failed events per time bucket over the last minutes."""
+        query = validated_query(ThroughputQuerySerializer, request)
+        return Response(ThroughputSerializer(services.get_throughput(**query)).data)
+
+
+# --- Events -----------------------------------------------------------------------------
+
+
+class JobEventListView(generics.ListAPIView):
+    serializer_class = JobEventSerializer
+    pagination_class = JobEventCursorPagination
+
+    def get_queryset(self) -> QuerySet[JobEvent]:
+        filters = validated_query(JobEventQuerySerializer, self.request)
+        events = JobEvent.objects.all()
+        if filters.get("type"):
+            events = events.filter(type=filters["type"])
+        if filters.get("job_id"):
+            events = events.filter(job_id=filters["job_id"])
+        return events
+
+    @extend_schema(
+        operation_id="job_events_list",
+        tags=["events"],
+        parameters=[JobEventQuerySerializer],
+        responses={200: JobEventSerializer(many=True), 400: BAD_REQUEST},
+    )
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Events of all jobs, newest first, cursor paginated."""
+        return super().get(request, *args, **kwargs)
+
+
+def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+    """Unknown paths under /api/ answer JSON, like the rest of the API."""
+    return JsonResponse({"detail": "Not found."}, status=404)
