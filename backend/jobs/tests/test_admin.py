@@ -1,0 +1,179 @@
+"""The Unfold admin: read-only views of jobs and events, and the retry action."""
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.contrib.messages import get_messages
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from jobs import services
+from jobs.models import Job, JobEvent
+
+pytestmark = pytest.mark.django_db
+
+WORKER = "admin-test:1:thread-1:0000beef"
+JOBS_URL = "/admin/jobs/job/"
+EVENTS_URL = "/admin/jobs/jobevent/"
+
+
+def failed_job(**kwargs) -> Job:
+    job, _ = services.create_job(type="demo.fail", max_attempts=1, priority=32767, **kwargs)
+    assert services.claim_next_job(worker_id=WORKER).pk == job.pk
+    return services.fail_job(job_id=job.pk, worker_id=WORKER, attempt=1, error="boom")
+
+
+def succeeded_job() -> Job:
+    job, _ = services.create_job(type="demo.success", priority=32767)
+    assert services.claim_next_job(worker_id=WORKER).pk == job.pk
+    return services.complete_job(job_id=job.pk, worker_id=WORKER, attempt=1, result={"ok": 1})
+
+
+def run_action(client: Client, jobs: list[Job]):
+    return client.post(
+        JOBS_URL,
+        {"action": "retry_failed_jobs", "_selected_action": [str(job.pk) for job in jobs]},
+    )
+
+
+def test_retry_action_requeues_failed_jobs_and_reports_retried_and_skipped(admin_client):
+    first, second = failed_job(), failed_job()
+    done = succeeded_job()
+    queued, _ = services.create_job(type="demo.slow")
+
+    response = run_action(admin_client, [first, second, done, queued])
+
+    assert response.status_code == 302
+    texts = [str(message) for message in get_messages(response.wsgi_request)]
+    assert texts == ["Retried 2 failed job(s); skipped 2 that were not failed."]
+    for job in (first, second):
+        job.refresh_from_db()
+        assert job.status == Job.Status.QUEUED
+        assert job.attempts == 0
+        assert job.events.order_by("-id").first().type == JobEvent.Type.MANUAL_RETRY
+    done.refresh_from_db()
+    queued.refresh_from_db()
+    assert done.status == Job.Status.SUCCEEDED
+    assert queued.status == Job.Status.QUEUED
+    assert not JobEvent.objects.filter(
+        job__in=[done, queued], type=JobEvent.Type.MANUAL_RETRY
+    ).exists()
+
+
+def test_retry_action_needs_the_change_permission(client):
+    job = failed_job()
+    viewer = User.objects.create_user("viewer", password="pw", is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_job"))
+    client.force_login(viewer)
+
+    assert client.get(JOBS_URL).status_code == 200
+    run_action(client, [job])
+
+    job.refresh_from_db()
+    assert job.status == Job.Status.FAILED
+
+
+def test_job_list_shows_columns_and_filters_by_status(admin_client):
+    failed = failed_job()
+    queued, _ = services.create_job(type="demo.slow", idempotency_key="nightly-report")
+
+    page = admin_client.get(JOBS_URL).content.decode()
+    assert str(failed.pk) in page and str(queued.pk) in page
+    assert "1/1" in page  # attempts/max of the failed job
+
+    only_failed = admin_client.get(JOBS_URL, {"status__exact": "failed"}).content.decode()
+    assert str(failed.pk) in only_failed and str(queued.pk) not in only_failed
+
+    only_slow = admin_client.get(JOBS_URL, {"type": "demo.slow"}).content.decode()
+    assert str(queued.pk) in only_slow and str(failed.pk) not in only_slow
+
+
+@pytest.mark.parametrize("term", ["nightly-report", "demo.slow", "id"])
+def test_job_search_by_idempotency_key_type_and_id(admin_client, term):
+    failed = failed_job()
+    queued, _ = services.create_job(type="demo.slow", idempotency_key="nightly-report")
+    query = str(queued.pk) if term == "id" else term
+
+    page = admin_client.get(JOBS_URL, {"q": query}).content.decode()
+
+    assert str(queued.pk) in page
+    assert str(failed.pk) not in page
+
+
+def test_job_page_is_read_only_and_shows_the_events(admin_client):
+    job = failed_job()
+    url = f"{JOBS_URL}{job.pk}/change/"
+
+    page = admin_client.get(url)
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Job created" in html and "boom" in html  # the created and failed events
+    assert 'name="status"' not in html and 'name="priority"' not in html
+
+    response = admin_client.post(url, {"status": "queued", "priority": 1})
+    assert response.status_code == 403
+    job.refresh_from_db()
+    assert job.status == Job.Status.FAILED
+
+
+def test_jobs_cannot_be_added_or_deleted_in_the_admin(admin_client):
+    job = failed_job()
+    assert admin_client.get(f"{JOBS_URL}add/").status_code == 403
+    assert admin_client.post(f"{JOBS_URL}{job.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert Job.objects.filter(pk=job.pk).exists()
+
+
+def test_events_are_append_only_in_the_admin(admin_client):
+    job = failed_job()
+    event = job.events.order_by("id").first()
+
+    listing = admin_client.get(EVENTS_URL, {"type__exact": "failed"}).content.decode()
+    assert "boom" in listing and "Job created" not in listing
+    assert admin_client.get(f"{EVENTS_URL}{event.pk}/change/").status_code == 200
+    assert admin_client.get(f"{EVENTS_URL}add/").status_code == 403
+    changed = admin_client.post(f"{EVENTS_URL}{event.pk}/change/", {"message": "edited"})
+    assert changed.status_code == 403
+    deleted = admin_client.post(f"{EVENTS_URL}{event.pk}/delete/", {"post": "yes"})
+    assert deleted.status_code == 403
+    event.refresh_from_db()
+    assert event.message == "Job created"
+
+
+def busy_failed_job(progress_events: int) -> Job:
+    job, _ = services.create_job(type="demo.fail", max_attempts=1, priority=32767)
+    services.claim_next_job(worker_id=WORKER)
+    for step in range(progress_events):
+        services.record_progress(job_id=job.pk, worker_id=WORKER, attempt=1, message=f"{step}")
+    return services.fail_job(job_id=job.pk, worker_id=WORKER, attempt=1, error="boom")
+
+
+def queries_for(client: Client, url: str) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(url).status_code == 200
+    return len(captured)
+
+
+def test_admin_pages_run_the_same_queries_for_few_and_many_events(admin_client):
+    small = busy_failed_job(2)
+    large = busy_failed_job(80)
+    admin_client.get(f"{JOBS_URL}{small.pk}/change/")  # warm process-wide caches
+    few = queries_for(admin_client, f"{JOBS_URL}{small.pk}/change/")
+    many = queries_for(admin_client, f"{JOBS_URL}{large.pk}/change/")
+    assert many == few
+    assert queries_for(admin_client, JOBS_URL) <= 10
+    assert queries_for(admin_client, EVENTS_URL) <= 10
+
+
+@pytest.mark.parametrize("term", ["job-id", "boom", "not-a-uuid"])
+def test_event_search_by_job_id_and_message(admin_client, term):
+    job = failed_job()
+    other, _ = services.create_job(type="demo.slow")
+    query = str(job.pk) if term == "job-id" else term
+
+    response = admin_client.get(EVENTS_URL, {"q": query})
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert str(other.pk) not in page
+    if term != "not-a-uuid":
+        assert str(job.pk) in page
