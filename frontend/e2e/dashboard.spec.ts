@@ -1,0 +1,139 @@
+import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+
+const API = process.env.E2E_API_URL ?? 'http://127.0.0.1:8000/api';
+const SCREENSHOTS = process.env.SCREENSHOT_DIR ?? path.resolve(import.meta.dirname, '../../assets/screenshots');
+
+test.describe.configure({ mode: 'serial' });
+
+test.beforeAll(() => {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+});
+
+/** Fill and submit the create form; returns the new job's id from the confirmation link. */
+async function createFromForm(page: Page, type: string, maxAttempts?: number): Promise<string> {
+  await page.goto('/create');
+  await page.getByLabel('Type').selectOption(type);
+  if (maxAttempts !== undefined) await page.getByLabel('Max attempts').fill(String(maxAttempts));
+  await page.getByRole('button', { name: 'Create job' }).click();
+  const link = page.getByTestId('created-job-link');
+  await expect(link).toBeVisible();
+  const href = await link.getAttribute('href');
+  const id = href?.split('/').pop();
+  expect(id).toMatch(/^[0-9a-f-]{36}$/);
+  return id!;
+}
+
+async function eventCount(request: APIRequestContext): Promise<number> {
+  const res = await request.get(`${API}/job-events/?limit=200`);
+  expect(res.ok()).toBe(true);
+  return ((await res.json()) as { results: unknown[] }).results.length;
+}
+
+test('a demo.success job created from the form reaches succeeded in the table', async ({ page }) => {
+  const id = await createFromForm(page, 'demo.success');
+
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Jobs' }).click();
+  const row = page.locator(`tr[data-job-id="${id}"]`);
+  await expect(row).toBeVisible();
+  await expect(row.locator('[data-status]')).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
+  await expect(row.getByText('1/3')).toBeVisible();
+
+  await row.getByRole('link').click();
+  await expect(page).toHaveURL(new RegExp(`/jobs/${id}$`));
+  await expect(page.getByText(id, { exact: true })).toBeVisible();
+  const timeline = page.getByRole('list', { name: 'Event timeline' });
+  await expect(timeline.locator('li[data-event-type]').first()).toHaveAttribute('data-event-type', 'created');
+  await expect(timeline.locator('li[data-event-type="claimed"]')).toHaveCount(1);
+  await expect(timeline.locator('li[data-event-type="succeeded"]')).toHaveCount(1);
+  await expect(page.getByLabel('Result JSON')).toBeVisible();
+});
+
+test('a failed demo.fail job can be retried from its page', async ({ page }) => {
+  const id = await createFromForm(page, 'demo.fail', 1);
+  await page.getByTestId('created-job-link').click();
+  await expect(page).toHaveURL(new RegExp(`/jobs/${id}$`));
+
+  const timeline = page.getByRole('list', { name: 'Event timeline' });
+  await expect(timeline.locator('li[data-event-type="failed"]')).toHaveCount(1, { timeout: 30_000 });
+  await expect(page.locator('.page__title-row [data-status]')).toHaveAttribute('data-status', 'failed');
+  await expect(page.getByText('Intentional demo failure', { exact: true }).first()).toBeVisible();
+
+  await page.getByRole('button', { name: 'Retry job' }).click();
+  await expect(timeline.locator('li[data-event-type="manual_retry"]')).toHaveCount(1);
+  // With one attempt allowed, the retried job runs once more and fails again.
+  await expect(timeline.locator('li[data-event-type="failed"]')).toHaveCount(2, { timeout: 30_000 });
+  await expect(page.locator('.page__title-row [data-status]')).toHaveAttribute('data-status', 'failed');
+  await expect(page.getByRole('button', { name: 'Retry job' })).toBeVisible();
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'job-detail.png'), fullPage: true });
+});
+
+test('the event feed pages older and newer and filters', async ({ page, request }) => {
+  // Enough events for at least two pages of ten: each demo job records several.
+  await page.goto('/create');
+  for (let i = 0; i < 3; i++) {
+    await page.getByRole('button', { name: 'Enqueue demo.success' }).click();
+    await expect(page.getByRole('button', { name: 'Enqueue demo.success' })).toBeEnabled();
+  }
+  await expect.poll(() => eventCount(request), { timeout: 30_000 }).toBeGreaterThanOrEqual(21);
+
+  await page.goto('/events?limit=10');
+  const rows = page.locator('tbody tr[data-event-id]');
+  await expect(rows).toHaveCount(10);
+  // Stop live refresh so the first page stays put while we compare pages.
+  await page.getByRole('button', { name: /pause/i }).click();
+  const ids = async () => (await rows.evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-event-id')))));
+  const newest = await ids();
+  expect(newest).toEqual([...newest].sort((a, b) => b - a));
+  await expect(page.getByRole('button', { name: /newer/i })).toBeDisabled();
+
+  await page.getByRole('button', { name: /older/i }).click();
+  await expect(page).toHaveURL(/cursor=/);
+  await expect.poll(async () => Math.max(...(await ids()))).toBeLessThan(Math.min(...newest));
+  const older = await ids();
+  expect(older).toHaveLength(10);
+
+  await page.getByRole('button', { name: /newer/i }).click();
+  await expect.poll(ids).toEqual(newest);
+
+  await page.getByRole('button', { name: /latest/i }).click();
+  await page.getByLabel('Event type').selectOption('manual_retry');
+  await expect(rows.first()).toBeVisible();
+  const types = await page.locator('tbody [data-event-type]').evaluateAll((els) =>
+    els.map((e) => e.getAttribute('data-event-type')),
+  );
+  expect(new Set(types)).toEqual(new Set(['manual_retry']));
+  await page.getByRole('button', { name: /resume/i }).click();
+});
+
+test('the overview shows the queue and the throughput chart', async ({ page }) => {
+  await page.goto('/');
+  const stats = page.getByRole('list', { name: 'Queue statistics' });
+  await expect(stats).toBeVisible();
+  const card = (label: string) =>
+    stats.locator('li').filter({ has: page.locator('.stat__label', { hasText: new RegExp(`^${label}$`) }) });
+  const total = Number(await card('Total jobs').locator('.stat__value').innerText());
+  expect(total).toBeGreaterThanOrEqual(5);
+  await expect(card('Queued').locator('.stat__value')).toHaveText('0', { timeout: 30_000 });
+  await expect(card('Running').locator('.stat__value')).toHaveText('0', { timeout: 30_000 });
+  const bars = page.getByTestId('throughput-bar');
+  await expect.poll(() => bars.count()).toBeGreaterThanOrEqual(15);
+  const finished = await bars.evaluateAll((els) =>
+    els.reduce((n, e) => n + Number(e.getAttribute('data-succeeded')) + Number(e.getAttribute('data-failed')), 0),
+  );
+  expect(finished).toBeGreaterThanOrEqual(5);
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'overview.png'), fullPage: true });
+});
+
+test('pages fit a 390 px wide phone', async ({ page }) => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  for (const route of ['/', '/jobs', '/events', '/create']) {
+    await page.goto(route);
+    await expect(page.locator('h1')).toBeVisible();
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(overflow, `horizontal overflow on ${route}`).toBeLessThanOrEqual(0);
+    const name = route === '/' ? 'overview' : route.slice(1);
+    await page.screenshot({ path: test.info().outputPath(`phone-${name}.png`), fullPage: true });
+  }
+});

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# End-to-end run: fresh PostgreSQL database, real API + worker, the built
+# dashboard served by `vite preview`, Playwright driving the system Chromium.
+# Every process started here is stopped on exit.
+#
+# Env: CHROMIUM_PATH (default /usr/bin/chromium), E2E_DB (default job_queue_e2e),
+# POSTGRES_HOST/PORT/USER/PASSWORD, E2E_KEEP_DB=1 to keep the database,
+# CI=true turns "no browser" from a skip into a failure. Extra args go to Playwright.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+FRONTEND="$(cd "$HERE/.." && pwd)"
+ROOT="$(cd "$FRONTEND/.." && pwd)"
+BACKEND="$ROOT/backend"
+PY="$BACKEND/.venv/bin/python"
+CHROMIUM="${CHROMIUM_PATH:-/usr/bin/chromium}"
+
+DB="${E2E_DB:-job_queue_e2e}"
+PGHOST_="${POSTGRES_HOST:-127.0.0.1}"
+PGPORT_="${POSTGRES_PORT:-5432}"
+PGUSER_="${POSTGRES_USER:-postgres}"
+PGPASSWORD_="${POSTGRES_PASSWORD:-postgres}"
+
+say() { printf 'e2e: %s\n' "$*"; }
+
+if [[ ! -x "$CHROMIUM" ]]; then
+  if [[ "${CI:-}" == "true" ]]; then
+    say "FAILED: no Chromium at $CHROMIUM and CI=true (install it with: apt-get install -y chromium)"
+    exit 1
+  fi
+  say "SKIPPED: no Chromium at $CHROMIUM. Install it (apt-get install -y chromium) or set CHROMIUM_PATH to run the end-to-end tests."
+  exit 0
+fi
+[[ -x "$PY" ]] || { say "FAILED: backend venv missing at $PY (run: make venv)"; exit 1; }
+[[ -d "$FRONTEND/node_modules" ]] || { say "FAILED: frontend/node_modules missing (run: cd frontend && npm ci)"; exit 1; }
+command -v psql >/dev/null || { say "FAILED: psql not found (PostgreSQL client needed to create $DB)"; exit 1; }
+command -v curl >/dev/null || { say "FAILED: curl not found"; exit 1; }
+
+LOGS="$FRONTEND/test-results/e2e-logs"
+mkdir -p "$LOGS"
+PIDS=()
+
+cleanup() {
+  local status=$?
+  for pid in "${PIDS[@]}"; do
+    kill -TERM "$pid" 2>/dev/null || true
+  done
+  for pid in "${PIDS[@]}"; do
+    for _ in $(seq 1 50); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.2
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  if [[ "${E2E_KEEP_DB:-}" != "1" ]]; then
+    PGPASSWORD="$PGPASSWORD_" psql -h "$PGHOST_" -p "$PGPORT_" -U "$PGUSER_" -d postgres -q \
+      -c "DROP DATABASE IF EXISTS \"$DB\" WITH (FORCE)" >/dev/null 2>&1 || true
+  fi
+  if [[ $status -ne 0 ]]; then
+    say "failed (exit $status); process logs are in $LOGS"
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+free_port() {
+  "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+API_PORT="${E2E_API_PORT:-$(free_port)}"
+WEB_PORT="${E2E_WEB_PORT:-$(free_port)}"
+API_URL="http://127.0.0.1:$API_PORT/api"
+WEB_URL="http://127.0.0.1:$WEB_PORT"
+
+export PGOPTIONS="-c client_min_messages=warning"
+say "fresh database $DB on $PGHOST_:$PGPORT_"
+PGPASSWORD="$PGPASSWORD_" psql -h "$PGHOST_" -p "$PGPORT_" -U "$PGUSER_" -d postgres -q -v ON_ERROR_STOP=1 \
+  -c "DROP DATABASE IF EXISTS \"$DB\" WITH (FORCE)" -c "CREATE DATABASE \"$DB\"" >/dev/null
+
+export DATABASE_ENGINE=postgres POSTGRES_DB="$DB" POSTGRES_HOST="$PGHOST_" POSTGRES_PORT="$PGPORT_" \
+  POSTGRES_USER="$PGUSER_" POSTGRES_PASSWORD="$PGPASSWORD_"
+export DEBUG=true ENABLE_DJANGO_DEBUG_TOOLBAR=false PYTHONUNBUFFERED=1
+# Quick retries so the demo's retry/backoff path finishes within a test's time.
+export JOB_WORKER_BACKOFF_BASE_SECONDS=1 JOB_WORKER_POLL_INTERVAL_MS=200
+
+say "migrate"
+(cd "$BACKEND" && "$PY" manage.py migrate --noinput >"$LOGS/migrate.log" 2>&1) \
+  || { cat "$LOGS/migrate.log"; exit 1; }
+
+say "API on $API_URL"
+(cd "$BACKEND" && exec "$PY" manage.py runserver "127.0.0.1:$API_PORT" --noreload) >"$LOGS/api.log" 2>&1 &
+PIDS+=($!)
+
+say "worker"
+(cd "$BACKEND" && exec "$PY" manage.py run_job_workers) >"$LOGS/worker.log" 2>&1 &
+PIDS+=($!)
+
+say "build the dashboard against $API_URL"
+(cd "$FRONTEND" && VITE_API_BASE_URL="$API_URL" VITE_POLL_INTERVAL_MS=500 VITE_API_TOKEN= \
+  node node_modules/vite/bin/vite.js build --outDir dist-e2e --emptyOutDir --logLevel warn) >"$LOGS/build.log" 2>&1 \
+  || { cat "$LOGS/build.log"; exit 1; }
+
+say "serve it on $WEB_URL"
+(cd "$FRONTEND" && exec node node_modules/vite/bin/vite.js preview --outDir dist-e2e \
+  --host 127.0.0.1 --port "$WEB_PORT" --strictPort) >"$LOGS/preview.log" 2>&1 &
+PIDS+=($!)
+
+wait_for() {
+  local url="$1" name="$2"
+  for _ in $(seq 1 120); do
+    if curl -fs -o /dev/null "$url"; then return 0; fi
+    for pid in "${PIDS[@]}"; do
+      kill -0 "$pid" 2>/dev/null || { say "a process exited early while waiting for $name"; tail -n 40 "$LOGS"/*.log; return 1; }
+    done
+    sleep 0.5
+  done
+  say "$name did not come up at $url"
+  tail -n 40 "$LOGS"/*.log
+  return 1
+}
+wait_for "$API_URL/health/" "API"
+wait_for "$WEB_URL/" "dashboard"
+
+say "playwright with $CHROMIUM ($("$CHROMIUM" --version 2>/dev/null | head -n1))"
+cd "$FRONTEND"
+E2E_BASE_URL="$WEB_URL" E2E_API_URL="$API_URL" CHROMIUM_PATH="$CHROMIUM" \
+  SCREENSHOT_DIR="${SCREENSHOT_DIR:-$ROOT/assets/screenshots}" \
+  node node_modules/@playwright/test/cli.js test "$@"

@@ -1,0 +1,131 @@
+import { http, HttpResponse } from 'msw';
+import { describe, expect, it } from 'vitest';
+import { API, JOB_ID, makeJob } from '../test/fixtures';
+import { server } from '../test/server';
+import { ApiError, api, buildUrl, createApiClient, cursorFromLink, describeErrorBody, extractFieldErrors } from './client';
+
+describe('buildUrl', () => {
+  it('joins base and path and drops empty query values', () => {
+    expect(buildUrl('http://h/api/', '/jobs/', { status: 'failed', type: '', limit: 25, offset: 0, x: undefined })).toBe(
+      'http://h/api/jobs/?status=failed&limit=25&offset=0',
+    );
+  });
+});
+
+describe('cursorFromLink', () => {
+  it('extracts the cursor from a DRF link', () => {
+    expect(cursorFromLink('http://localhost:8000/api/job-events/?cursor=cD05NzM%3D&limit=50')).toBe('cD05NzM=');
+    expect(cursorFromLink(null)).toBeNull();
+    expect(cursorFromLink('http://h/api/job-events/?limit=50')).toBeNull();
+    expect(cursorFromLink('not a url')).toBeNull();
+  });
+});
+
+describe('error bodies', () => {
+  it('normalises DRF field errors, including nested ones', () => {
+    expect(
+      extractFieldErrors({ priority: ['Too big.'], payload: { sleep_seconds: ['Must be a number.'] }, detail: 'No.' }),
+    ).toEqual({ priority: ['Too big.'], payload: ['sleep_seconds: Must be a number.'], detail: ['No.'] });
+    expect(extractFieldErrors('oops')).toEqual({});
+  });
+
+  it('prefers detail, then non_field_errors, then the first field', () => {
+    expect(describeErrorBody({ detail: 'Not found.' }, 'x')).toBe('Not found.');
+    expect(describeErrorBody({ non_field_errors: ['Bad combo.'] }, 'x')).toBe('Bad combo.');
+    expect(describeErrorBody({ priority: ['Too big.'] }, 'x')).toBe('priority: Too big.');
+    expect(describeErrorBody(null, 'fallback')).toBe('fallback');
+  });
+});
+
+describe('api client', () => {
+  it('sends list filters as query parameters', async () => {
+    let seen: URLSearchParams | null = null;
+    server.use(
+      http.get(`${API}/jobs/`, ({ request }) => {
+        seen = new URL(request.url).searchParams;
+        return HttpResponse.json({ count: 0, next: null, previous: null, results: [] });
+      }),
+    );
+    await api.listJobs({ status: 'failed', type: ' demo ', limit: 10, offset: 20 });
+    expect(Object.fromEntries(seen!)).toEqual({ status: 'failed', type: 'demo', limit: '10', offset: '20' });
+  });
+
+  it('reports 201 as created and 200 as an idempotent hit', async () => {
+    let calls = 0;
+    server.use(
+      http.post(`${API}/jobs/`, async ({ request }) => {
+        calls += 1;
+        const body = (await request.json()) as { type: string };
+        return HttpResponse.json(makeJob({ type: body.type }), { status: calls === 1 ? 201 : 200 });
+      }),
+    );
+    const first = await api.createJob({ type: 'demo.fail', idempotency_key: 'k' });
+    const second = await api.createJob({ type: 'demo.fail', idempotency_key: 'k' });
+    expect(first).toMatchObject({ created: true, job: { type: 'demo.fail' } });
+    expect(second.created).toBe(false);
+  });
+
+  it('turns a 400 into an ApiError carrying field errors', async () => {
+    server.use(http.post(`${API}/jobs/`, () => HttpResponse.json({ priority: ['Too big.'] }, { status: 400 })));
+    const error = await api.createJob({ type: 'demo.success', priority: 99999 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ApiError);
+    expect(error).toMatchObject({ kind: 'http', status: 400, message: 'priority: Too big.', unreachable: false });
+    expect((error as ApiError).fieldErrors).toEqual({ priority: ['Too big.'] });
+  });
+
+  it('surfaces the 409 detail when retrying a job that is not failed', async () => {
+    server.use(
+      http.post(`${API}/jobs/${JOB_ID}/retry/`, () =>
+        HttpResponse.json(
+          { detail: 'Only failed jobs can be retried; job is running.', status: 'running' },
+          { status: 409 },
+        ),
+      ),
+    );
+    await expect(api.retryJob(JOB_ID)).rejects.toMatchObject({
+      status: 409,
+      message: 'Only failed jobs can be retried; job is running.',
+    });
+  });
+
+  it('marks a connection failure as unreachable', async () => {
+    server.use(http.get(`${API}/jobs/stats/`, () => HttpResponse.error()));
+    await expect(api.getStats()).rejects.toMatchObject({ kind: 'network', status: 0, unreachable: true });
+  });
+
+  it('gives up after the timeout', async () => {
+    const slow = createApiClient({ baseUrl: API, token: null, timeoutMs: 30 });
+    server.use(
+      http.get(`${API}/jobs/stats/`, async () => {
+        await new Promise((r) => setTimeout(r, 200));
+        return HttpResponse.json({});
+      }),
+    );
+    await expect(slow.getStats()).rejects.toMatchObject({ kind: 'timeout', unreachable: true });
+  });
+
+  it('sends the token header only when a token is configured', async () => {
+    const headers: (string | null)[] = [];
+    server.use(
+      http.get(`${API}/health/`, ({ request }) => {
+        headers.push(request.headers.get('authorization'));
+        return HttpResponse.json({ ok: true, database: 'ok' });
+      }),
+    );
+    await createApiClient({ baseUrl: API, token: 's3cret' }).getHealth();
+    await createApiClient({ baseUrl: API, token: null }).getHealth();
+    expect(headers).toEqual(['Token s3cret', null]);
+  });
+
+  it('passes cursor, limit and filters to the event feed', async () => {
+    let seen: URLSearchParams | null = null;
+    server.use(
+      http.get(`${API}/job-events/`, ({ request }) => {
+        seen = new URL(request.url).searchParams;
+        return HttpResponse.json({ next: null, previous: null, results: [] });
+      }),
+    );
+    await api.listEvents({ cursor: 'abc', limit: 10, type: 'failed', jobId: JOB_ID });
+    expect(Object.fromEntries(seen!)).toEqual({ cursor: 'abc', limit: '10', type: 'failed', job_id: JOB_ID });
+  });
+});

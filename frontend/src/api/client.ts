@@ -1,0 +1,223 @@
+/**
+ * The one typed client for the Job Queue API. Pages never call fetch directly:
+ * they go through the hooks in ./hooks.ts, which call these functions.
+ */
+import { settings } from '../config';
+import type {
+  ApiConfig,
+  CursorPage,
+  EventFeedParams,
+  FieldErrors,
+  Health,
+  Job,
+  JobCreateInput,
+  JobEvent,
+  JobListParams,
+  JobStats,
+  OffsetPage,
+  Throughput,
+  ThroughputParams,
+} from './types';
+
+export type ApiErrorKind = 'network' | 'timeout' | 'http';
+
+/** Anything that went wrong talking to the API, with the body DRF sent if any. */
+export class ApiError extends Error {
+  readonly kind: ApiErrorKind;
+  readonly status: number;
+  readonly body: unknown;
+
+  constructor(kind: ApiErrorKind, status: number, message: string, body: unknown = null) {
+    super(message);
+    this.name = 'ApiError';
+    this.kind = kind;
+    this.status = status;
+    this.body = body;
+  }
+
+  /** True when the API could not be reached at all (as opposed to answering with an error). */
+  get unreachable(): boolean {
+    return this.kind !== 'http';
+  }
+
+  /** Per-field messages from a DRF 400 body; empty for other errors. */
+  get fieldErrors(): FieldErrors {
+    return extractFieldErrors(this.body);
+  }
+}
+
+/**
+ * Normalise a DRF error body into field -> messages. `detail` and
+ * `non_field_errors` are kept under their own keys so forms can show them at
+ * the top; nested objects (e.g. payload errors) are flattened to strings.
+ */
+export function extractFieldErrors(body: unknown): FieldErrors {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return {};
+  const out: FieldErrors = {};
+  for (const [key, value] of Object.entries(body as Record<string, unknown>)) {
+    const messages = toMessages(value);
+    if (messages.length > 0) out[key] = messages;
+  }
+  return out;
+}
+
+function toMessages(value: unknown): string[] {
+  if (value === null || value === undefined) return [];
+  if (typeof value === 'string') return [value];
+  if (typeof value === 'number' || typeof value === 'boolean') return [String(value)];
+  if (Array.isArray(value)) return value.flatMap(toMessages);
+  if (typeof value === 'object') {
+    return Object.entries(value as Record<string, unknown>).flatMap(([k, v]) =>
+      toMessages(v).map((m) => `${k}: ${m}`),
+    );
+  }
+  return [];
+}
+
+/** Human message for an error body: `detail` first, then the first field message. */
+export function describeErrorBody(body: unknown, fallback: string): string {
+  const errors = extractFieldErrors(body);
+  const detail = errors.detail?.[0] ?? errors.non_field_errors?.[0];
+  if (detail) return detail;
+  const first = Object.entries(errors)[0];
+  return first ? `${first[0]}: ${first[1][0] ?? ''}` : fallback;
+}
+
+export interface ClientOptions {
+  baseUrl: string;
+  token: string | null;
+  timeoutMs?: number;
+}
+
+export interface RequestOptions {
+  method?: 'GET' | 'POST';
+  query?: Record<string, string | number | undefined | null>;
+  body?: unknown;
+  signal?: AbortSignal | undefined;
+}
+
+export interface RawResponse<T> {
+  status: number;
+  data: T;
+}
+
+export function buildUrl(baseUrl: string, path: string, query: RequestOptions['query'] = {}): string {
+  const url = new URL(`${baseUrl.replace(/\/+$/, '')}/${path.replace(/^\/+/, '')}`);
+  for (const [key, value] of Object.entries(query)) {
+    if (value !== undefined && value !== null && value !== '') url.searchParams.set(key, String(value));
+  }
+  return url.toString();
+}
+
+/** The `cursor` query parameter of a DRF cursor-pagination link, or null. */
+export function cursorFromLink(link: string | null): string | null {
+  if (!link) return null;
+  try {
+    return new URL(link).searchParams.get('cursor');
+  } catch {
+    return null;
+  }
+}
+
+export function createApiClient(options: ClientOptions) {
+  const timeoutMs = options.timeoutMs ?? 10_000;
+
+  async function request<T>(path: string, opts: RequestOptions = {}): Promise<RawResponse<T>> {
+    const url = buildUrl(options.baseUrl, path, opts.query);
+    const headers: Record<string, string> = { Accept: 'application/json' };
+    if (opts.body !== undefined) headers['Content-Type'] = 'application/json';
+    if (options.token) headers.Authorization = `Token ${options.token}`;
+
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, timeoutMs);
+    const onAbort = () => controller.abort();
+    opts.signal?.addEventListener('abort', onAbort);
+
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        method: opts.method ?? 'GET',
+        headers,
+        body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+        signal: controller.signal,
+      });
+    } catch (err) {
+      if (opts.signal?.aborted) throw err; // cancelled by the caller (TanStack Query): not an API fault
+      if (timedOut) throw new ApiError('timeout', 0, `The API did not answer within ${timeoutMs / 1000} s.`);
+      throw new ApiError('network', 0, `Cannot reach the API at ${options.baseUrl}.`);
+    } finally {
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
+    }
+
+    const text = await response.text();
+    let data: unknown = null;
+    if (text !== '') {
+      try {
+        data = JSON.parse(text);
+      } catch {
+        data = text;
+      }
+    }
+    if (!response.ok) {
+      const fallback = `${response.status} ${response.statusText || 'error'}`.trim();
+      throw new ApiError('http', response.status, describeErrorBody(data, fallback), data);
+    }
+    return { status: response.status, data: data as T };
+  }
+
+  async function get<T>(path: string, query?: RequestOptions['query'], signal?: AbortSignal): Promise<T> {
+    return (await request<T>(path, { query, signal })).data;
+  }
+
+  return {
+    baseUrl: options.baseUrl,
+    request,
+
+    getHealth: (signal?: AbortSignal) => get<Health>('health/', undefined, signal),
+
+    getConfig: (signal?: AbortSignal) => get<ApiConfig>('config/', undefined, signal),
+
+    getStats: (signal?: AbortSignal) => get<JobStats>('jobs/stats/', undefined, signal),
+
+    getThroughput: (params: ThroughputParams, signal?: AbortSignal) =>
+      get<Throughput>('jobs/throughput/', { minutes: params.minutes, bucket_seconds: params.bucketSeconds }, signal),
+
+    listJobs: (params: JobListParams, signal?: AbortSignal) =>
+      get<OffsetPage<Job>>(
+        'jobs/',
+        { status: params.status, type: params.type?.trim(), limit: params.limit, offset: params.offset },
+        signal,
+      ),
+
+    getJob: (id: string, signal?: AbortSignal) => get<Job>(`jobs/${encodeURIComponent(id)}/`, undefined, signal),
+
+    getJobEvents: (id: string, signal?: AbortSignal) =>
+      get<JobEvent[]>(`jobs/${encodeURIComponent(id)}/events/`, undefined, signal),
+
+    listEvents: (params: EventFeedParams, signal?: AbortSignal) =>
+      get<CursorPage<JobEvent>>(
+        'job-events/',
+        { cursor: params.cursor, limit: params.limit, type: params.type, job_id: params.jobId?.trim() },
+        signal,
+      ),
+
+    /** POST a new job. `created` is false when an idempotency key matched an existing job (200). */
+    async createJob(input: JobCreateInput): Promise<{ job: Job; created: boolean }> {
+      const res = await request<Job>('jobs/', { method: 'POST', body: input });
+      return { job: res.data, created: res.status === 201 };
+    },
+
+    async retryJob(id: string): Promise<Job> {
+      return (await request<Job>(`jobs/${encodeURIComponent(id)}/retry/`, { method: 'POST' })).data;
+    },
+  };
+}
+
+export type ApiClient = ReturnType<typeof createApiClient>;
+
+export const api: ApiClient = createApiClient({ baseUrl: settings.apiBaseUrl, token: settings.apiToken });

@@ -1,0 +1,180 @@
+/**
+ * Data hooks: the only place that knows query keys, polling and cache
+ * invalidation. Components receive plain data from these.
+ */
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useEffect, useRef } from 'react';
+import { useRefetchInterval } from '../polling/usePolling';
+import { api, ApiError } from './client';
+import type { EventFeedParams, Health, Job, JobCreateInput, JobListParams, ThroughputParams } from './types';
+
+export const TERMINAL_STATUSES = new Set(['succeeded', 'failed']);
+
+export const queryKeys = {
+  health: ['health'] as const,
+  config: ['config'] as const,
+  stats: ['jobs', 'stats'] as const,
+  throughput: (p: ThroughputParams) => ['jobs', 'throughput', p] as const,
+  jobs: (p: JobListParams) => ['jobs', 'list', p] as const,
+  job: (id: string) => ['jobs', 'detail', id] as const,
+  jobEvents: (id: string) => ['jobs', 'detail', id, 'events'] as const,
+  eventFeed: (p: EventFeedParams) => ['events', p] as const,
+};
+
+/** How often health is re-checked while the API is down, even with polling paused. */
+export const OFFLINE_RECHECK_MS = 3000;
+
+export function useHealth() {
+  const interval = useRefetchInterval();
+  return useQuery({
+    queryKey: queryKeys.health,
+    queryFn: ({ signal }) => api.getHealth(signal),
+    refetchInterval: (query) => {
+      const down = query.state.status === 'error' || query.state.data?.ok === false;
+      if (down) return interval === false ? OFFLINE_RECHECK_MS : Math.min(interval, OFFLINE_RECHECK_MS);
+      return interval;
+    },
+    refetchIntervalInBackground: false,
+    retry: false,
+  });
+}
+
+export type ConnectionState = 'checking' | 'ok' | 'unreachable' | 'degraded';
+
+/** Reduce the health check to what the banner needs to say. */
+export function connectionFromHealth(data: Health | undefined, error: unknown): {
+  state: ConnectionState;
+  detail?: string | undefined;
+} {
+  if (error) {
+    // A 5xx from /health/ with its own JSON body means the API runs but the database does not.
+    if (error instanceof ApiError && error.kind === 'http') {
+      const body = error.body as Partial<Health> | null;
+      if (body && body.ok === false) return { state: 'degraded', detail: body.detail ?? error.message };
+      return { state: 'degraded', detail: error.message };
+    }
+    return { state: 'unreachable' };
+  }
+  if (!data) return { state: 'checking' };
+  return data.ok ? { state: 'ok' } : { state: 'degraded', detail: data.detail };
+}
+
+export function useConnection() {
+  const health = useHealth();
+  return connectionFromHealth(health.data, health.error);
+}
+
+export function useConfig() {
+  return useQuery({
+    queryKey: queryKeys.config,
+    queryFn: ({ signal }) => api.getConfig(signal),
+    staleTime: 5 * 60_000,
+  });
+}
+
+export function useStats() {
+  const interval = useRefetchInterval();
+  return useQuery({
+    queryKey: queryKeys.stats,
+    queryFn: ({ signal }) => api.getStats(signal),
+    refetchInterval: interval,
+    refetchIntervalInBackground: false,
+  });
+}
+
+export function useThroughput(params: ThroughputParams) {
+  const interval = useRefetchInterval();
+  return useQuery({
+    queryKey: queryKeys.throughput(params),
+    queryFn: ({ signal }) => api.getThroughput(params, signal),
+    refetchInterval: interval,
+    refetchIntervalInBackground: false,
+    placeholderData: keepPreviousData,
+  });
+}
+
+export function useJobs(params: JobListParams) {
+  const interval = useRefetchInterval();
+  return useQuery({
+    queryKey: queryKeys.jobs(params),
+    queryFn: ({ signal }) => api.listJobs(params, signal),
+    refetchInterval: interval,
+    refetchIntervalInBackground: false,
+    placeholderData: keepPreviousData,
+  });
+}
+
+export function useJob(id: string) {
+  const interval = useRefetchInterval();
+  return useQuery({
+    queryKey: queryKeys.job(id),
+    queryFn: ({ signal }) => api.getJob(id, signal),
+    refetchInterval: interval,
+    refetchIntervalInBackground: false,
+  });
+}
+
+/**
+ * A job's timeline. It polls while the job can still change (queued or
+ * running), and is refetched whenever the job row itself changes, so the final
+ * event shows up even though polling stops once the job is finished.
+ */
+export function useJobEvents(id: string, job: Job | undefined) {
+  const interval = useRefetchInterval();
+  const queryClient = useQueryClient();
+  const live = job === undefined || !TERMINAL_STATUSES.has(job.status);
+  const version = job ? `${job.status}|${job.attempts}|${job.updated_at}` : null;
+  const lastVersion = useRef<string | null>(null);
+
+  useEffect(() => {
+    if (version === null) return;
+    if (lastVersion.current !== null && lastVersion.current !== version) {
+      void queryClient.invalidateQueries({ queryKey: queryKeys.jobEvents(id) });
+    }
+    lastVersion.current = version;
+  }, [id, version, queryClient]);
+
+  return useQuery({
+    queryKey: queryKeys.jobEvents(id),
+    queryFn: ({ signal }) => api.getJobEvents(id, signal),
+    refetchInterval: live ? interval : false,
+    refetchIntervalInBackground: false,
+  });
+}
+
+export function useEventFeed(params: EventFeedParams) {
+  const interval = useRefetchInterval();
+  return useQuery({
+    queryKey: queryKeys.eventFeed(params),
+    queryFn: ({ signal }) => api.listEvents(params, signal),
+    refetchInterval: interval,
+    refetchIntervalInBackground: false,
+    placeholderData: keepPreviousData,
+  });
+}
+
+export function useCreateJob() {
+  const queryClient = useQueryClient();
+  return useMutation<{ job: Job; created: boolean }, ApiError, JobCreateInput>({
+    mutationFn: (input) => api.createJob(input),
+    onSuccess: ({ job }) => {
+      queryClient.setQueryData(queryKeys.job(job.id), job);
+      void queryClient.invalidateQueries({ queryKey: ['jobs'] });
+      void queryClient.invalidateQueries({ queryKey: ['events'] });
+    },
+  });
+}
+
+export function useRetryJob(id: string) {
+  const queryClient = useQueryClient();
+  return useMutation<Job, ApiError, void>({
+    mutationFn: () => api.retryJob(id),
+    onSuccess: (job) => {
+      queryClient.setQueryData(queryKeys.job(id), job);
+      void queryClient.invalidateQueries({ queryKey: queryKeys.jobEvents(id) });
+      void queryClient.invalidateQueries({ queryKey: ['jobs', 'list'] });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.stats });
+      void queryClient.invalidateQueries({ queryKey: ['events'] });
+    },
+  });
+}

@@ -1,0 +1,63 @@
+import { useIsFetching, useQueryClient } from '@tanstack/react-query';
+import { NavLink, Outlet } from 'react-router';
+import { api } from '../api/client';
+import { OFFLINE_RECHECK_MS, useConnection } from '../api/hooks';
+import { usePolling } from '../polling/usePolling';
+import { ConnectionBanner } from './ConnectionBanner';
+import { PollControl } from './PollControl';
+
+const NAV = [
+  { to: '/', label: 'Overview', end: true },
+  { to: '/jobs', label: 'Jobs', end: false },
+  { to: '/events', label: 'Events', end: false },
+  { to: '/create', label: 'Create', end: false },
+];
+
+export function Layout() {
+  const polling = usePolling();
+  const queryClient = useQueryClient();
+  const fetching = useIsFetching() > 0;
+  const connection = useConnection();
+
+  return (
+    <div className="app">
+      <a className="skip-link" href="#main">
+        Skip to content
+      </a>
+      <header className="topbar">
+        <div className="topbar__brand">
+          <span className="logo" aria-hidden="true" />
+          <span>Job Queue</span>
+        </div>
+        <nav aria-label="Main" className="topbar__nav">
+          <ul>
+            {NAV.map((item) => (
+              <li key={item.to}>
+                <NavLink to={item.to} end={item.end}>
+                  {item.label}
+                </NavLink>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <PollControl
+          intervalMs={polling.intervalMs}
+          paused={polling.paused}
+          fetching={fetching}
+          onIntervalChange={polling.setIntervalMs}
+          onPausedChange={polling.setPaused}
+          onRefresh={() => void queryClient.refetchQueries({ type: 'active' })}
+        />
+      </header>
+      <ConnectionBanner
+        state={connection.state}
+        baseUrl={api.baseUrl}
+        detail={connection.detail}
+        retryingEveryMs={polling.paused ? OFFLINE_RECHECK_MS : Math.min(polling.intervalMs, OFFLINE_RECHECK_MS)}
+      />
+      <main id="main" className="main" tabIndex={-1}>
+        <Outlet />
+      </main>
+    </div>
+  );
+}

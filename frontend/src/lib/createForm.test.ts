@@ -1,0 +1,110 @@
+import { describe, expect, it } from 'vitest';
+import { config } from '../test/fixtures';
+import { buildCreateRequest, initialValues, splitServerErrors, type CreateFormValues } from './createForm';
+
+const NOW = Date.UTC(2026, 0, 1, 12, 0, 0);
+
+function values(overrides: Partial<CreateFormValues> = {}): CreateFormValues {
+  return { ...initialValues(config), ...overrides };
+}
+
+describe('initialValues', () => {
+  it('starts from the first job type, its example payload and the configured default attempts', () => {
+    const v = initialValues(config);
+    expect(v.type).toBe('demo.success');
+    expect(JSON.parse(v.payload)).toEqual({ sleep_seconds: 1 });
+    expect(v.maxAttempts).toBe('3');
+    expect(v.priority).toBe('50');
+    expect(v.schedule).toBe('now');
+  });
+});
+
+describe('buildCreateRequest', () => {
+  it('builds the request body for an immediate job', () => {
+    const result = buildCreateRequest(values({ idempotencyKey: '  key-1 ' }), config.limits, NOW);
+    expect(result).toEqual({
+      ok: true,
+      input: {
+        type: 'demo.success',
+        payload: { sleep_seconds: 1 },
+        priority: 50,
+        available_at: null,
+        max_attempts: 3,
+        idempotency_key: 'key-1',
+      },
+    });
+  });
+
+  it('turns a delay into an absolute available_at', () => {
+    const result = buildCreateRequest(values({ schedule: 'delay', delaySeconds: '90' }), config.limits, NOW);
+    expect(result.ok && result.input.available_at).toBe('2026-01-01T12:01:30.000Z');
+  });
+
+  it('converts a picked local time to ISO 8601', () => {
+    const result = buildCreateRequest(values({ schedule: 'at', availableAt: '2026-03-04T05:06' }), config.limits, NOW);
+    expect(result.ok && result.input.available_at).toBe(new Date('2026-03-04T05:06').toISOString());
+  });
+
+  it('sends a blank idempotency key as null', () => {
+    const result = buildCreateRequest(values({ idempotencyKey: '   ' }), config.limits, NOW);
+    expect(result.ok && result.input.idempotency_key).toBeNull();
+  });
+
+  it('collects every field error at once', () => {
+    const result = buildCreateRequest(
+      values({
+        type: '',
+        payload: '[1]',
+        priority: '40000',
+        maxAttempts: '0',
+        schedule: 'delay',
+        delaySeconds: '-5',
+        idempotencyKey: 'k'.repeat(256),
+      }),
+      config.limits,
+      NOW,
+    );
+    expect(result).toEqual({
+      ok: false,
+      errors: {
+        type: ['Choose a job type.'],
+        payload: ['Payload must be a JSON object, not an array.'],
+        priority: ['Priority must be between -32768 and 32767.'],
+        max_attempts: ['Max attempts must be between 1 and 100.'],
+        available_at: ['Delay must be zero or more seconds.'],
+        idempotency_key: ['At most 255 characters.'],
+      },
+    });
+  });
+
+  it('rejects non-integer numbers', () => {
+    const result = buildCreateRequest(values({ priority: '1.5', maxAttempts: 'abc' }), config.limits, NOW);
+    expect(result.ok).toBe(false);
+    if (!result.ok) {
+      expect(result.errors.priority).toEqual(['Priority must be a whole number.']);
+      expect(result.errors.max_attempts).toEqual(['Max attempts must be a whole number.']);
+    }
+  });
+
+  it('requires a time when scheduling at a time', () => {
+    const result = buildCreateRequest(values({ schedule: 'at', availableAt: '' }), config.limits, NOW);
+    expect(!result.ok && result.errors.available_at).toEqual(['Pick a date and time.']);
+  });
+});
+
+describe('splitServerErrors', () => {
+  it('puts known fields next to their inputs and everything else at the top', () => {
+    expect(
+      splitServerErrors({
+        priority: ['Ensure this value is less than or equal to 32767.'],
+        type: ['Unknown job type "x".'],
+        non_field_errors: ['Something is off.'],
+        detail: ['Body too large.'],
+        surprise: ['Unexpected.'],
+      }),
+    ).toEqual({
+      fields: { priority: ['Ensure this value is less than or equal to 32767.'], type: ['Unknown job type "x".'] },
+      general: ['Something is off.', 'Body too large.', 'surprise: Unexpected.'],
+    });
+  });
+});

@@ -1,0 +1,113 @@
+import type { ApiConfig, JobCreateInput } from '../api/types';
+import { checkJsonObject } from './json';
+
+export type Schedule = 'now' | 'delay' | 'at';
+
+export interface CreateFormValues {
+  type: string;
+  payload: string;
+  priority: string;
+  schedule: Schedule;
+  delaySeconds: string;
+  availableAt: string; // value of <input type="datetime-local">, local time
+  maxAttempts: string;
+  idempotencyKey: string;
+}
+
+export const CREATE_FIELDS = ['type', 'payload', 'priority', 'available_at', 'max_attempts', 'idempotency_key'] as const;
+export type CreateField = (typeof CREATE_FIELDS)[number];
+export type FormErrors = Partial<Record<CreateField, string[]>>;
+
+export type BuildResult = { ok: true; input: JobCreateInput } | { ok: false; errors: FormErrors };
+
+export const DEFAULT_PRIORITY = 50;
+
+export function initialValues(config: ApiConfig | undefined): CreateFormValues {
+  const first = config?.job_types[0];
+  return {
+    type: first?.type ?? '',
+    payload: first ? JSON.stringify(first.example_payload ?? {}, null, 2) : '{}',
+    priority: String(DEFAULT_PRIORITY),
+    schedule: 'now',
+    delaySeconds: '10',
+    availableAt: '',
+    maxAttempts: String(config?.worker.max_attempts_default ?? 3),
+    idempotencyKey: '',
+  };
+}
+
+function parseInteger(raw: string): number | null {
+  const trimmed = raw.trim();
+  if (!/^-?\d+$/.test(trimmed)) return null;
+  return Number(trimmed);
+}
+
+/**
+ * Validate the create form against the limits the API publishes and build the
+ * request body. `now` (ms) is used to turn a delay into `available_at`.
+ */
+export function buildCreateRequest(values: CreateFormValues, limits: ApiConfig['limits'], now: number): BuildResult {
+  const errors: FormErrors = {};
+  const add = (field: CreateField, message: string) => {
+    (errors[field] ??= []).push(message);
+  };
+
+  const type = values.type.trim();
+  if (type === '') add('type', 'Choose a job type.');
+
+  const payload = checkJsonObject(values.payload, limits.max_body_bytes);
+  if (!payload.ok) add('payload', payload.error);
+
+  const priority = parseInteger(values.priority);
+  if (priority === null) add('priority', 'Priority must be a whole number.');
+  else if (priority < limits.priority_min || priority > limits.priority_max)
+    add('priority', `Priority must be between ${limits.priority_min} and ${limits.priority_max}.`);
+
+  const maxAttempts = parseInteger(values.maxAttempts);
+  if (maxAttempts === null) add('max_attempts', 'Max attempts must be a whole number.');
+  else if (maxAttempts < 1 || maxAttempts > limits.max_attempts_max)
+    add('max_attempts', `Max attempts must be between 1 and ${limits.max_attempts_max}.`);
+
+  let availableAt: string | null = null;
+  if (values.schedule === 'delay') {
+    const delay = Number(values.delaySeconds.trim());
+    if (values.delaySeconds.trim() === '' || !Number.isFinite(delay) || delay < 0)
+      add('available_at', 'Delay must be zero or more seconds.');
+    else availableAt = new Date(now + delay * 1000).toISOString();
+  } else if (values.schedule === 'at') {
+    const at = new Date(values.availableAt);
+    if (values.availableAt.trim() === '' || Number.isNaN(at.getTime())) add('available_at', 'Pick a date and time.');
+    else availableAt = at.toISOString();
+  }
+
+  const key = values.idempotencyKey.trim();
+  if (key.length > limits.idempotency_key_max_length)
+    add('idempotency_key', `At most ${limits.idempotency_key_max_length} characters.`);
+
+  if (Object.keys(errors).length > 0 || !payload.ok || priority === null || maxAttempts === null) {
+    return { ok: false, errors };
+  }
+  return {
+    ok: true,
+    input: {
+      type,
+      payload: payload.value,
+      priority,
+      available_at: availableAt,
+      max_attempts: maxAttempts,
+      idempotency_key: key === '' ? null : key,
+    },
+  };
+}
+
+/** Split an API error body into per-field messages and the rest (shown at the top). */
+export function splitServerErrors(fieldErrors: Record<string, string[]>): { fields: FormErrors; general: string[] } {
+  const fields: FormErrors = {};
+  const general: string[] = [];
+  for (const [key, messages] of Object.entries(fieldErrors)) {
+    if ((CREATE_FIELDS as readonly string[]).includes(key)) fields[key as CreateField] = messages;
+    else if (key === 'detail' || key === 'non_field_errors') general.push(...messages);
+    else general.push(...messages.map((m) => `${key}: ${m}`));
+  }
+  return { fields, general };
+}

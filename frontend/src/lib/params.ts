@@ -1,0 +1,23 @@
+import { JOB_EVENT_TYPES, JOB_STATUSES, type JobEventType, type JobStatus } from '../api/types';
+
+export function parseStatus(raw: string | null): JobStatus | undefined {
+  return JOB_STATUSES.find((s) => s === raw);
+}
+
+export function parseEventType(raw: string | null): JobEventType | undefined {
+  return JOB_EVENT_TYPES.find((t) => t === raw);
+}
+
+/** Integer in [min, max], or `fallback` when missing or malformed. */
+export function parseIntParam(raw: string | null, fallback: number, min: number, max: number): number {
+  if (raw === null || raw.trim() === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n)) return fallback;
+  return Math.min(max, Math.max(min, n));
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function isUuid(value: string): boolean {
+  return UUID_RE.test(value.trim());
+}

@@ -1,0 +1,59 @@
+/** Time formatting used across the dashboard. Pure functions: `now` is always passed in. */
+
+/** "45s", "3m 05s", "2h 07m", "3d 4h". Negative durations are formatted by magnitude. */
+export function formatDuration(ms: number): string {
+  const total = Math.floor(Math.abs(ms) / 1000);
+  const days = Math.floor(total / 86_400);
+  const hours = Math.floor((total % 86_400) / 3600);
+  const minutes = Math.floor((total % 3600) / 60);
+  const seconds = total % 60;
+  if (days > 0) return `${days}d ${hours}h`;
+  if (hours > 0) return `${hours}h ${String(minutes).padStart(2, '0')}m`;
+  if (minutes > 0) return `${minutes}m ${String(seconds).padStart(2, '0')}s`;
+  return `${seconds}s`;
+}
+
+/** "just now", "12s ago", "in 3m", "2h ago", "4d ago" (coarse, one unit). */
+export function formatRelative(iso: string, now: number): string {
+  const then = Date.parse(iso);
+  if (Number.isNaN(then)) return iso;
+  const diff = then - now;
+  const abs = Math.abs(diff);
+  if (abs < 1500) return 'just now';
+  const units: [number, string][] = [
+    [86_400_000, 'd'],
+    [3_600_000, 'h'],
+    [60_000, 'm'],
+    [1000, 's'],
+  ];
+  const [size, unit] = units.find(([s]) => abs >= s) ?? [1000, 's'];
+  const amount = Math.floor(abs / size);
+  return diff < 0 ? `${amount}${unit} ago` : `in ${amount}${unit}`;
+}
+
+/** Full local date and time with seconds and the UTC offset, for tooltips. */
+export function formatExact(iso: string): string {
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return iso;
+  const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+  const offsetMin = -date.getTimezoneOffset();
+  const sign = offsetMin >= 0 ? '+' : '-';
+  const off = `${sign}${pad(Math.floor(Math.abs(offsetMin) / 60))}:${pad(Math.abs(offsetMin) % 60)}`;
+  return (
+    `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())} ` +
+    `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}.${pad(date.getMilliseconds(), 3)} ${off}`
+  );
+}
+
+/** "14:05" in local time, for chart axes. */
+export function formatClock(iso: string): string {
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return '';
+  return `${String(date.getHours()).padStart(2, '0')}:${String(date.getMinutes()).padStart(2, '0')}`;
+}
+
+/** Value for an <input type="datetime-local"> from a Date (local time, minutes precision). */
+export function toDateTimeLocal(date: Date): string {
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}`;
+}

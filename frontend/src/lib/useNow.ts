@@ -1,0 +1,36 @@
+import { useSyncExternalStore } from 'react';
+
+/**
+ * One shared one-second ticker for every relative time and countdown on the
+ * page, instead of a timer per table cell.
+ */
+const listeners = new Set<() => void>();
+let current = Date.now();
+let timer: ReturnType<typeof setInterval> | null = null;
+
+function subscribe(listener: () => void): () => void {
+  listeners.add(listener);
+  if (timer === null) {
+    current = Date.now();
+    timer = setInterval(() => {
+      current = Date.now();
+      listeners.forEach((l) => l());
+    }, 1000);
+  }
+  return () => {
+    listeners.delete(listener);
+    if (listeners.size === 0 && timer !== null) {
+      clearInterval(timer);
+      timer = null;
+    }
+  };
+}
+
+function getSnapshot(): number {
+  return current;
+}
+
+/** Current time in ms, updated once a second while any component uses it. */
+export function useNow(): number {
+  return useSyncExternalStore(subscribe, getSnapshot, getSnapshot);
+}

@@ -1,0 +1,111 @@
+import { screen, waitFor, within } from '@testing-library/react';
+import userEvent from '@testing-library/user-event';
+import { http, HttpResponse } from 'msw';
+import { describe, expect, it } from 'vitest';
+import type { JobCreateInput } from '../api/types';
+import { API, makeJob } from '../test/fixtures';
+import { renderApp } from '../test/render';
+import { server } from '../test/server';
+
+function capturePosts(respond: (body: JobCreateInput) => Response) {
+  const bodies: JobCreateInput[] = [];
+  server.use(
+    http.post(`${API}/jobs/`, async ({ request }) => {
+      const body = (await request.json()) as JobCreateInput;
+      bodies.push(body);
+      return respond(body);
+    }),
+  );
+  return bodies;
+}
+
+describe('Create page', () => {
+  it('builds the form from /config/ and follows the chosen type’s example payload', async () => {
+    renderApp('/create');
+    const type = await screen.findByLabelText('Type');
+    expect(within(type).getAllByRole('option').map((o) => o.textContent)).toEqual([
+      'demo.success',
+      'demo.fail',
+      'demo.flaky',
+    ]);
+    expect(screen.getByLabelText('Max attempts')).toHaveValue(3);
+    await userEvent.selectOptions(type, 'demo.flaky');
+    expect(JSON.parse((screen.getByLabelText('Payload') as HTMLTextAreaElement).value)).toEqual({
+      fail_until_attempt: 2,
+    });
+  });
+
+  it('posts the form and links to the new job', async () => {
+    const bodies = capturePosts((b) => HttpResponse.json(makeJob({ type: b.type }), { status: 201 }));
+    renderApp('/create');
+    await userEvent.selectOptions(await screen.findByLabelText('Type'), 'demo.fail');
+    const attempts = screen.getByLabelText('Max attempts');
+    await userEvent.clear(attempts);
+    await userEvent.type(attempts, '1');
+    await userEvent.type(screen.getByLabelText('Idempotency key (optional)'), 'abc');
+    await userEvent.click(screen.getByRole('button', { name: 'Create job' }));
+
+    const link = await screen.findByTestId('created-job-link');
+    expect(link).toHaveAttribute('href', `/jobs/${makeJob().id}`);
+    expect(screen.getByRole('status')).toHaveTextContent('Job created');
+    expect(bodies).toEqual([
+      {
+        type: 'demo.fail',
+        payload: { error: 'Intentional demo failure' },
+        priority: 50,
+        available_at: null,
+        max_attempts: 1,
+        idempotency_key: 'abc',
+      },
+    ]);
+  });
+
+  it('says so when the idempotency key returned an existing job', async () => {
+    capturePosts(() => HttpResponse.json(makeJob(), { status: 200 }));
+    renderApp('/create');
+    await userEvent.click(await screen.findByRole('button', { name: 'Create job' }));
+    expect(await screen.findByRole('status')).toHaveTextContent('already exists');
+  });
+
+  it('shows API field errors next to their fields and general errors on top', async () => {
+    capturePosts(() =>
+      HttpResponse.json(
+        { priority: ['Ensure this value is less than or equal to 100.'], non_field_errors: ['Try again.'] },
+        { status: 400 },
+      ),
+    );
+    renderApp('/create');
+    await userEvent.click(await screen.findByRole('button', { name: 'Create job' }));
+    const priority = screen.getByLabelText('Priority');
+    await waitFor(() => expect(priority).toHaveAttribute('aria-invalid', 'true'));
+    const describedBy = priority.getAttribute('aria-describedby')!.split(' ');
+    const errorList = document.getElementById(describedBy[0]!);
+    expect(errorList).toHaveTextContent('Ensure this value is less than or equal to 100.');
+    expect(screen.getByRole('alert')).toHaveTextContent('Try again.');
+  });
+
+  it('does not send an invalid form', async () => {
+    const bodies = capturePosts(() => HttpResponse.json(makeJob(), { status: 201 }));
+    renderApp('/create');
+    const payload = await screen.findByLabelText('Payload');
+    await userEvent.clear(payload);
+    await userEvent.type(payload, '[[1]');
+    await userEvent.click(screen.getByRole('button', { name: 'Create job' }));
+    expect(payload).toHaveAttribute('aria-invalid', 'true');
+    expect(bodies).toEqual([]);
+  });
+
+  it('enqueues a demo job with one click', async () => {
+    const bodies = capturePosts((b) => HttpResponse.json(makeJob({ type: b.type }), { status: 201 }));
+    renderApp('/create');
+    await userEvent.click(await screen.findByRole('button', { name: 'Enqueue demo.flaky' }));
+    expect(await screen.findByRole('link', { name: /demo\.flaky/ })).toHaveAttribute('href', `/jobs/${makeJob().id}`);
+    expect(bodies).toEqual([{ type: 'demo.flaky', payload: { fail_until_attempt: 2 } }]);
+  });
+
+  it('shows an error state when the job types cannot be loaded', async () => {
+    server.use(http.get(`${API}/config/`, () => HttpResponse.error()));
+    renderApp('/create');
+    expect(await screen.findByText('Could not load the job types')).toBeInTheDocument();
+  });
+});

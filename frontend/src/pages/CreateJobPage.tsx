@@ -1,0 +1,282 @@
+import { useState, type FormEvent } from 'react';
+import { Link } from 'react-router';
+import { api } from '../api/client';
+import { useConfig, useCreateJob } from '../api/hooks';
+import type { ApiConfig, Job, JobTypeInfo } from '../api/types';
+import { DemoLauncher, type LaunchedJob } from '../components/DemoLauncher';
+import { FormField } from '../components/FormField';
+import { JsonEditor } from '../components/JsonEditor';
+import { ErrorState, Loading } from '../components/States';
+import { errorMessage } from '../lib/errors';
+import {
+  buildCreateRequest,
+  initialValues,
+  splitServerErrors,
+  type CreateFormValues,
+  type FormErrors,
+  type Schedule,
+} from '../lib/createForm';
+import { toDateTimeLocal } from '../lib/time';
+
+function CreateForm({ config }: { config: ApiConfig }) {
+  const [values, setValues] = useState<CreateFormValues>(() => initialValues(config));
+  const [payloadEdited, setPayloadEdited] = useState(false);
+  const [clientErrors, setClientErrors] = useState<FormErrors>({});
+  const [created, setCreated] = useState<{ job: Job; created: boolean } | null>(null);
+  const create = useCreateJob();
+
+  const server = create.error ? splitServerErrors(create.error.fieldErrors) : { fields: {}, general: [] };
+  const unreachable = create.error?.unreachable ?? false;
+  const errorsFor = (field: keyof FormErrors) => [...(clientErrors[field] ?? []), ...(server.fields[field] ?? [])];
+  const selectedType = config.job_types.find((t) => t.type === values.type);
+
+  function set<K extends keyof CreateFormValues>(key: K, value: CreateFormValues[K]) {
+    setValues((prev) => ({ ...prev, [key]: value }));
+  }
+
+  function onTypeChange(type: string) {
+    const info = config.job_types.find((t) => t.type === type);
+    setValues((prev) => ({
+      ...prev,
+      type,
+      payload: !payloadEdited && info ? JSON.stringify(info.example_payload ?? {}, null, 2) : prev.payload,
+    }));
+  }
+
+  function onSubmit(e: FormEvent) {
+    e.preventDefault();
+    setCreated(null);
+    const built = buildCreateRequest(values, config.limits, Date.now());
+    if (!built.ok) {
+      setClientErrors(built.errors);
+      return;
+    }
+    setClientErrors({});
+    create.mutate(built.input, { onSuccess: (res) => setCreated(res) });
+  }
+
+  return (
+    <form className="form" noValidate onSubmit={onSubmit} aria-labelledby="create-heading">
+      {(server.general.length > 0 || unreachable) && (
+        <div className="form-error" role="alert">
+          {unreachable ? errorMessage(create.error) : server.general.map((m) => <p key={m}>{m}</p>)}
+        </div>
+      )}
+      {created && (
+        <div className="notice" role="status">
+          {created.created ? 'Job created: ' : 'A job with this idempotency key already exists: '}
+          <Link to={`/jobs/${created.job.id}`} data-testid="created-job-link">
+            open job <span className="mono">{created.job.id.slice(0, 8)}</span>
+          </Link>
+        </div>
+      )}
+
+      <div className="form__grid">
+        <FormField id="job-type" label="Type" errors={errorsFor('type')} hint={selectedType?.description}>
+          {(p) => (
+            <select {...p} value={values.type} onChange={(e) => onTypeChange(e.target.value)}>
+              {config.job_types.map((t) => (
+                <option key={t.type} value={t.type}>
+                  {t.type}
+                </option>
+              ))}
+            </select>
+          )}
+        </FormField>
+
+        <FormField
+          id="job-priority"
+          label="Priority"
+          errors={errorsFor('priority')}
+          hint={`Higher runs first. ${config.limits.priority_min} to ${config.limits.priority_max}.`}
+        >
+          {(p) => (
+            <input
+              {...p}
+              type="number"
+              inputMode="numeric"
+              min={config.limits.priority_min}
+              max={config.limits.priority_max}
+              value={values.priority}
+              onChange={(e) => set('priority', e.target.value)}
+            />
+          )}
+        </FormField>
+
+        <FormField
+          id="job-max-attempts"
+          label="Max attempts"
+          errors={errorsFor('max_attempts')}
+          hint={`1 to ${config.limits.max_attempts_max}; retries back off from ${config.worker.backoff_base_seconds}s.`}
+        >
+          {(p) => (
+            <input
+              {...p}
+              type="number"
+              inputMode="numeric"
+              min={1}
+              max={config.limits.max_attempts_max}
+              value={values.maxAttempts}
+              onChange={(e) => set('maxAttempts', e.target.value)}
+            />
+          )}
+        </FormField>
+
+        <FormField
+          id="job-idempotency-key"
+          label="Idempotency key (optional)"
+          errors={errorsFor('idempotency_key')}
+          hint="Sending the same key again returns the existing job."
+        >
+          {(p) => (
+            <input
+              {...p}
+              type="text"
+              maxLength={config.limits.idempotency_key_max_length}
+              value={values.idempotencyKey}
+              onChange={(e) => set('idempotencyKey', e.target.value)}
+            />
+          )}
+        </FormField>
+      </div>
+
+      <fieldset className="fieldset">
+        <legend>When to run</legend>
+        <div className="radio-row">
+          {(
+            [
+              ['now', 'Now'],
+              ['delay', 'After a delay'],
+              ['at', 'At a time'],
+            ] as [Schedule, string][]
+          ).map(([value, label]) => (
+            <label key={value} className="radio">
+              <input
+                type="radio"
+                name="schedule"
+                value={value}
+                checked={values.schedule === value}
+                onChange={() => {
+                  set('schedule', value);
+                  if (value === 'at' && values.availableAt === '')
+                    set('availableAt', toDateTimeLocal(new Date(Date.now() + 60_000)));
+                }}
+              />
+              {label}
+            </label>
+          ))}
+        </div>
+        {values.schedule === 'delay' && (
+          <FormField id="job-delay" label="Delay in seconds" errors={errorsFor('available_at')}>
+            {(p) => (
+              <input
+                {...p}
+                type="number"
+                min={0}
+                step="any"
+                value={values.delaySeconds}
+                onChange={(e) => set('delaySeconds', e.target.value)}
+              />
+            )}
+          </FormField>
+        )}
+        {values.schedule === 'at' && (
+          <FormField id="job-available-at" label="Available at (local time)" errors={errorsFor('available_at')}>
+            {(p) => (
+              <input
+                {...p}
+                type="datetime-local"
+                value={values.availableAt}
+                onChange={(e) => set('availableAt', e.target.value)}
+              />
+            )}
+          </FormField>
+        )}
+        {values.schedule === 'now' && errorsFor('available_at').length > 0 && (
+          <ul className="field__errors">
+            {errorsFor('available_at').map((m) => (
+              <li key={m}>{m}</li>
+            ))}
+          </ul>
+        )}
+      </fieldset>
+
+      <JsonEditor
+        id="job-payload"
+        label="Payload"
+        value={values.payload}
+        maxBytes={config.limits.max_body_bytes}
+        serverErrors={server.fields.payload ?? []}
+        rows={8}
+        onChange={(text) => {
+          setPayloadEdited(true);
+          set('payload', text);
+        }}
+      />
+
+      <div className="actions">
+        <button type="submit" className="button button--primary" disabled={create.isPending}>
+          {create.isPending ? 'Creating…' : 'Create job'}
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function DemoSection({ config }: { config: ApiConfig }) {
+  const [pendingType, setPendingType] = useState<string | null>(null);
+  const [launched, setLaunched] = useState<LaunchedJob[]>([]);
+  const [error, setError] = useState<string | null>(null);
+  const create = useCreateJob();
+  const demos = config.job_types.filter((t) => t.type.startsWith('demo.'));
+  if (demos.length === 0) return null;
+
+  function launch(t: JobTypeInfo) {
+    setPendingType(t.type);
+    setError(null);
+    create.mutate(
+      { type: t.type, payload: t.example_payload },
+      {
+        onSuccess: ({ job }) => setLaunched((prev) => [{ job, at: Date.now() }, ...prev].slice(0, 8)),
+        onError: (err) => setError(`Could not enqueue ${t.type}: ${errorMessage(err)}`),
+        onSettled: () => setPendingType(null),
+      },
+    );
+  }
+
+  return (
+    <section className="panel" aria-labelledby="demo-heading">
+      <h2 id="demo-heading">Demo jobs</h2>
+      <p className="muted">
+        One click enqueues a job with its example payload and the default of {config.worker.max_attempts_default}{' '}
+        attempts. Lease: {config.worker.lease_seconds}s; backoff {config.worker.backoff_base_seconds}s doubling to{' '}
+        {config.worker.backoff_max_seconds}s.
+      </p>
+      <DemoLauncher types={demos} pendingType={pendingType} launched={launched} error={error} onLaunch={launch} />
+    </section>
+  );
+}
+
+export function CreateJobPage() {
+  const config = useConfig();
+  return (
+    <div className="page">
+      <h1 id="create-heading">Create a job</h1>
+      {config.isPending ? (
+        <Loading label="Loading job types…" />
+      ) : config.isError ? (
+        <ErrorState title="Could not load the job types" error={config.error} onRetry={() => void config.refetch()} />
+      ) : (
+        <>
+          <DemoSection config={config.data} />
+          <section className="panel" aria-label="New job">
+            <CreateForm config={config.data} />
+          </section>
+        </>
+      )}
+      <p className="muted small">
+        API: <code>{api.baseUrl}</code>
+      </p>
+    </div>
+  );
+}

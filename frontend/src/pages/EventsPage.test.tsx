@@ -1,0 +1,71 @@
+import { screen, waitFor, within } from '@testing-library/react';
+import userEvent from '@testing-library/user-event';
+import { http, HttpResponse } from 'msw';
+import { describe, expect, it } from 'vitest';
+import { API, JOB_ID, eventPage, makeEvent } from '../test/fixtures';
+import { renderApp } from '../test/render';
+import { server } from '../test/server';
+
+const link = (cursor: string) => `${API}/job-events/?cursor=${encodeURIComponent(cursor)}&limit=2`;
+
+function serveFeed() {
+  const seen: Record<string, string>[] = [];
+  server.use(
+    http.get(`${API}/job-events/`, ({ request }) => {
+      const params = Object.fromEntries(new URL(request.url).searchParams);
+      seen.push(params);
+      if (params.cursor === 'older-1') {
+        return HttpResponse.json(eventPage([makeEvent({ id: 8 }), makeEvent({ id: 7 })], null, link('newer-1')));
+      }
+      return HttpResponse.json(eventPage([makeEvent({ id: 10, type: 'failed' }), makeEvent({ id: 9 })], link('older-1')));
+    }),
+  );
+  return seen;
+}
+
+const ids = () =>
+  within(screen.getByRole('table'))
+    .getAllByRole('row')
+    .slice(1)
+    .map((r) => r.getAttribute('data-event-id'));
+
+describe('Events page', () => {
+  it('pages older and back to newer with the cursors the API returns', async () => {
+    const seen = serveFeed();
+    renderApp('/events?limit=10');
+    await screen.findByRole('table');
+    expect(ids()).toEqual(['10', '9']);
+    expect(screen.getByRole('button', { name: /newer/i })).toBeDisabled();
+
+    await userEvent.click(screen.getByRole('button', { name: /older/i }));
+    await waitFor(() => expect(ids()).toEqual(['8', '7']));
+    expect(seen.at(-1)).toMatchObject({ cursor: 'older-1', limit: '10' });
+    expect(screen.getByRole('button', { name: /older/i })).toBeDisabled();
+
+    await userEvent.click(screen.getByRole('button', { name: /newer/i }));
+    await waitFor(() => expect(seen.at(-1)).toMatchObject({ cursor: 'newer-1' }));
+  });
+
+  it('filters by event type and by a full job id only', async () => {
+    const seen = serveFeed();
+    renderApp('/events');
+    await screen.findByRole('table');
+    await userEvent.selectOptions(screen.getByLabelText('Event type'), 'failed');
+    await waitFor(() => expect(seen.at(-1)).toMatchObject({ type: 'failed' }));
+
+    const jobInput = screen.getByLabelText('Job ID');
+    await userEvent.type(jobInput, '8421aca2');
+    expect(jobInput).toHaveAttribute('aria-invalid', 'true');
+    expect(screen.getByText('Enter a full job UUID.')).toBeInTheDocument();
+    await userEvent.clear(jobInput);
+    await userEvent.type(jobInput, JOB_ID);
+    await waitFor(() => expect(seen.at(-1)).toMatchObject({ type: 'failed', job_id: JOB_ID }));
+    expect(seen.some((p) => p.job_id === '8421aca2')).toBe(false);
+  });
+
+  it('shows an empty state for filters that match nothing', async () => {
+    server.use(http.get(`${API}/job-events/`, () => HttpResponse.json(eventPage([]))));
+    renderApp('/events?type=manual_retry');
+    expect(await screen.findByText('No events match these filters.')).toBeInTheDocument();
+  });
+});

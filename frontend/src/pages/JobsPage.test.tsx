@@ -1,0 +1,82 @@
+import { screen, waitFor, within } from '@testing-library/react';
+import userEvent from '@testing-library/user-event';
+import { http, HttpResponse } from 'msw';
+import { describe, expect, it } from 'vitest';
+import { API, jobsPage, makeJob } from '../test/fixtures';
+import { renderApp } from '../test/render';
+import { server } from '../test/server';
+
+function serveJobs() {
+  const seen: Record<string, string>[] = [];
+  server.use(
+    http.get(`${API}/jobs/`, ({ request }) => {
+      const params = Object.fromEntries(new URL(request.url).searchParams);
+      seen.push(params);
+      const offset = Number(params.offset ?? 0);
+      const status = (params.status as 'failed' | undefined) ?? 'succeeded';
+      return HttpResponse.json(
+        jobsPage(
+          [makeJob({ id: `00000000-0000-4000-8000-0000000000${String(offset).padStart(2, '0')}`, status })],
+          60,
+        ),
+      );
+    }),
+  );
+  return seen;
+}
+
+describe('Jobs page', () => {
+  it('renders a real table with status badges and links', async () => {
+    serveJobs();
+    renderApp('/jobs');
+    const table = await screen.findByRole('table');
+    expect(within(table).getAllByRole('columnheader').map((h) => h.textContent)).toEqual([
+      'Job',
+      'Type',
+      'Status',
+      'Priority',
+      'Attempts',
+      'Created',
+      'Available',
+      'Finished',
+    ]);
+    const row = within(table).getAllByRole('row')[1]!;
+    expect(within(row).getByText('succeeded')).toHaveClass('badge--success');
+    expect(within(row).getByRole('link')).toHaveAttribute('href', '/jobs/00000000-0000-4000-8000-000000000000');
+    const created = row.querySelector('time')!;
+    expect(created).toHaveAttribute('title', expect.stringMatching(/^2026-06-2\d \d\d:\d\d:\d\d\.\d{3} [+-]\d\d:\d\d$/));
+  });
+
+  it('filters by status and type and pages with offsets', async () => {
+    const seen = serveJobs();
+    renderApp('/jobs');
+    await screen.findByRole('table');
+    await userEvent.selectOptions(screen.getByLabelText('Status'), 'failed');
+    await waitFor(() => expect(seen.at(-1)).toMatchObject({ status: 'failed', offset: '0' }));
+    await userEvent.type(screen.getByLabelText('Type contains'), 'demo.f');
+    await waitFor(() => expect(seen.at(-1)).toMatchObject({ status: 'failed', type: 'demo.f' }));
+    await userEvent.click(screen.getByRole('button', { name: /next/i }));
+    await waitFor(() => expect(seen.at(-1)).toMatchObject({ status: 'failed', type: 'demo.f', offset: '25', limit: '25' }));
+    expect(await screen.findByText(/26–50 of 60/)).toBeInTheDocument();
+  });
+
+  it('reads filters from the URL', async () => {
+    const seen = serveJobs();
+    renderApp('/jobs?status=failed&limit=10&offset=20');
+    await screen.findByRole('table');
+    expect(seen[0]).toEqual({ status: 'failed', limit: '10', offset: '20' });
+    expect(screen.getByLabelText('Status')).toHaveValue('failed');
+  });
+
+  it('shows an empty state', async () => {
+    server.use(http.get(`${API}/jobs/`, () => HttpResponse.json(jobsPage([]))));
+    renderApp('/jobs');
+    expect(await screen.findByText(/No jobs yet/)).toBeInTheDocument();
+  });
+
+  it('shows an error state when the list fails', async () => {
+    server.use(http.get(`${API}/jobs/`, () => HttpResponse.json({ detail: 'Boom.' }, { status: 500 })));
+    renderApp('/jobs');
+    expect(await screen.findByText('500: Boom.')).toBeInTheDocument();
+  });
+});

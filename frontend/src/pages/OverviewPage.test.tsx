@@ -1,0 +1,58 @@
+import { screen, waitFor, within } from '@testing-library/react';
+import { http, HttpResponse } from 'msw';
+import { describe, expect, it } from 'vitest';
+import { API, makeThroughput, stats } from '../test/fixtures';
+import { renderApp } from '../test/render';
+import { server } from '../test/server';
+
+describe('Overview page', () => {
+  it('shows each stat and asks for the 15-minute throughput window', async () => {
+    const seen: Record<string, string>[] = [];
+    server.use(
+      http.get(`${API}/jobs/stats/`, () =>
+        HttpResponse.json({
+          ...stats,
+          by_status: { queued: 4, running: 2, succeeded: 41, failed: 12 },
+          overdue_running: 1,
+          retries_pending: 3,
+          oldest_queued_at: new Date(Date.now() - 125_000).toISOString(),
+        }),
+      ),
+      http.get(`${API}/jobs/throughput/`, ({ request }) => {
+        seen.push(Object.fromEntries(new URL(request.url).searchParams));
+        return HttpResponse.json(makeThroughput([[1, 0], [4, 2]]));
+      }),
+    );
+    renderApp('/');
+    const list = await screen.findByRole('list', { name: 'Queue statistics' });
+    const card = (label: string) => within(list).getByText(label).closest('li')!;
+    await waitFor(() => expect(card('Total jobs')).toHaveTextContent('53'));
+    expect(card('Queued')).toHaveTextContent('4');
+    expect(card('Running')).toHaveTextContent('2');
+    expect(card('Succeeded')).toHaveTextContent('41');
+    expect(card('Failed')).toHaveTextContent('12');
+    expect(card('Overdue running')).toHaveTextContent('1');
+    expect(card('Retries pending')).toHaveTextContent('3');
+    expect(card('Oldest queued')).toHaveTextContent(/2m 0[4-6]s/);
+    expect(within(card('Failed')).getByRole('link')).toHaveAttribute('href', '/jobs?status=failed');
+
+    expect(await screen.findAllByTestId('throughput-bar')).toHaveLength(2);
+    expect(seen[0]).toEqual({ minutes: '15', bucket_seconds: '60' });
+  });
+
+  it('shows the unreachable banner and clears it when the API returns', async () => {
+    server.use(
+      http.get(`${API}/health/`, () => HttpResponse.error()),
+      http.get(`${API}/jobs/stats/`, () => HttpResponse.error()),
+    );
+    renderApp('/', { pollIntervalMs: 50 });
+    expect(await screen.findByText('API unreachable.')).toBeInTheDocument();
+    expect(await screen.findByText('Could not load this data')).toBeInTheDocument();
+
+    server.resetHandlers();
+    await waitFor(() => expect(screen.queryByText('API unreachable.')).not.toBeInTheDocument(), { timeout: 3000 });
+    await waitFor(() => expect(screen.getByRole('list', { name: 'Queue statistics' })).toBeInTheDocument(), {
+      timeout: 3000,
+    });
+  });
+});

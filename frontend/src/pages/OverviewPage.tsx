@@ -1,0 +1,86 @@
+import { useStats, useThroughput } from '../api/hooks';
+import type { JobStats } from '../api/types';
+import { StatCard } from '../components/StatCard';
+import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
+import { ThroughputChart } from '../components/ThroughputChart';
+import { formatDuration, formatExact } from '../lib/time';
+import { useNow } from '../lib/useNow';
+
+const THROUGHPUT_WINDOW = { minutes: 15, bucketSeconds: 60 };
+
+function OldestQueued({ stats }: { stats: JobStats }) {
+  const now = useNow();
+  if (!stats.oldest_queued_at) return <>—</>;
+  return (
+    <time dateTime={stats.oldest_queued_at} title={formatExact(stats.oldest_queued_at)}>
+      {formatDuration(now - Date.parse(stats.oldest_queued_at))}
+    </time>
+  );
+}
+
+export function OverviewPage() {
+  const stats = useStats();
+  const throughput = useThroughput(THROUGHPUT_WINDOW);
+
+  return (
+    <div className="page">
+      <h1>Overview</h1>
+
+      <section aria-labelledby="stats-heading" className="panel">
+        <h2 id="stats-heading">Queue state</h2>
+        {stats.isPending ? (
+          <Loading label="Loading queue stats…" />
+        ) : stats.isError && !stats.data ? (
+          <ErrorState error={stats.error} onRetry={() => void stats.refetch()} />
+        ) : stats.data ? (
+          <>
+            {stats.isError && <StaleNote error={stats.error} />}
+            <ul className="stats" aria-label="Queue statistics">
+              <StatCard label="Total jobs" value={stats.data.total} to="/jobs" />
+              <StatCard label="Queued" value={stats.data.by_status.queued} tone="neutral" to="/jobs?status=queued" />
+              <StatCard label="Running" value={stats.data.by_status.running} tone="running" to="/jobs?status=running" />
+              <StatCard
+                label="Succeeded"
+                value={stats.data.by_status.succeeded}
+                tone="success"
+                to="/jobs?status=succeeded"
+              />
+              <StatCard label="Failed" value={stats.data.by_status.failed} tone="danger" to="/jobs?status=failed" />
+              <StatCard
+                label="Overdue running"
+                value={stats.data.overdue_running}
+                tone={stats.data.overdue_running > 0 ? 'warning' : 'neutral'}
+                hint="lease expired, awaiting cleanup"
+              />
+              <StatCard
+                label="Retries pending"
+                value={stats.data.retries_pending}
+                tone={stats.data.retries_pending > 0 ? 'warning' : 'neutral'}
+                hint="queued after a failed attempt"
+              />
+              <StatCard label="Oldest queued" value={<OldestQueued stats={stats.data} />} hint="age of the oldest queued job" />
+            </ul>
+          </>
+        ) : null}
+      </section>
+
+      <section aria-labelledby="throughput-heading" className="panel">
+        <h2 id="throughput-heading">Finished jobs, last {THROUGHPUT_WINDOW.minutes} minutes</h2>
+        {throughput.isPending ? (
+          <Loading label="Loading throughput…" />
+        ) : throughput.isError && !throughput.data ? (
+          <ErrorState error={throughput.error} onRetry={() => void throughput.refetch()} />
+        ) : throughput.data ? (
+          <>
+            {throughput.isError && <StaleNote error={throughput.error} />}
+            {throughput.data.buckets.length === 0 ? (
+              <Empty>No intervals in this window.</Empty>
+            ) : (
+              <ThroughputChart data={throughput.data} />
+            )}
+          </>
+        ) : null}
+      </section>
+    </div>
+  );
+}

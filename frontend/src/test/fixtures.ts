@@ -1,0 +1,99 @@
+/**
+ * Fixtures shaped exactly like the examples in the backend spec. They are
+ * typed with the client's types, so a drift between the two fails `tsc`.
+ */
+import type { ApiConfig, CursorPage, Job, JobEvent, JobStats, OffsetPage, Throughput } from '../api/types';
+
+export const API = 'http://localhost:8000/api';
+
+export const JOB_ID = '8421aca2-7d0c-484c-9c19-e7e324a39e21';
+
+export function makeJob(overrides: Partial<Job> = {}): Job {
+  return {
+    id: JOB_ID,
+    type: 'demo.success',
+    payload: { sleep_seconds: 1 },
+    status: 'queued',
+    priority: 50,
+    available_at: '2026-06-21T02:33:01.725170+03:30',
+    attempts: 0,
+    max_attempts: 3,
+    idempotency_key: null,
+    locked_by: null,
+    locked_until: null,
+    last_error: '',
+    result: null,
+    created_at: '2026-06-21T02:32:46.176967+03:30',
+    updated_at: '2026-06-21T02:32:46.176967+03:30',
+    finished_at: null,
+    ...overrides,
+  };
+}
+
+export function makeEvent(overrides: Partial<JobEvent> = {}): JobEvent {
+  return {
+    id: 1,
+    job: JOB_ID,
+    type: 'created',
+    attempt: 0,
+    worker_id: null,
+    message: 'Job created',
+    data: { type: 'demo.success' },
+    created_at: '2026-06-21T02:32:46.176967+03:30',
+    ...overrides,
+  };
+}
+
+export function jobsPage(results: Job[], count = results.length, next: string | null = null): OffsetPage<Job> {
+  return { count, next, previous: null, results };
+}
+
+export function eventPage(results: JobEvent[], next: string | null = null, previous: string | null = null): CursorPage<JobEvent> {
+  return { next, previous, results };
+}
+
+export const stats: JobStats = {
+  total: 53,
+  by_status: { queued: 0, running: 0, succeeded: 41, failed: 12 },
+  overdue_running: 0,
+  retries_pending: 0,
+  oldest_queued_at: null,
+};
+
+export const config: ApiConfig = {
+  job_types: [
+    { type: 'demo.success', description: 'Sleeps briefly and succeeds.', example_payload: { sleep_seconds: 1 } },
+    { type: 'demo.fail', description: 'Always raises an error.', example_payload: { error: 'Intentional demo failure' } },
+    { type: 'demo.flaky', description: 'Fails until an attempt, then succeeds.', example_payload: { fail_until_attempt: 2 } },
+  ],
+  worker: {
+    threads: 4,
+    poll_interval_ms: 500,
+    lease_seconds: 30,
+    cleanup_interval_seconds: 5,
+    cleanup_batch_size: 100,
+    backoff_base_seconds: 5,
+    backoff_max_seconds: 300,
+    max_attempts_default: 3,
+  },
+  limits: {
+    priority_min: -32768,
+    priority_max: 32767,
+    max_attempts_max: 100,
+    idempotency_key_max_length: 255,
+    max_body_bytes: 262144,
+  },
+};
+
+export function makeThroughput(counts: [number, number][], bucketSeconds = 60, start = Date.UTC(2026, 5, 21, 10, 0)): Throughput {
+  return {
+    bucket_seconds: bucketSeconds,
+    start: new Date(start).toISOString(),
+    end: new Date(start + counts.length * bucketSeconds * 1000).toISOString(),
+    buckets: counts.map(([succeeded, failed], i) => ({
+      start: new Date(start + i * bucketSeconds * 1000).toISOString(),
+      succeeded,
+      failed,
+    })),
+  };
+}
