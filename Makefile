@@ -52,8 +52,12 @@ test-compose: venv ## Validate docker-compose.yml (Compose schema), lint the Doc
 test-docs: venv ## Check the SVG diagrams (well-formed, viewBox, <title>) and README image links
 	$(PY) $(ROOT)/scripts/check_svgs.py
 
+.PHONY: bench
+bench: venv ## Throughput and scale benchmark on PostgreSQL: prints a table, writes bench-results/latest.json (BENCH_ARGS=--help)
+	cd $(BACKEND) && $(PY) -m bench.run $(BENCH_ARGS)
+
 .PHONY: test
-test: lint test-compose test-docs test-backend-sqlite test-backend-postgres ## Everything the project checks (what CI runs)
+test: lint test-compose test-docs test-schema test-backend-sqlite test-backend-postgres test-frontend test-e2e ## Everything the project checks (what CI runs)
 
 .PHONY: run
 run: venv ## Run API (:8000), worker and dashboard (:5173); SQLite unless PostgreSQL is configured
@@ -62,3 +66,16 @@ run: venv ## Run API (:8000), worker and dashboard (:5173); SQLite unless Postgr
 .PHONY: superuser
 superuser: venv ## Create an admin login (manage.py createsuperuser)
 	cd $(BACKEND) && $(PY) manage.py createsuperuser
+
+# Dashboard: `npm ci` when node_modules is missing or older than package-lock.json.
+NPM_DEPS = cd $(FRONTEND) && { test -d node_modules && test ! package-lock.json -nt node_modules/.package-lock.json || PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund; }
+
+.PHONY: test-frontend
+test-frontend: ## Dashboard: tsc, eslint and Vitest unit tests
+	$(NPM_DEPS)
+	cd $(FRONTEND) && npm run --silent typecheck && npm run --silent lint && npm test
+
+.PHONY: test-e2e
+test-e2e: venv ## Dashboard end to end: Playwright + system Chromium against a real API, worker and PostgreSQL
+	$(NPM_DEPS)
+	bash $(FRONTEND)/e2e/run-e2e.sh
