@@ -99,8 +99,15 @@ MIDDLEWARE = [
 if ENABLE_DJANGO_DEBUG_TOOLBAR:
     INSTALLED_APPS.append("debug_toolbar")
     MIDDLEWARE.insert(0, "debug_toolbar.middleware.DebugToolbarMiddleware")
-    # Only HTML pages get the toolbar; the JSON API stays untouched.
-    DEBUG_TOOLBAR_CONFIG = {"IS_RUNNING_TESTS": False}
+
+    # Only HTML pages get the toolbar; the JSON API stays untouched (the toolbar's panels
+    # would otherwise re-read request bodies the API refused, e.g. one over the size limit).
+    def _show_debug_toolbar(request) -> bool:
+        from debug_toolbar.middleware import show_toolbar
+
+        return not request.path.startswith("/api/") and show_toolbar(request)
+
+    DEBUG_TOOLBAR_CONFIG = {"IS_RUNNING_TESTS": False, "SHOW_TOOLBAR_CALLBACK": _show_debug_toolbar}
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
@@ -186,6 +193,32 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 JOB_API_MAX_BODY_BYTES = 256 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = JOB_API_MAX_BODY_BYTES
 
+# --- HTTPS and cookies ------------------------------------------------------------------
+# Production (DEBUG=false) defaults are the safe ones: HTTPS only, HSTS for a year on the
+# domain and its subdomains, cookies sent over HTTPS only. Each can be turned off by
+# environment, e.g. DJANGO_SECURE_SSL_REDIRECT=false when a proxy already redirects.
+
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", not DEBUG)
+# Container and load-balancer health probes speak plain HTTP inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^api/health/$"]
+SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 0 if DEBUG else 31536000, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", not DEBUG)
+SESSION_COOKIE_SECURE = env_bool("DJANGO_SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("DJANGO_CSRF_COOKIE_SECURE", not DEBUG)
+# Origins (scheme://host[:port]) allowed to send unsafe requests with a session, e.g. the
+# admin behind a proxy on another port.
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
+# Behind a TLS-terminating proxy: "HTTP_X_FORWARDED_PROTO,https" makes Django trust that
+# header to know a request came over HTTPS. Only set it when the proxy always sets it.
+_proxy_ssl_header = env_list("DJANGO_SECURE_PROXY_SSL_HEADER", "")
+if _proxy_ssl_header:
+    if len(_proxy_ssl_header) != 2:
+        raise ImproperlyConfigured(
+            "DJANGO_SECURE_PROXY_SSL_HEADER must be HEADER,value, e.g. HTTP_X_FORWARDED_PROTO,https"
+        )
+    SECURE_PROXY_SSL_HEADER = (_proxy_ssl_header[0], _proxy_ssl_header[1])
+
 # --- CORS -------------------------------------------------------------------------------
 
 CORS_ALLOWED_ORIGINS = env_list(
@@ -224,6 +257,12 @@ SPECTACULAR_SETTINGS = {
     ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and the docs page need credentials in production like the rest of the API.
+    "SERVE_PERMISSIONS": [
+        "rest_framework.permissions.AllowAny"
+        if DEBUG
+        else "rest_framework.permissions.IsAuthenticated"
+    ],
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "JobStatusEnum": "jobs.models.JobStatus",
