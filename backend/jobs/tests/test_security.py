@@ -1,0 +1,585 @@
+"""Production mode (DEBUG=false) and bad input.
+
+Settings are read once at import, so production mode is tested in child processes: the
+startup refusals and ``check --deploy`` run ``manage.py`` with a production environment,
+and the authentication tests talk to a real gunicorn serving the API in production mode
+against this test run's database (behind a pretend TLS proxy: requests carry
+``X-Forwarded-Proto: https`` and ``DJANGO_SECURE_PROXY_SSL_HEADER`` trusts it, so the
+HTTPS defaults stay on). The request-size tests run in-process on the local settings.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.urls import URLPattern, URLResolver, get_resolver, resolve
+from rest_framework.authtoken.models import Token
+
+from jobs import services
+from jobs.tests.helpers import BACKEND_DIR, child_env, wait_until
+
+STRONG_SECRET = secrets.token_urlsafe(50)
+DASHBOARD_ORIGIN = "https://dashboard.example.com"
+PROD_SQLITE_DIR = Path("/nonexistent")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _production_sqlite_dir(tmp_path_factory):
+    global PROD_SQLITE_DIR
+    PROD_SQLITE_DIR = tmp_path_factory.mktemp("production-check")
+
+
+def production_env(**extra: str) -> dict[str, str]:
+    """The documented minimal production environment (see .env.example), nothing else."""
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(Path.home()),
+        "DEBUG": "false",
+        "DJANGO_SECRET_KEY": STRONG_SECRET,
+        "DJANGO_ALLOWED_HOSTS": "jobs.example.com",
+        "DATABASE_ENGINE": "sqlite",
+        # Django's model checks open the database; an empty file is enough.
+        "SQLITE_PATH": str(PROD_SQLITE_DIR / "check.sqlite3"),
+    }
+    env.update(extra)
+    return {name: value for name, value in env.items() if value is not None}
+
+
+def manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=BACKEND_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+# --- Startup refusals and check --deploy ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"DJANGO_SECRET_KEY": None}, "DJANGO_SECRET_KEY"),
+        ({"DJANGO_SECRET_KEY": "django-insecure-local-development-key-change-me"}, "SECRET_KEY"),
+        ({"DJANGO_SECRET_KEY": "  "}, "DJANGO_SECRET_KEY"),
+        ({"DJANGO_ALLOWED_HOSTS": ""}, "DJANGO_ALLOWED_HOSTS"),
+        ({"DJANGO_ALLOWED_HOSTS": " , "}, "DJANGO_ALLOWED_HOSTS"),
+    ],
+)
+def test_production_refuses_to_start_with_dev_secret_or_no_allowed_hosts(overrides, message):
+    result = manage("check", env=production_env(**overrides))
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert message in result.stderr
+
+
+def test_production_starts_with_a_real_secret_and_hosts():
+    result = manage("check", env=production_env())
+    assert result.returncode == 0, result.stderr
+
+
+def test_check_deploy_passes_with_the_documented_production_settings():
+    result = manage("check", "--deploy", "--fail-level", "WARNING", env=production_env())
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "warning"),
+    [
+        ("DJANGO_SECURE_SSL_REDIRECT", "false", "security.W008"),
+        ("DJANGO_SECURE_HSTS_SECONDS", "0", "security.W004"),
+        ("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", "false", "security.W005"),
+        ("DJANGO_SESSION_COOKIE_SECURE", "false", "security.W012"),
+        ("DJANGO_CSRF_COOKIE_SECURE", "false", "security.W016"),
+    ],
+)
+def test_https_settings_are_configurable_and_check_deploy_flags_unsafe_values(
+    variable, value, warning
+):
+    result = manage(
+        "check", "--deploy", "--fail-level", "WARNING", env=production_env(**{variable: value})
+    )
+    assert result.returncode != 0
+    assert warning in result.stdout + result.stderr
+
+
+PRINT_SETTINGS = """
+import json, django
+django.setup()
+from django.conf import settings
+from rest_framework.settings import api_settings
+from jobs.views import JobListCreateView
+print(json.dumps({
+    "debug": settings.DEBUG,
+    "toolbar": settings.ENABLE_DJANGO_DEBUG_TOOLBAR,
+    "toolbar_app": "debug_toolbar" in settings.INSTALLED_APPS,
+    "toolbar_middleware": any("debug_toolbar" in m for m in settings.MIDDLEWARE),
+    "cors_all": settings.CORS_ALLOW_ALL_ORIGINS,
+    "cors_origins": settings.CORS_ALLOWED_ORIGINS,
+    "permissions": [c.__name__ for c in JobListCreateView.permission_classes],
+    "renderers": [c.__name__ for c in api_settings.DEFAULT_RENDERER_CLASSES],
+    "ssl_redirect": settings.SECURE_SSL_REDIRECT,
+    "proxy_header": settings.SECURE_PROXY_SSL_HEADER,
+}))
+"""
+
+
+def settings_in(env: dict[str, str]) -> dict:
+    result = subprocess.run(
+        [sys.executable, "-c", PRINT_SETTINGS],
+        cwd=BACKEND_DIR,
+        env={**env, "DJANGO_SETTINGS_MODULE": "config.settings"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_production_turns_off_toolbar_open_cors_and_anonymous_access():
+    prod = settings_in(
+        production_env(
+            ENABLE_DJANGO_DEBUG_TOOLBAR="true", DJANGO_CORS_ALLOWED_ORIGINS=DASHBOARD_ORIGIN
+        )
+    )
+    assert prod["debug"] is False
+    assert (prod["toolbar"], prod["toolbar_app"], prod["toolbar_middleware"]) == (
+        False,
+        False,
+        False,
+    )
+    assert prod["cors_all"] is False
+    assert prod["cors_origins"] == [DASHBOARD_ORIGIN]
+    assert prod["permissions"] == ["IsAuthenticated"]
+    assert prod["renderers"] == ["JSONRenderer"]
+    assert prod["ssl_redirect"] is True
+    assert prod["proxy_header"] is None
+    # The local demo, for contrast: open API, any origin.
+    local = settings_in(production_env(DEBUG="true", DJANGO_SECRET_KEY=None))
+    assert local["permissions"] == ["AllowAny"]
+    assert local["cors_all"] is True
+    assert local["ssl_redirect"] is False
+
+
+def test_malformed_proxy_ssl_header_is_refused():
+    result = manage("check", env=production_env(DJANGO_SECURE_PROXY_SSL_HEADER="X-Proto"))
+    assert result.returncode != 0
+    assert "DJANGO_SECURE_PROXY_SSL_HEADER" in result.stderr
+
+
+# --- The API in production mode: a real server ------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Server:
+    def __init__(self, port: int) -> None:
+        self.port = port
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        token: str | None = None,
+        body: bytes | dict | None = None,
+        https: bool = True,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, dict[str, str], bytes]:
+        all_headers = {"Host": f"127.0.0.1:{self.port}", **(headers or {})}
+        if https:
+            all_headers["X-Forwarded-Proto"] = "https"
+        if token is not None:
+            all_headers["Authorization"] = f"Token {token}"
+        if isinstance(body, dict):
+            body = json.dumps(body).encode()
+        if body is not None:
+            all_headers.setdefault("Content-Type", "application/json")
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            conn.request(method, path, body=body, headers=all_headers)
+            response = conn.getresponse()
+            headers: dict[str, str] = {}
+            for name, value in response.getheaders():  # repeated headers are joined
+                key = name.lower()
+                headers[key] = f"{headers[key]}, {value}" if key in headers else value
+            return response.status, headers, response.read()
+        finally:
+            conn.close()
+
+
+@pytest.fixture(scope="module")
+def production_server(django_db_setup, django_db_blocker, tmp_path_factory):
+    """gunicorn serving config.wsgi with DEBUG=false on this run's test database."""
+    port = _free_port()
+    log_path = tmp_path_factory.mktemp("prod") / "gunicorn.log"
+    with django_db_blocker.unblock():
+        env = child_env(
+            DEBUG="false",
+            DJANGO_SECRET_KEY=STRONG_SECRET,
+            DJANGO_ALLOWED_HOSTS="127.0.0.1",
+            DJANGO_CORS_ALLOWED_ORIGINS=DASHBOARD_ORIGIN,
+            DJANGO_SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO,https",
+            ENABLE_DJANGO_DEBUG_TOOLBAR="true",  # must stay off anyway
+        )
+    env.pop("GUNICORN_CMD_ARGS", None)
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "config.wsgi",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                "1",
+                "--threads",
+                "4",
+                "--forwarded-allow-ips",
+                "127.0.0.1",
+            ],
+            cwd=BACKEND_DIR,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        server = Server(port)
+
+        def up() -> bool:
+            if proc.poll() is not None:
+                raise AssertionError(f"gunicorn exited:\n{log_path.read_text()}")
+            try:
+                return server.request("GET", "/api/health/")[0] == 200
+            except OSError:
+                return False
+
+        try:
+            wait_until(up, 30, "gunicorn")
+            yield server
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+@pytest.fixture
+def api_token(transactional_db) -> str:
+    user = get_user_model().objects.create_user("operator", password=secrets.token_urlsafe())
+    return Token.objects.create(user=user).key
+
+
+@pytest.fixture
+def failed_job(transactional_db):
+    job, _ = services.create_job(type="demo.fail", max_attempts=1)
+    claimed = services.claim_next_job(worker_id="w")
+    services.fail_job(job_id=claimed.pk, worker_id="w", attempt=1, error="boom")
+    return job
+
+
+# Every API route: (method, path template, status expected with a valid token).
+PROTECTED = [
+    ("GET", "/api/config/", 200),
+    ("GET", "/api/jobs/", 200),
+    ("POST", "/api/jobs/", 201),
+    ("GET", "/api/jobs/stats/", 200),
+    ("GET", "/api/jobs/throughput/", 200),
+    ("GET", "/api/jobs/{id}/", 200),
+    ("GET", "/api/jobs/{id}/events/", 200),
+    ("POST", "/api/jobs/{id}/retry/", 200),
+    ("GET", "/api/job-events/", 200),
+    ("GET", "/api/schema/", 200),
+    ("GET", "/api/docs/", 200),
+]
+OPEN = [("GET", "/api/health/", 200)]
+
+
+def _routes(patterns, prefix: str = "") -> list[str]:
+    routes = []
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            routes += _routes(pattern.url_patterns, prefix + str(pattern.pattern))
+        elif isinstance(pattern, URLPattern) and pattern.name:
+            routes.append("/" + prefix + str(pattern.pattern))
+    return routes
+
+
+def test_the_tables_cover_every_api_route():
+    """A new endpoint has to be added to PROTECTED or OPEN, and so gets tested here."""
+    api = {
+        re.sub(r"<str:id>", "{id}", route)
+        for route in _routes(get_resolver().url_patterns)
+        if route.startswith("/api/")
+    }
+    assert api == {path for _, path, _ in PROTECTED + OPEN}
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_every_protected_endpoint_needs_a_valid_token(production_server, api_token, failed_job):
+    create_body = {"type": "demo.success", "payload": {"sleep_seconds": 0}}
+    wrong = secrets.token_hex(20)
+    for method, template, expected in PROTECTED:
+        path = template.format(id=failed_job.pk)
+        body = create_body if template == "/api/jobs/" and method == "POST" else None
+        anonymous = production_server.request(method, path, body=body)
+        assert anonymous[0] == 401, (method, path, anonymous)
+        assert anonymous[1].get("www-authenticate") == "Token", (method, path)
+        refused = production_server.request(method, path, token=wrong, body=body)
+        assert refused[0] == 401, (method, path, refused)
+        if template != "/api/docs/":  # the docs page answers in HTML
+            assert b"Invalid token" in refused[2], (method, path, refused)
+        accepted = production_server.request(method, path, token=api_token, body=body)
+        assert accepted[0] == expected, (method, path, accepted)
+    # Nothing was written by the refused requests: one job created, by the token holder.
+    from jobs.models import Job
+
+    assert Job.objects.filter(type="demo.success").count() == 1
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_health_stays_open_and_unknown_token_on_it_is_ignored(production_server):
+    for token in (None, "not-a-token"):
+        status, _, body = production_server.request("GET", "/api/health/", token=token)
+        assert status == 200
+        assert json.loads(body) == {"ok": True, "database": "ok"}
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_drf_create_token_command_makes_a_token_the_api_accepts(production_server):
+    get_user_model().objects.create_user("dashboard")
+    out = StringIO()
+    call_command("drf_create_token", "dashboard", stdout=out)
+    key = re.search(r"[0-9a-f]{40}", out.getvalue()).group(0)
+    assert production_server.request("GET", "/api/jobs/", token=key)[0] == 200
+    assert production_server.request("GET", "/api/jobs/")[0] == 401
+
+
+def _cookie(headers: dict[str, str], name: str) -> str:
+    match = re.search(rf"{name}=([^;]+)", headers.get("set-cookie", ""))
+    assert match, headers
+    return match.group(1)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_session_from_the_admin_login_is_accepted_and_cookies_are_secure(production_server):
+    password = secrets.token_urlsafe()
+    get_user_model().objects.create_user("staff", password=password, is_staff=True)
+    status, headers, page = production_server.request("GET", "/admin/login/")
+    assert status == 200
+    assert "secure" in headers["set-cookie"].lower()
+    csrf_cookie = _cookie(headers, "csrftoken")
+    form_token = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    origin = f"https://127.0.0.1:{production_server.port}"
+    form = f"username=staff&password={password}&csrfmiddlewaretoken={form_token.decode()}"
+    status, headers, _ = production_server.request(
+        "POST",
+        "/admin/login/?next=/admin/",
+        body=form.encode(),
+        headers={
+            "Content-Type": "application/x-www-form-urlencoded",
+            "Cookie": f"csrftoken={csrf_cookie}",
+            "Origin": origin,
+            "Referer": origin + "/admin/login/",
+        },
+    )
+    assert status == 302, (status, headers)
+    set_cookie = headers["set-cookie"].lower()
+    assert "sessionid=" in set_cookie and "secure" in set_cookie and "httponly" in set_cookie
+    session = _cookie(headers, "sessionid")
+    status, _, body = production_server.request(
+        "GET", "/api/jobs/stats/", headers={"Cookie": f"sessionid={session}"}
+    )
+    assert status == 200, body
+    # A session does not excuse a write from CSRF protection.
+    status, _, body = production_server.request(
+        "POST",
+        "/api/jobs/",
+        body=json.dumps({"type": "demo.success"}).encode(),
+        headers={"Cookie": f"sessionid={session}"},
+    )
+    assert status == 403 and b"CSRF" in body
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_https_redirect_hsts_cors_and_no_toolbar_in_production(production_server, api_token):
+    status, headers, _ = production_server.request("GET", "/api/health/", https=False)
+    assert status == 301
+    assert headers["location"].startswith("https://")
+    _, headers, _ = production_server.request("GET", "/api/health/")
+    assert headers["strict-transport-security"] == "max-age=31536000; includeSubDomains; preload"
+    # CORS: the configured dashboard origin only.
+    preflight = {
+        "Access-Control-Request-Method": "GET",
+        "Access-Control-Request-Headers": "authorization",
+    }
+    _, allowed, _ = production_server.request(
+        "OPTIONS", "/api/jobs/", headers={"Origin": DASHBOARD_ORIGIN, **preflight}
+    )
+    assert allowed.get("access-control-allow-origin") == DASHBOARD_ORIGIN
+    _, refused, _ = production_server.request(
+        "OPTIONS", "/api/jobs/", headers={"Origin": "https://evil.example", **preflight}
+    )
+    assert "access-control-allow-origin" not in refused
+    # No Debug Toolbar, even with ENABLE_DJANGO_DEBUG_TOOLBAR=true.
+    assert production_server.request("GET", "/__debug__/render_panel/")[0] == 404
+    _, _, page = production_server.request("GET", "/admin/login/")
+    assert b"djdt" not in page
+    # No browsable API either: JSON even for a browser's Accept header.
+    _, headers, _ = production_server.request(
+        "GET", "/api/jobs/", token=api_token, headers={"Accept": "text/html"}
+    )
+    assert headers["content-type"].startswith("application/json")
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_production_server_refuses_huge_bodies_and_keeps_serving(production_server, api_token):
+    status, _, _ = production_server.request(
+        "POST", "/api/jobs/", token=api_token, body=b"[" * 200_000
+    )
+    assert status == 400
+    # A terabyte announced, nothing sent: refused at once, not awaited.
+    with socket.create_connection(("127.0.0.1", production_server.port), timeout=10) as sock:
+        sock.sendall(
+            b"POST /api/jobs/ HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-Proto: https\r\n"
+            + f"Authorization: Token {api_token}\r\n".encode()
+            + b"Content-Type: application/json\r\nContent-Length: 1099511627776\r\n\r\n"
+        )
+        assert sock.recv(64).startswith(b"HTTP/1.1 413")
+    assert production_server.request("GET", "/api/health/")[0] == 200
+
+
+# --- The local demo (DEBUG=true) stays open ---------------------------------------------
+
+
+@pytest.mark.django_db
+def test_local_demo_api_needs_no_credentials(client):
+    assert client.get("/api/jobs/").status_code == 200
+    response = client.post("/api/jobs/", {"type": "demo.success"}, content_type="application/json")
+    assert response.status_code == 201
+
+
+# --- Request size and shape limits (in-process) -----------------------------------------
+
+
+@pytest.mark.django_db
+def test_body_over_the_limit_is_413_and_nothing_is_created(client):
+    limit = settings.JOB_API_MAX_BODY_BYTES
+    padding = "a" * limit
+    body = json.dumps({"type": "demo.success", "payload": {"pad": padding}})
+    response = client.post("/api/jobs/", body, content_type="application/json")
+    assert response.status_code == 413
+    assert str(limit) in response.json()["detail"]
+    from jobs.models import Job
+
+    assert not Job.objects.exists()
+
+
+@pytest.mark.django_db
+def test_body_just_under_the_limit_is_accepted(client):
+    limit = settings.JOB_API_MAX_BODY_BYTES
+    skeleton = json.dumps({"type": "demo.success", "payload": {"pad": ""}})
+    body = json.dumps({"type": "demo.success", "payload": {"pad": "a" * (limit - len(skeleton))}})
+    assert len(body) == limit
+    response = client.post("/api/jobs/", body, content_type="application/json")
+    assert response.status_code == 201
+
+
+class EndlessStream:
+    """A request body that never ends; counts what the parser reads."""
+
+    def __init__(self) -> None:
+        self.read_bytes = 0
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            raise AssertionError("the parser tried to read the whole endless body")
+        self.read_bytes += size
+        return b" " * size
+
+
+@pytest.mark.django_db
+def test_declared_huge_body_is_refused_before_reading_any_of_it(rf):
+    request = rf.post("/api/jobs/", b"{}", content_type="application/json")
+    request.META["CONTENT_LENGTH"] = str(2**40)  # a terabyte is announced
+    stream = EndlessStream()
+    request._stream = stream
+    response = resolve("/api/jobs/").func(request)
+    assert response.status_code == 413
+    assert stream.read_bytes == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "body",
+    [
+        "[" * 100_000,
+        '{"a":' * 30_000 + "1" + "}" * 30_000,
+        '{"type": "demo.success", "payload": {"n": ' + "9" * 100_000 + "}}",
+        '{"type": "demo.success", "payload": ' + '{"a": ' * 65 + "1" + "}" * 65 + "}",
+        '{"type": "demo.success", "payload": {"s": "\\u0000"}}',
+        '{"type": "demo.success", "payload": [1, 2]}',
+        '{"type": "demo.success"',
+        "\xff\xfe",
+    ],
+    ids=[
+        "deep-array",
+        "deep-object",
+        "huge-integer",
+        "payload-too-deep",
+        "nul-character",
+        "payload-not-object",
+        "truncated",
+        "not-utf8",
+    ],
+)
+def test_hostile_json_is_a_400_not_a_crash(client, body):
+    start = time.monotonic()
+    response = client.post("/api/jobs/", body, content_type="application/json")
+    assert response.status_code == 400, response.content
+    assert "detail" in response.json() or response.json()
+    assert time.monotonic() - start < 10
+    from jobs.models import Job
+
+    assert not Job.objects.exists()
+
+
+@pytest.mark.django_db
+def test_payload_at_the_depth_limit_is_accepted(client):
+    payload = {"a": 1}
+    for _ in range(62):
+        payload = {"a": payload}
+    body = {"type": "demo.success", "payload": payload, "idempotency_key": str(uuid.uuid4())}
+    response = client.post("/api/jobs/", body, content_type="application/json")
+    assert response.status_code == 201, response.content
