@@ -247,8 +247,10 @@ class WorkerThread(threading.Thread):
                 return write(**kwargs)
             except (DatabaseError, InterfaceError) as exc:
                 _drop_connection()
-                if time.monotonic() + delay > deadline:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
                     raise
+                delay = min(delay, remaining)
                 logger.warning(
                     "action=finish_retry job_id=%s worker_id=%s retry_in=%.1fs error=%s",
                     kwargs["job_id"],
