@@ -52,6 +52,15 @@ test-compose: venv ## Validate docker-compose.yml (Compose schema), lint the Doc
 test-docs: venv ## Check the SVG diagrams (well-formed, viewBox, <title>) and README image links
 	$(PY) $(ROOT)/scripts/check_svgs.py
 
+# Both run inside test-backend-sqlite/-postgres too; these targets run them alone, with figures.
+.PHONY: test-faults
+test-faults: venv ## Fault injection on PostgreSQL: kill -9, SIGTERM, DB restart, 3,000 jobs x 3 processes; property test
+	cd $(BACKEND) && $(TEST_PG_ENV) $(PY) -m pytest -q -s jobs/tests/test_faults.py jobs/tests/test_properties.py
+
+.PHONY: test-fuzz
+test-fuzz: venv ## Fuzz the API from its OpenAPI schema (schemathesis) + production-mode security tests
+	cd $(BACKEND) && DATABASE_ENGINE=sqlite $(PY) -m pytest -q jobs/tests/test_fuzz.py jobs/tests/test_security.py
+
 .PHONY: bench
 bench: venv ## Throughput and scale benchmark on PostgreSQL: prints a table, writes bench-results/latest.json (BENCH_ARGS=--help)
 	cd $(BACKEND) && $(PY) -m bench.run $(BENCH_ARGS)
