@@ -433,9 +433,11 @@ def test_session_from_the_admin_login_is_accepted_and_cookies_are_secure(product
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_https_redirect_hsts_cors_and_no_toolbar_in_production(production_server, api_token):
-    status, headers, _ = production_server.request("GET", "/api/health/", https=False)
+    status, headers, _ = production_server.request("GET", "/api/jobs/", https=False)
     assert status == 301
     assert headers["location"].startswith("https://")
+    # Health probes inside the network speak plain HTTP; they are exempt from the redirect.
+    assert production_server.request("GET", "/api/health/", https=False)[0] == 200
     _, headers, _ = production_server.request("GET", "/api/health/")
     assert headers["strict-transport-security"] == "max-age=31536000; includeSubDomains; preload"
     # CORS: the configured dashboard origin only.
