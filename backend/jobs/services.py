@@ -11,8 +11,9 @@ Invariants kept by this module (the database enforces the row shapes as well):
 
 On PostgreSQL the worker's hot path (claim, complete, fail, renew, progress) is one SQL
 statement each: a data-modifying CTE that performs the guarded update and inserts the
-event, so it costs a single round trip and runs atomically in autocommit mode. Other
-databases (the embedded SQLite) take the equivalent ORM path inside a transaction.
+event, so it costs a single round trip and runs atomically in autocommit mode; so is
+``create_job``. Other databases (the embedded SQLite) take the equivalent ORM path inside
+a transaction.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -94,6 +95,41 @@ def to_json(value: Any) -> str:
 
 # --- Create -----------------------------------------------------------------------------
 
+# One round trip: insert the job (unless its idempotency key exists) and its ``created``
+# event, or return the job that already holds the key. ON CONFLICT infers the partial
+# unique index job_idempotency_key_unique; rows without a key never conflict.
+_PG_CREATE = """
+WITH inserted AS (
+    INSERT INTO jobs_job (id, type, payload, status, priority, available_at, attempts,
+        max_attempts, idempotency_key, last_error, created_at, updated_at)
+    VALUES (%(id)s, %(type)s, %(payload)s::jsonb, 'queued', %(priority)s, %(available_at)s, 0,
+        %(max_attempts)s, %(idempotency_key)s, '', %(now)s, %(now)s)
+    ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING *
+), event AS (
+    INSERT INTO jobs_jobevent (job_id, type, attempt, message, data, created_at)
+    SELECT id, 'created', 0, 'Job created', %(data)s::jsonb, %(now)s FROM inserted
+)
+SELECT * FROM inserted
+UNION ALL
+SELECT * FROM jobs_job
+WHERE idempotency_key = %(idempotency_key)s AND NOT EXISTS (SELECT 1 FROM inserted)
+"""
+
+
+def _create_job_postgres(params: dict[str, Any]) -> tuple[Job, bool]:
+    key = params["idempotency_key"]
+    for _ in range(3):
+        job = next(iter(Job.objects.raw(_PG_CREATE, params)), None)
+        if job is None and key is not None:
+            # A concurrent create with this key committed while the statement waited on
+            # it; the statement's snapshot predates that row, a new query sees it.
+            job = Job.objects.filter(idempotency_key=key).first()
+        if job is not None:
+            return job, job.pk == params["id"]
+    # Only reachable if the key's job keeps being deleted between the two queries.
+    raise IntegrityError(f"could not create or find the job with idempotency key {key!r}")
+
 
 def create_job(
     *,
@@ -114,6 +150,20 @@ def create_job(
     now = _now(now)
     if max_attempts is None:
         max_attempts = settings.JOB_WORKER_MAX_ATTEMPTS_DEFAULT
+    if _on_postgres():
+        return _create_job_postgres(
+            {
+                "id": uuid4(),
+                "type": type,
+                "payload": to_json({} if payload is None else payload),
+                "priority": priority,
+                "available_at": now if available_at is None else available_at,
+                "max_attempts": max_attempts,
+                "idempotency_key": idempotency_key,
+                "now": now,
+                "data": to_json({"type": type}),
+            }
+        )
     if idempotency_key is not None:
         existing = Job.objects.filter(idempotency_key=idempotency_key).first()
         if existing is not None:
