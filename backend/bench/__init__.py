@@ -1,0 +1,1 @@
+"""Throughput and scale benchmark for the job queue (``make bench``); not a test suite."""
