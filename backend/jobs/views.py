@@ -4,6 +4,7 @@ and serializes the result. Every job-state change goes through ``jobs.services``
 import uuid
 from typing import Any
 
+from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.models import QuerySet
 from django.http import HttpRequest, JsonResponse
@@ -112,7 +113,9 @@ class HealthView(APIView):
                 cursor.execute("SELECT 1")
                 cursor.fetchone()
         except DatabaseError as exc:
-            body = {"ok": False, "database": "error", "detail": str(exc).strip() or repr(exc)}
+            # The endpoint is public: in production name the failure, not hosts and ports.
+            detail = (str(exc).strip() or repr(exc)) if settings.DEBUG else type(exc).__name__
+            body = {"ok": False, "database": "error", "detail": detail}
             return Response(HealthSerializer(body).data, status=status.HTTP_503_SERVICE_UNAVAILABLE)
         return Response(HealthSerializer({"ok": True, "database": "ok"}).data)
 

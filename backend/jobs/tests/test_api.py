@@ -80,15 +80,21 @@ def test_health_reports_a_reachable_database(api):
     assert response.json() == {"ok": True, "database": "ok"}
 
 
-def test_health_is_503_with_the_error_when_the_database_fails(api, monkeypatch):
+@pytest.mark.parametrize(
+    ("debug", "detail"), [(True, "connection refused"), (False, "OperationalError")]
+)
+def test_health_is_503_with_the_error_when_the_database_fails(
+    api, monkeypatch, settings, debug, detail
+):
     class BrokenConnection:
         def cursor(self):
             raise OperationalError("connection refused")
 
+    settings.DEBUG = debug  # production names the failure without hosts and ports
     monkeypatch.setattr(views, "connection", BrokenConnection())
     response = api.get("/api/health/")
     assert response.status_code == 503
-    assert response.json() == {"ok": False, "database": "error", "detail": "connection refused"}
+    assert response.json() == {"ok": False, "database": "error", "detail": detail}
 
 
 def test_health_ignores_credentials_that_other_endpoints_reject(api):
