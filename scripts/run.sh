@@ -9,7 +9,10 @@ API_HOST="${API_HOST:-127.0.0.1}"
 API_PORT="${API_PORT:-8000}"
 DASHBOARD_PORT="${DASHBOARD_PORT:-5173}"
 
-log() { printf '\033[1m[run]\033[0m %s\n' "$*"; }
+log() { printf '\033[1m[run]\033[0m %s\n' "$*" 2>/dev/null || true; }
+# If our output goes to a pipe that Ctrl-C closed (make run | tee), keep going: the children
+# still have to be stopped.
+trap '' PIPE
 
 cd "$ROOT/frontend"
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
