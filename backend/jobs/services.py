@@ -325,7 +325,8 @@ def complete_job(
     """Mark the worker's attempt succeeded with ``result`` and write a ``succeeded`` event.
 
     Only the current owner (running, same ``locked_by`` and ``attempts``) can complete;
-    otherwise nothing changes and ``None`` is returned. ``result`` must be JSON-serialisable.
+    otherwise nothing changes and ``None`` is returned. A ``result`` that is not
+    JSON-serialisable (NaN included) raises ``TypeError``/``ValueError`` before any write.
     """
     now = _now(now)
     result_json = None if result is None else to_json(result)

@@ -189,22 +189,21 @@ class WorkerThread(threading.Thread):
             return "lease_lost"
         except Exception as exc:
             error = _error_message(exc)
-        else:
-            try:
-                services.to_json(result)
-            except (TypeError, ValueError) as exc:
-                error = f"Handler returned a result that is not JSON-serialisable: {exc}"
 
+        finished: Job | None = None
         if error is None:
-            finished = self._finish(
-                services.complete_job,
-                job_id=job.id,
-                worker_id=self.worker_id,
-                attempt=job.attempts,
-                result=result,
-            )
-            outcome = "succeeded"
-        else:
+            try:
+                finished = self._finish(
+                    services.complete_job,
+                    job_id=job.id,
+                    worker_id=self.worker_id,
+                    attempt=job.attempts,
+                    result=result,
+                )
+                outcome = "succeeded"
+            except (TypeError, ValueError) as exc:  # complete_job refused it, wrote nothing
+                error = f"Handler returned a result that is not JSON-serialisable: {exc}"
+        if error is not None:
             finished = self._finish(
                 services.fail_job,
                 job_id=job.id,

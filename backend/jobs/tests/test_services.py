@@ -522,3 +522,15 @@ def test_state_change_is_rolled_back_when_its_event_cannot_be_written(
             services.fail_job(job_id=job.pk, worker_id="worker-a", attempt=1, error="e")
     assert list(Job.objects.values().order_by("pk")) == snapshot
     assert JobEvent.objects.count() == events
+
+
+@pytest.mark.parametrize("result", [{"value": float("nan")}, {"when": object()}])
+def test_complete_refuses_result_that_is_not_json_and_writes_nothing(make_job, result):
+    make_job()
+    job = claim()
+    events = job.events.count()
+    with pytest.raises((TypeError, ValueError)):
+        services.complete_job(job_id=job.pk, worker_id="worker-a", attempt=1, result=result)
+    job.refresh_from_db()
+    assert job.status == Status.RUNNING
+    assert job.events.count() == events
