@@ -25,6 +25,22 @@ def non_negative_int(raw: str) -> int:
     return value
 
 
+def add_prune_arguments(
+    parser: CommandParser, *, older_than_help: str, default_batch_size: int, batch_help: str
+) -> None:
+    """The options both retention commands share."""
+    parser.add_argument(
+        "--older-than", type=non_negative_int, required=True, metavar="DAYS", help=older_than_help
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=default_batch_size,
+        help=f"{batch_help} (default: {default_batch_size}).",
+    )
+    parser.add_argument("--dry-run", action="store_true", help="Only count what would be deleted.")
+
+
 class Command(BaseCommand):
     help = (
         "Delete events older than DAYS that belong to succeeded or failed jobs, in batches "
@@ -33,23 +49,11 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
-            "--older-than",
-            type=non_negative_int,
-            required=True,
-            metavar="DAYS",
-            help="Delete events created more than DAYS days ago.",
-        )
-        parser.add_argument(
-            "--batch-size",
-            type=positive_int,
-            default=1000,
-            help="Events deleted per transaction (default: 1000).",
-        )
-        parser.add_argument(
-            "--dry-run",
-            action="store_true",
-            help="Only count what would be deleted.",
+        add_prune_arguments(
+            parser,
+            older_than_help="Delete events created more than DAYS days ago.",
+            default_batch_size=1000,
+            batch_help="Events deleted per transaction",
         )
 
     def handle(self, *args: object, older_than: int, batch_size: int, dry_run: bool, **options):

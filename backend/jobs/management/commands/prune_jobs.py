@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 from django.utils import timezone
 
-from jobs.management.commands.prune_job_events import FINISHED, non_negative_int, positive_int
+from jobs.management.commands.prune_job_events import FINISHED, add_prune_arguments
 from jobs.models import Job, JobEvent
 
 
@@ -18,23 +18,11 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
-            "--older-than",
-            type=non_negative_int,
-            required=True,
-            metavar="DAYS",
-            help="Delete jobs whose finished_at is more than DAYS days ago.",
-        )
-        parser.add_argument(
-            "--batch-size",
-            type=positive_int,
-            default=500,
-            help="Jobs deleted per transaction, with their events (default: 500).",
-        )
-        parser.add_argument(
-            "--dry-run",
-            action="store_true",
-            help="Only count what would be deleted.",
+        add_prune_arguments(
+            parser,
+            older_than_help="Delete jobs whose finished_at is more than DAYS days ago.",
+            default_batch_size=500,
+            batch_help="Jobs deleted per transaction, with their events",
         )
 
     def handle(self, *args: object, older_than: int, batch_size: int, dry_run: bool, **options):
