@@ -107,24 +107,8 @@ class JobSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Job
-        fields = [
-            "id",
-            "type",
-            "payload",
-            "status",
-            "priority",
-            "available_at",
-            "attempts",
-            "max_attempts",
-            "idempotency_key",
-            "locked_by",
-            "locked_until",
-            "last_error",
-            "result",
-            "created_at",
-            "updated_at",
-            "finished_at",
-        ]
+        # The spec's job shape: every column, in the table's order.
+        fields = [field.name for field in Job._meta.concrete_fields]
         read_only_fields = fields
 
 
@@ -327,34 +311,14 @@ class ConfigSerializer(serializers.Serializer):
     limits = LimitsSerializer()
 
 
-def api_config() -> dict[str, Any]:
-    """What a client needs to build a create form and explain the worker."""
+def input_limits() -> dict[str, int]:
+    """The bounds the input serializers enforce, as ``GET /api/config/`` publishes them."""
     return {
-        "job_types": [
-            {
-                "type": spec.type,
-                "description": spec.description,
-                "example_payload": spec.example_payload,
-            }
-            for spec in handlers.handler_specs()
-        ],
-        "worker": {
-            "threads": settings.JOB_WORKER_THREADS,
-            "poll_interval_ms": settings.JOB_WORKER_POLL_INTERVAL_MS,
-            "lease_seconds": settings.JOB_WORKER_LEASE_SECONDS,
-            "cleanup_interval_seconds": settings.JOB_WORKER_CLEANUP_INTERVAL_SECONDS,
-            "cleanup_batch_size": settings.JOB_WORKER_CLEANUP_BATCH_SIZE,
-            "backoff_base_seconds": settings.JOB_WORKER_BACKOFF_BASE_SECONDS,
-            "backoff_max_seconds": settings.JOB_WORKER_BACKOFF_MAX_SECONDS,
-            "max_attempts_default": settings.JOB_WORKER_MAX_ATTEMPTS_DEFAULT,
-        },
-        "limits": {
-            "priority_min": PRIORITY_MIN,
-            "priority_max": PRIORITY_MAX,
-            "max_attempts_max": MAX_ATTEMPTS_MAX,
-            "idempotency_key_max_length": IDEMPOTENCY_KEY_MAX_LENGTH,
-            "max_body_bytes": settings.JOB_API_MAX_BODY_BYTES,
-        },
+        "priority_min": PRIORITY_MIN,
+        "priority_max": PRIORITY_MAX,
+        "max_attempts_max": MAX_ATTEMPTS_MAX,
+        "idempotency_key_max_length": IDEMPOTENCY_KEY_MAX_LENGTH,
+        "max_body_bytes": settings.JOB_API_MAX_BODY_BYTES,
     }
 
 

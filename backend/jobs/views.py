@@ -2,6 +2,7 @@
 and serializes the result. Every job-state change goes through ``jobs.services``."""
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -9,8 +10,14 @@ from django.db import DatabaseError, connection
 from django.db.models import QuerySet
 from django.http import HttpRequest, JsonResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import generics, status
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework import generics, serializers, status
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 from rest_framework.permissions import AllowAny
@@ -18,8 +25,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import services
-from .models import Job, JobEvent
+from . import selectors, services
 from .pagination import JobEventCursorPagination, JobPagination
 from .serializers import (
     VALIDATION_ERROR_SCHEMA,
@@ -35,7 +41,6 @@ from .serializers import (
     RetryConflictSerializer,
     ThroughputQuerySerializer,
     ThroughputSerializer,
-    api_config,
 )
 
 JOB_ID_PARAMETER = OpenApiParameter(
@@ -65,14 +70,6 @@ def parse_job_id(raw: str) -> uuid.UUID:
         return uuid.UUID(raw)
     except ValueError:
         raise services.JobNotFound(raw) from None
-
-
-def get_job_or_404(raw_id: str) -> Job:
-    job_id = parse_job_id(raw_id)
-    job = Job.objects.filter(pk=job_id).first()
-    if job is None:
-        raise services.JobNotFound(job_id)
-    return job
 
 
 def validated_query(serializer_class: type, request: Request) -> dict[str, Any]:
@@ -124,35 +121,48 @@ class ConfigView(APIView):
     @extend_schema(operation_id="config", tags=["config"], responses={200: ConfigSerializer})
     def get(self, request: Request) -> Response:
         """Registered job types with example payloads, worker settings and input limits."""
-        return Response(ConfigSerializer(api_config()).data)
+        return Response(ConfigSerializer(selectors.api_config()).data)
 
 
 # --- Jobs -------------------------------------------------------------------------------
 
 
-class JobListCreateView(generics.ListAPIView):
+class FilteredListView(generics.ListAPIView):
+    """A paginated list: the query string is validated by ``query_serializer`` and its
+    values are handed to ``selector``."""
+
+    query_serializer: type[serializers.Serializer]
+    selector: Callable[..., QuerySet[Any]]
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return type(self).selector(**validated_query(self.query_serializer, self.request))
+
+
+def list_schema(operation_id: str, tag: str, query: type, item: type, description: str) -> Any:
+    return extend_schema_view(
+        get=extend_schema(
+            operation_id=operation_id,
+            tags=[tag],
+            description=description,
+            parameters=[query],
+            responses={200: item(many=True), 400: BAD_REQUEST},
+        )
+    )
+
+
+@list_schema(
+    "jobs_list",
+    "jobs",
+    JobListQuerySerializer,
+    JobSerializer,
+    "Jobs, newest first, limit-offset paginated, filtered by status and type.",
+)
+class JobListCreateView(FilteredListView):
     serializer_class = JobSerializer
     pagination_class = JobPagination
     parser_classes = [JobJSONParser]
-
-    def get_queryset(self) -> QuerySet[Job]:
-        filters = validated_query(JobListQuerySerializer, self.request)
-        jobs = Job.objects.order_by("-created_at", "-id")
-        if filters.get("status"):
-            jobs = jobs.filter(status=filters["status"])
-        if filters.get("type"):
-            jobs = jobs.filter(type__icontains=filters["type"])
-        return jobs
-
-    @extend_schema(
-        operation_id="jobs_list",
-        tags=["jobs"],
-        parameters=[JobListQuerySerializer],
-        responses={200: JobSerializer(many=True), 400: BAD_REQUEST},
-    )
-    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        """Jobs, newest first, limit-offset paginated, filtered by status and type."""
-        return super().get(request, *args, **kwargs)
+    query_serializer = JobListQuerySerializer
+    selector = selectors.job_list
 
     @extend_schema(
         operation_id="jobs_create",
@@ -186,7 +196,7 @@ class JobDetailView(APIView):
     )
     def get(self, request: Request, id: str) -> Response:
         """One job's current state."""
-        return Response(JobSerializer(get_job_or_404(id)).data)
+        return Response(JobSerializer(selectors.get_job(parse_job_id(id))).data)
 
 
 class JobEventsView(APIView):
@@ -198,8 +208,7 @@ class JobEventsView(APIView):
     )
     def get(self, request: Request, id: str) -> Response:
         """The job's whole timeline, oldest first (ascending id); not paginated."""
-        job = get_job_or_404(id)
-        events = JobEvent.objects.filter(job=job).order_by("id")
+        events = selectors.job_timeline(parse_job_id(id))
         return Response(JobEventSerializer(events, many=True).data)
 
 
@@ -225,7 +234,7 @@ class JobStatsView(APIView):
     @extend_schema(operation_id="jobs_stats", tags=["jobs"], responses={200: JobStatsSerializer})
     def get(self, request: Request) -> Response:
         """Counts by status, overdue leases and pending retries, from one query."""
-        return Response(JobStatsSerializer(services.get_job_stats()).data)
+        return Response(JobStatsSerializer(selectors.job_stats()).data)
 
 
 class JobThroughputView(APIView):
@@ -238,34 +247,24 @@ class JobThroughputView(APIView):
     def get(self, request: Request) -> Response:
         """Succeeded and failed events per time bucket over the last minutes."""
         query = validated_query(ThroughputQuerySerializer, request)
-        return Response(ThroughputSerializer(services.get_throughput(**query)).data)
+        return Response(ThroughputSerializer(selectors.throughput(**query)).data)
 
 
 # --- Events -----------------------------------------------------------------------------
 
 
-class JobEventListView(generics.ListAPIView):
+@list_schema(
+    "job_events_list",
+    "events",
+    JobEventQuerySerializer,
+    JobEventSerializer,
+    "Events of all jobs, newest first, cursor paginated.",
+)
+class JobEventListView(FilteredListView):
     serializer_class = JobEventSerializer
     pagination_class = JobEventCursorPagination
-
-    def get_queryset(self) -> QuerySet[JobEvent]:
-        filters = validated_query(JobEventQuerySerializer, self.request)
-        events = JobEvent.objects.all()
-        if filters.get("type"):
-            events = events.filter(type=filters["type"])
-        if filters.get("job_id"):
-            events = events.filter(job_id=filters["job_id"])
-        return events
-
-    @extend_schema(
-        operation_id="job_events_list",
-        tags=["events"],
-        parameters=[JobEventQuerySerializer],
-        responses={200: JobEventSerializer(many=True), 400: BAD_REQUEST},
-    )
-    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        """Events of all jobs, newest first, cursor paginated."""
-        return super().get(request, *args, **kwargs)
+    query_serializer = JobEventQuerySerializer
+    selector = selectors.event_feed
 
 
 def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:

@@ -27,8 +27,9 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, connection
 
 from . import services
+from .drivers import JobRow
 from .handlers import JobContext, LeaseLost, get_handler
-from .models import Job
+from .models import JobStatus
 
 logger = logging.getLogger("jobs.worker")
 
@@ -160,7 +161,7 @@ class WorkerThread(threading.Thread):
 
     # One job ----------------------------------------------------------------------------
 
-    def execute(self, job: Job) -> str:
+    def execute(self, job: JobRow) -> str:
         """Run the job's handler and record the outcome. Returns the outcome's name."""
         started = time.monotonic()
         context = JobContext(
@@ -190,7 +191,7 @@ class WorkerThread(threading.Thread):
         except Exception as exc:
             error = _error_message(exc)
 
-        finished: Job | None = None
+        finished: JobRow | None = None
         if error is None:
             try:
                 finished = self._finish(
@@ -212,7 +213,7 @@ class WorkerThread(threading.Thread):
                 error=error,
             )
             outcome = "failed" if finished is None else finished.status
-            if outcome == Job.Status.QUEUED:
+            if outcome == JobStatus.QUEUED:
                 outcome = "retry_scheduled"
         if finished is None:
             logger.warning(
@@ -234,7 +235,7 @@ class WorkerThread(threading.Thread):
         )
         return outcome
 
-    def _finish(self, write: Any, **kwargs: Any) -> Job | None:
+    def _finish(self, write: Any, **kwargs: Any) -> JobRow | None:
         """Record the outcome, retrying through a database outage for up to one lease.
 
         If the database stays away longer, the lease expires and cleanup retries the job.

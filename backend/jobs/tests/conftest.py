@@ -4,6 +4,7 @@ import pytest
 from django.conf import settings
 
 from jobs import services
+from jobs.tests.factories import fresh
 
 ON_POSTGRES = settings.DATABASE_ENGINE == "postgres"
 
@@ -40,7 +41,7 @@ def make_job():
 
     def make(type: str = "demo.success", **kwargs):
         job, _ = services.create_job(type=type, **kwargs)
-        return job
+        return fresh(job)
 
     return make
 

@@ -9,24 +9,12 @@ from django.test.utils import CaptureQueriesContext
 
 from jobs import services
 from jobs.models import Job, JobEvent
+from jobs.tests.factories import WORKER, failed_job, fresh, queued_job, running_job, succeeded_job
 
 pytestmark = pytest.mark.django_db
 
-WORKER = "admin-test:1:thread-1:0000beef"
 JOBS_URL = "/admin/jobs/job/"
 EVENTS_URL = "/admin/jobs/jobevent/"
-
-
-def failed_job(**kwargs) -> Job:
-    job, _ = services.create_job(type="demo.fail", max_attempts=1, priority=32767, **kwargs)
-    assert services.claim_next_job(worker_id=WORKER).pk == job.pk
-    return services.fail_job(job_id=job.pk, worker_id=WORKER, attempt=1, error="boom")
-
-
-def succeeded_job() -> Job:
-    job, _ = services.create_job(type="demo.success", priority=32767)
-    assert services.claim_next_job(worker_id=WORKER).pk == job.pk
-    return services.complete_job(job_id=job.pk, worker_id=WORKER, attempt=1, result={"ok": 1})
 
 
 def run_action(client: Client, jobs: list[Job]):
@@ -39,7 +27,7 @@ def run_action(client: Client, jobs: list[Job]):
 def test_retry_action_requeues_failed_jobs_and_reports_retried_and_skipped(admin_client):
     first, second = failed_job(), failed_job()
     done = succeeded_job()
-    queued, _ = services.create_job(type="demo.slow")
+    queued = queued_job("demo.slow")
 
     response = run_action(admin_client, [first, second, done, queued])
 
@@ -47,12 +35,12 @@ def test_retry_action_requeues_failed_jobs_and_reports_retried_and_skipped(admin
     texts = [str(message) for message in get_messages(response.wsgi_request)]
     assert texts == ["Retried 2 failed job(s); skipped 2 that were not failed."]
     for job in (first, second):
-        job.refresh_from_db()
+        job = fresh(job)
         assert job.status == Job.Status.QUEUED
         assert job.attempts == 0
         assert job.events.order_by("-id").first().type == JobEvent.Type.MANUAL_RETRY
-    done.refresh_from_db()
-    queued.refresh_from_db()
+    done = fresh(done)
+    queued = fresh(queued)
     assert done.status == Job.Status.SUCCEEDED
     assert queued.status == Job.Status.QUEUED
     assert not JobEvent.objects.filter(
@@ -69,13 +57,13 @@ def test_retry_action_needs_the_change_permission(client):
     assert client.get(JOBS_URL).status_code == 200
     run_action(client, [job])
 
-    job.refresh_from_db()
+    job = fresh(job)
     assert job.status == Job.Status.FAILED
 
 
 def test_job_list_shows_columns_and_filters_by_status(admin_client):
     failed = failed_job()
-    queued, _ = services.create_job(type="demo.slow", idempotency_key="nightly-report")
+    queued = queued_job("demo.slow", idempotency_key="nightly-report")
 
     page = admin_client.get(JOBS_URL).content.decode()
     assert str(failed.pk) in page and str(queued.pk) in page
@@ -91,7 +79,7 @@ def test_job_list_shows_columns_and_filters_by_status(admin_client):
 @pytest.mark.parametrize("term", ["nightly-report", "demo.slow", "id"])
 def test_job_search_by_idempotency_key_type_and_id(admin_client, term):
     failed = failed_job()
-    queued, _ = services.create_job(type="demo.slow", idempotency_key="nightly-report")
+    queued = queued_job("demo.slow", idempotency_key="nightly-report")
     query = str(queued.pk) if term == "id" else term
 
     page = admin_client.get(JOBS_URL, {"q": query}).content.decode()
@@ -112,7 +100,7 @@ def test_job_page_is_read_only_and_shows_the_events(admin_client):
 
     response = admin_client.post(url, {"status": "queued", "priority": 1})
     assert response.status_code == 403
-    job.refresh_from_db()
+    job = fresh(job)
     assert job.status == Job.Status.FAILED
 
 
@@ -140,11 +128,11 @@ def test_events_are_append_only_in_the_admin(admin_client):
 
 
 def busy_failed_job(progress_events: int) -> Job:
-    job, _ = services.create_job(type="demo.fail", max_attempts=1, priority=32767)
-    services.claim_next_job(worker_id=WORKER)
+    job = running_job("demo.fail", max_attempts=1)
     for step in range(progress_events):
         services.record_progress(job_id=job.pk, worker_id=WORKER, attempt=1, message=f"{step}")
-    return services.fail_job(job_id=job.pk, worker_id=WORKER, attempt=1, error="boom")
+    services.fail_job(job_id=job.pk, worker_id=WORKER, attempt=1, error="boom")
+    return job
 
 
 def queries_for(client: Client, url: str) -> int:
@@ -167,7 +155,7 @@ def test_admin_pages_run_the_same_queries_for_few_and_many_events(admin_client):
 @pytest.mark.parametrize("term", ["job-id", "boom", "not-a-uuid"])
 def test_event_search_by_job_id_and_message(admin_client, term):
     job = failed_job()
-    other, _ = services.create_job(type="demo.slow")
+    other = queued_job("demo.slow")
     query = str(job.pk) if term == "job-id" else term
 
     response = admin_client.get(EVENTS_URL, {"q": query})

@@ -13,8 +13,9 @@ from django.db import OperationalError
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from jobs import handlers, services, views
+from jobs import handlers, selectors, services, views
 from jobs.models import Job, JobEvent
+from jobs.tests.factories import WORKER, failed_job, fresh, succeeded_job
 
 pytestmark = pytest.mark.django_db
 
@@ -37,7 +38,6 @@ JOB_KEYS = {
     "finished_at",
 }
 EVENT_KEYS = {"id", "job", "type", "attempt", "worker_id", "message", "data", "created_at"}
-WORKER = "test-host:1:thread-1:abcd1234"
 
 
 @pytest.fixture
@@ -55,16 +55,9 @@ def nothing_written() -> bool:
 
 def finish_job(at: datetime, *, succeed: bool = True, type: str = "demo.success") -> Job:
     """A job that ran once and ended (succeeded or failed for good) at ``at``."""
-    # Top priority, so the claim picks this job even when others are queued.
-    job, _ = services.create_job(type=type, max_attempts=1, priority=32767, now=at)
-    claimed = services.claim_next_job(worker_id=WORKER, now=at)
-    assert claimed is not None and claimed.pk == job.pk
     if succeed:
-        done = services.complete_job(job_id=job.pk, worker_id=WORKER, attempt=1, now=at)
-    else:
-        done = services.fail_job(job_id=job.pk, worker_id=WORKER, attempt=1, error="boom", now=at)
-    assert done is not None
-    return done
+        return succeeded_job(type, now=at, max_attempts=1)
+    return failed_job(type, now=at)
 
 
 def local_offset(value: datetime) -> str:
@@ -501,7 +494,7 @@ def test_retry_of_a_job_that_is_not_failed_is_409(api, make_job, succeed):
     job = finish_job(timezone.now()) if succeed else make_job()
     response = api.post(f"/api/jobs/{job.pk}/retry/")
     assert response.status_code == 409
-    job.refresh_from_db()
+    job = fresh(job)
     assert response.json() == {
         "detail": f"Only failed jobs can be retried; job is {job.status}.",
         "status": job.status,
@@ -640,7 +633,7 @@ def test_throughput_counts_finished_attempts_per_aligned_bucket():
     services.claim_next_job(worker_id=WORKER, now=NOW)
     services.fail_job(job_id=job.pk, worker_id=WORKER, attempt=1, error="flaky", now=NOW)
 
-    result = services.get_throughput(now=NOW, minutes=5, bucket_seconds=60)
+    result = selectors.throughput(now=NOW, minutes=5, bucket_seconds=60)
 
     assert result["bucket_seconds"] == 60
     assert result["start"] == datetime(2026, 6, 21, 9, 56, tzinfo=UTC)
@@ -664,7 +657,7 @@ def test_throughput_counts_finished_attempts_per_aligned_bucket():
 def test_throughput_buckets_of_other_widths():
     finish_job(NOW - timedelta(seconds=31))  # 09:59:59 -> [09:59:50, 10:00:00)
     finish_job(NOW - timedelta(seconds=29))  # 10:00:01 -> [10:00:00, 10:00:10)
-    result = services.get_throughput(now=NOW, minutes=1, bucket_seconds=10)
+    result = selectors.throughput(now=NOW, minutes=1, bucket_seconds=10)
     assert len(result["buckets"]) == 6
     assert result["buckets"][-1]["start"] == datetime(2026, 6, 21, 10, 0, 30, tzinfo=UTC)
     counts = {b["start"].strftime("%H:%M:%S"): b["succeeded"] for b in result["buckets"]}

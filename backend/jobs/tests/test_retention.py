@@ -11,6 +11,14 @@ from django.utils import timezone
 
 from jobs import services
 from jobs.models import Job, JobEvent
+from jobs.tests.factories import (
+    failed_job,
+    fresh,
+    queued_job,
+    running_job,
+    succeeded_job,
+    timeline,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -24,58 +32,30 @@ def run(command: str, *args: str) -> str:
     return out.getvalue()
 
 
-def succeeded_job(at, finished_at=None):
-    """A job created and claimed at ``at`` and succeeded at ``finished_at`` (default ``at``)."""
-    job, _ = services.create_job(type="demo.success", now=at)
-    claimed = services.claim_next_job(worker_id="w", now=at)
-    assert claimed.pk == job.pk
-    services.complete_job(
-        job_id=job.pk, worker_id="w", attempt=1, result={"ok": True}, now=finished_at or at
-    )
-    return Job.objects.get(pk=job.pk)
-
-
-def failed_job(at):
-    job, _ = services.create_job(type="demo.fail", max_attempts=1, now=at)
-    assert services.claim_next_job(worker_id="w", now=at).pk == job.pk
-    services.fail_job(job_id=job.pk, worker_id="w", attempt=1, error="boom", now=at)
-    return Job.objects.get(pk=job.pk)
-
-
-def running_job(at):
-    job, _ = services.create_job(type="demo.slow", now=at)
-    assert services.claim_next_job(worker_id="w", now=at, lease_seconds=10**8).pk == job.pk
-    return Job.objects.get(pk=job.pk)
-
-
-def events_of(job) -> list[str]:
-    return list(JobEvent.objects.filter(job=job).order_by("id").values_list("type", flat=True))
-
-
 @pytest.fixture
 def mixed_jobs():
     jobs = {
-        "old_succeeded": succeeded_job(DAYS_AGO_40),
-        "old_failed": failed_job(DAYS_AGO_40),
+        "old_succeeded": succeeded_job(now=DAYS_AGO_40),
+        "old_failed": failed_job(now=DAYS_AGO_40),
         # Created and claimed 40 days ago, finished yesterday.
-        "long_succeeded": succeeded_job(DAYS_AGO_40, timezone.now() - timedelta(days=1)),
-        "recent_succeeded": succeeded_job(timezone.now() - timedelta(days=2)),
-        "old_running": running_job(DAYS_AGO_40),
+        "long_succeeded": succeeded_job(
+            now=DAYS_AGO_40, finished_at=timezone.now() - timedelta(days=1)
+        ),
+        "recent_succeeded": succeeded_job(now=timezone.now() - timedelta(days=2)),
+        "old_running": running_job(now=DAYS_AGO_40, lease_seconds=10**8),
+        "old_queued": queued_job(now=DAYS_AGO_40),
     }
     # Failed 40 days ago, then sent back to the queue by hand today.
-    retried = failed_job(DAYS_AGO_40)
-    jobs["retried"] = services.retry_job(job_id=retried.pk)
-    # Created last: the helpers above claim the next queued job.
-    jobs["old_queued"], _ = services.create_job(type="demo.success", now=DAYS_AGO_40)
-    for job in jobs.values():
-        assert job.status in Status.values
+    retried = failed_job(now=DAYS_AGO_40)
+    services.retry_job(job_id=retried.pk)
+    jobs["retried"] = fresh(retried)
     return jobs
 
 
 def test_prune_job_events_deletes_only_old_events_of_finished_jobs(mixed_jobs):
-    before = {name: events_of(job) for name, job in mixed_jobs.items()}
+    before = {name: timeline(job) for name, job in mixed_jobs.items()}
     out = run("prune_job_events", "--older-than", "30")
-    after = {name: events_of(job) for name, job in mixed_jobs.items()}
+    after = {name: timeline(job) for name, job in mixed_jobs.items()}
 
     assert after["old_succeeded"] == []
     assert after["old_failed"] == []
@@ -98,7 +78,7 @@ def test_prune_job_events_dry_run_counts_and_deletes_nothing(mixed_jobs):
 
 def test_prune_job_events_works_in_bounded_batches():
     for _ in range(25):
-        succeeded_job(DAYS_AGO_40)
+        succeeded_job(now=DAYS_AGO_40)
     assert JobEvent.objects.count() == 75
     with CaptureQueriesContext(connection) as queries:
         out = run("prune_job_events", "--older-than", "30", "--batch-size", "10")
@@ -122,8 +102,8 @@ def test_prune_jobs_deletes_old_finished_jobs_and_their_events_only(mixed_jobs):
     assert remaining == {job.pk for job in mixed_jobs.values()} - gone
     assert not JobEvent.objects.filter(job_id__in=gone).exists()
     # Queued and running jobs stay, however old, with their whole timeline.
-    assert events_of(mixed_jobs["old_running"]) == ["created", "claimed"]
-    assert events_of(mixed_jobs["old_queued"]) == ["created"]
+    assert timeline(mixed_jobs["old_running"]) == ["created", "claimed"]
+    assert timeline(mixed_jobs["old_queued"]) == ["created"]
     assert "Deleted 2 finished jobs" in out and "their 6 events" in out
 
 
@@ -136,7 +116,7 @@ def test_prune_jobs_dry_run_counts_and_deletes_nothing(mixed_jobs):
 
 def test_prune_jobs_works_in_batches():
     for _ in range(7):
-        failed_job(DAYS_AGO_40)
+        failed_job(now=DAYS_AGO_40)
     out = run("prune_jobs", "--older-than", "30", "--batch-size", "3")
     assert "Deleted 7 finished jobs" in out and "in 3 batch(es)" in out
     assert Job.objects.count() == 0 and JobEvent.objects.count() == 0

@@ -1,4 +1,10 @@
-"""The state machine in jobs/services.py, on whichever database the pass runs on."""
+"""The driver contract: every transition, guard and event of jobs/services.py, run once per
+database driver (River's riverdrivertest is the model).
+
+On PostgreSQL each test runs twice, on ``PostgresDriver`` (named SQL statements) and on
+``OrmDriver``; on SQLite once, on ``OrmDriver``. ``test_drivers.py`` replays one scenario on
+each driver and compares what they wrote.
+"""
 
 from datetime import timedelta
 
@@ -6,8 +12,11 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from jobs import services
+from jobs import drivers, services
+from jobs.drivers.orm import job_row
 from jobs.models import Job, JobEvent
+from jobs.tests.factories import fresh
+from jobs.tests.factories import timeline as event_types
 
 pytestmark = pytest.mark.django_db
 
@@ -15,14 +24,17 @@ Status = Job.Status
 Event = JobEvent.Type
 
 
-def event_types(job: Job) -> list[str]:
-    return list(job.events.order_by("id").values_list("type", flat=True))
+@pytest.fixture(params=[driver.name for driver in drivers.available_drivers()], autouse=True)
+def driver(request):
+    (chosen,) = [d for d in drivers.available_drivers() if d.name == request.param]
+    with drivers.use_driver(chosen):
+        yield chosen
 
 
 def claim(worker_id: str = "worker-a", **kwargs) -> Job:
     job = services.claim_next_job(worker_id=worker_id, **kwargs)
     assert job is not None
-    return job
+    return fresh(job)
 
 
 # --- create -------------------------------------------------------------------------------
@@ -30,7 +42,7 @@ def claim(worker_id: str = "worker-a", **kwargs) -> Job:
 
 def test_create_job_writes_queued_job_and_created_event(make_job):
     job = make_job("demo.success", payload={"sleep_seconds": 1})
-    job.refresh_from_db()
+    job = fresh(job)
     assert job.status == Status.QUEUED
     assert job.payload == {"sleep_seconds": 1}
     assert job.attempts == 0
@@ -80,7 +92,7 @@ def test_claim_marks_job_running_with_lease_and_claimed_event(make_job):
     assert claimed.attempts == 1
     assert claimed.locked_by == "worker-a"
     assert claimed.locked_until == now + timedelta(seconds=30)
-    job.refresh_from_db()
+    job = fresh(job)
     assert (job.status, job.attempts, job.locked_by) == (Status.RUNNING, 1, "worker-a")
     assert event_types(job) == [Event.CREATED, Event.CLAIMED]
     event = job.events.get(type=Event.CLAIMED)
@@ -132,7 +144,7 @@ def test_complete_marks_succeeded_with_result_and_releases_lock(make_job):
         job_id=job.pk, worker_id="worker-a", attempt=1, result={"ok": True}, now=now
     )
     assert done is not None
-    done.refresh_from_db()
+    done = fresh(done)
     assert done.status == Status.SUCCEEDED
     assert done.result == {"ok": True}
     assert done.locked_by is None and done.locked_until is None
@@ -148,7 +160,7 @@ def test_fail_with_attempts_left_requeues_with_backoff_and_retry_scheduled_event
         job_id=job.pk, worker_id="worker-a", attempt=1, error="boom", now=now
     )
     assert retried is not None
-    retried.refresh_from_db()
+    retried = fresh(retried)
     assert retried.status == Status.QUEUED
     assert retried.available_at == now + timedelta(seconds=5)
     assert retried.last_error == "boom"
@@ -165,7 +177,7 @@ def test_fail_on_last_attempt_marks_failed(make_job):
     now = timezone.now()
     failed = services.fail_job(job_id=job.pk, worker_id="worker-a", attempt=1, error="x", now=now)
     assert failed is not None
-    failed.refresh_from_db()
+    failed = fresh(failed)
     assert failed.status == Status.FAILED
     assert failed.finished_at == now
     assert failed.last_error == "x"
@@ -211,7 +223,7 @@ def stolen_job(make_job, settings):
     assert services.cleanup_expired_jobs(now=later).requeued == 1
     b = services.claim_next_job(worker_id="worker-b", lease_seconds=10, now=later)
     assert b is not None and b.pk == a.pk and b.attempts == 2
-    return b
+    return fresh(b)
 
 
 def _unchanged(job: Job, events_before: int) -> None:
@@ -270,7 +282,7 @@ def test_current_owner_can_still_complete_after_stale_attempts(stolen_job):
         job_id=stolen_job.pk, worker_id="worker-b", attempt=2, result="new"
     )
     assert done is not None
-    done.refresh_from_db()
+    done = fresh(done)
     assert (done.status, done.result) == (Status.SUCCEEDED, "new")
 
 
@@ -295,7 +307,7 @@ def test_renew_lease_moves_locked_until_forward_and_writes_event(make_job):
         job_id=job.pk, worker_id="worker-a", attempt=1, lease_seconds=30, now=later
     )
     assert new_until == later + timedelta(seconds=30)
-    job.refresh_from_db()
+    job = fresh(job)
     assert job.locked_until == new_until
     assert event_types(job)[-1] == Event.LEASE_RENEWED
 
@@ -323,7 +335,7 @@ def test_cleanup_requeues_expired_lease_with_backoff_when_attempts_remain(make_j
     later = now + timedelta(seconds=11)
     result = services.cleanup_expired_jobs(now=later, worker_id="cleaner")
     assert (result.requeued, result.failed) == (1, 0)
-    job.refresh_from_db()
+    job = fresh(job)
     assert job.status == Status.QUEUED
     assert job.available_at == later + timedelta(seconds=5)
     assert job.locked_by is None and job.locked_until is None
@@ -340,7 +352,7 @@ def test_cleanup_fails_expired_lease_on_last_attempt(make_job):
     later = now + timedelta(seconds=11)
     result = services.cleanup_expired_jobs(now=later)
     assert (result.requeued, result.failed) == (0, 1)
-    job.refresh_from_db()
+    job = fresh(job)
     assert job.status == Status.FAILED
     assert job.finished_at == later
     assert "Lease expired" in job.last_error
@@ -387,7 +399,7 @@ def test_retry_job_requeues_failed_job_with_fresh_attempts(make_job):
     services.fail_job(job_id=job.pk, worker_id="worker-a", attempt=1, error="boom")
     now = timezone.now()
     retried = services.retry_job(job_id=job.pk, now=now)
-    retried.refresh_from_db()
+    retried = fresh(retried)
     assert retried.status == Status.QUEUED
     assert retried.attempts == 0
     assert retried.available_at == now
@@ -416,49 +428,6 @@ def test_retry_job_refuses_jobs_that_are_not_failed(make_job, state):
 def test_retry_job_of_unknown_id_raises_not_found():
     with pytest.raises(services.JobNotFound):
         services.retry_job(job_id="00000000-0000-0000-0000-000000000000")
-
-
-# --- stats --------------------------------------------------------------------------------
-
-
-def test_stats_counts_every_status_overdue_and_pending_retries_in_one_query(
-    make_job, django_assert_num_queries
-):
-    now = timezone.now()
-    oldest = make_job(now=now - timedelta(minutes=3))
-    make_job(now=now - timedelta(minutes=1))
-    make_job(max_attempts=1, now=now - timedelta(seconds=50))
-    make_job(max_attempts=3, now=now - timedelta(seconds=40))
-    make_job(now=now - timedelta(seconds=30))
-    # Claim order: the two older queued jobs first.
-    a = services.claim_next_job(worker_id="a", lease_seconds=1, now=now - timedelta(minutes=2))
-    assert a.pk == oldest.pk
-    b = services.claim_next_job(worker_id="b", now=now)
-    services.complete_job(job_id=b.pk, worker_id="b", attempt=1)
-    c = services.claim_next_job(worker_id="c", now=now)
-    services.fail_job(job_id=c.pk, worker_id="c", attempt=1, error="x", now=now)  # failed
-    d = services.claim_next_job(worker_id="d", now=now)
-    services.fail_job(job_id=d.pk, worker_id="d", attempt=1, error="x", now=now)  # retry
-
-    with django_assert_num_queries(1):
-        stats = services.get_job_stats(now=now)
-    assert stats["total"] == 5
-    assert stats["by_status"] == {"queued": 2, "running": 1, "succeeded": 1, "failed": 1}
-    assert stats["overdue_running"] == 1
-    assert stats["retries_pending"] == 1
-    remaining_queued = Job.objects.filter(status=Status.QUEUED).order_by("created_at").first()
-    assert stats["oldest_queued_at"] == remaining_queued.created_at
-
-
-def test_stats_on_empty_queue_lists_all_statuses_with_zero():
-    stats = services.get_job_stats()
-    assert stats == {
-        "total": 0,
-        "by_status": {"queued": 0, "running": 0, "succeeded": 0, "failed": 0},
-        "overdue_running": 0,
-        "retries_pending": 0,
-        "oldest_queued_at": None,
-    }
 
 
 # --- atomicity ----------------------------------------------------------------------------
@@ -531,6 +500,33 @@ def test_complete_refuses_result_that_is_not_json_and_writes_nothing(make_job, r
     events = job.events.count()
     with pytest.raises((TypeError, ValueError)):
         services.complete_job(job_id=job.pk, worker_id="worker-a", attempt=1, result=result)
-    job.refresh_from_db()
+    job = fresh(job)
     assert job.status == Status.RUNNING
     assert job.events.count() == events
+
+
+# --- the row each transition returns --------------------------------------------------------
+
+
+def test_every_transition_returns_the_row_it_committed(make_job, settings):
+    settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 0
+    created, _ = services.create_job(type="demo.success", payload={"n": [1, "two"]})
+    assert created == job_row(fresh(created))
+    claimed = services.claim_next_job(worker_id="worker-a")
+    assert claimed == job_row(fresh(claimed))
+    retried = services.fail_job(job_id=claimed.pk, worker_id="worker-a", attempt=1, error="e")
+    assert retried == job_row(fresh(retried))
+    again = services.claim_next_job(worker_id="worker-a")
+    done = services.complete_job(
+        job_id=again.pk, worker_id="worker-a", attempt=2, result={"deep": {"list": [None]}}
+    )
+    assert done == job_row(fresh(done))
+    assert done.result == {"deep": {"list": [None]}}
+
+
+def test_manual_retry_returns_the_row_it_committed(make_job):
+    make_job(max_attempts=1)
+    job = claim()
+    services.fail_job(job_id=job.pk, worker_id="worker-a", attempt=1, error="boom")
+    retried = services.retry_job(job_id=job.pk)
+    assert retried == job_row(fresh(retried))

@@ -1,0 +1,183 @@
+"""The driver contract: what ``jobs.services`` asks of a database, and the values it trades.
+
+A driver runs each transition as the statement(s) its database does best, with the same
+signature, the same guards and the same events on every implementation; the rules (what
+the next status is, which event is written, the backoff) are decided in ``services`` and
+handed over as values, so a driver holds statements and nothing else.
+``jobs/tests/test_driver_contract.py`` runs one behaviour suite against every driver.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any, Protocol
+from uuid import UUID
+
+
+def to_json(value: Any) -> str:
+    """Serialise for a JSON column; NaN and Infinity are refused (not valid JSON)."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+
+
+@dataclass(frozen=True, slots=True)
+class JobRow:
+    """A job row as one transition left it; plain values, no model instance.
+
+    Field order is the table's column order, so a driver can build it from a
+    ``RETURNING *`` tuple (``test_job_row_matches_the_table`` keeps the two in step).
+    """
+
+    id: UUID
+    type: str
+    payload: Any
+    status: str
+    priority: int
+    available_at: datetime
+    attempts: int
+    max_attempts: int
+    idempotency_key: str | None
+    locked_by: str | None
+    locked_until: datetime | None
+    last_error: str
+    result: Any
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None
+
+    @property
+    def pk(self) -> UUID:
+        return self.id
+
+
+JOB_ROW_FIELDS: tuple[str, ...] = tuple(field.name for field in fields(JobRow))
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """The ownership guard: a worker's write applies only to this running attempt."""
+
+    job_id: UUID | str
+    worker_id: str
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    id: UUID
+    type: str
+    payload: dict[str, Any]
+    priority: int
+    available_at: datetime
+    max_attempts: int
+    idempotency_key: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """The event a transition writes beside its row change."""
+
+    message: str
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A failed attempt: ``retry_event`` at ``retry_at`` if attempts remain, else
+    ``failed_event``; either way ``error`` becomes ``last_error``."""
+
+    error: str
+    retry_at: datetime
+    retry_event: Event
+    failed_event: Event
+
+
+@dataclass(frozen=True, slots=True)
+class ExpiredLease:
+    """A running job whose lease ended, locked by the cleaning transaction."""
+
+    id: UUID
+    attempts: int
+    max_attempts: int
+    locked_by: str | None
+    locked_until: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """How cleanup ends one expired attempt: the row's next state and its event."""
+
+    id: UUID
+    status: str
+    available_at: datetime | None  # None: unchanged
+    finished_at: datetime | None
+    error: str
+    event_type: str
+    attempt: int
+    event: Event
+
+
+@dataclass(frozen=True, slots=True)
+class RetryOutcome:
+    """``job`` is set when the retry happened; otherwise ``status`` says why not."""
+
+    job: JobRow | None
+    status: str | None  # the job's status; None when no such job exists
+
+
+class Driver(Protocol):
+    """Every write ``jobs.services`` makes. Each method is atomic on its own (one statement
+    or one transaction) and writes its event with its row change, or neither."""
+
+    name: str
+
+    def create_job(self, job: NewJob, *, event: Event) -> tuple[JobRow, bool]:
+        """Insert ``job`` and its ``created`` event; with a known idempotency key, write
+        nothing and return the existing row and ``False``."""
+        ...
+
+    def claim_job(
+        self, *, worker_id: str, now: datetime, locked_until: datetime, event: Event
+    ) -> JobRow | None:
+        """Take the first eligible queued job (priority desc, available_at, created_at, id),
+        skipping rows other claimers hold, and write ``claimed``."""
+        ...
+
+    def complete_job(
+        self, owner: Owner, *, result_json: str | None, now: datetime, event: Event
+    ) -> JobRow | None:
+        """The owner's attempt becomes succeeded with ``result``; ``succeeded`` event."""
+        ...
+
+    def fail_job(self, owner: Owner, failure: Failure, *, now: datetime) -> JobRow | None:
+        """Requeue at ``failure.retry_at`` (``retry_scheduled``) while attempts remain,
+        else fail for good (``failed``)."""
+        ...
+
+    def renew_lease(
+        self, owner: Owner, *, locked_until: datetime, now: datetime, event: Event
+    ) -> bool:
+        """Move the owner's lease to ``locked_until``; ``lease_renewed`` event."""
+        ...
+
+    def record_progress(self, owner: Owner, *, now: datetime, event: Event) -> bool:
+        """Append a ``progress`` event for the owner's attempt; the row is unchanged."""
+        ...
+
+    def lock_expired_leases(self, *, now: datetime, limit: int) -> list[ExpiredLease]:
+        """Lock (SKIP LOCKED) up to ``limit`` running jobs whose lease ended before ``now``,
+        oldest lease first. Call inside a transaction; ``release_expired_leases`` ends it."""
+        ...
+
+    def release_expired_leases(
+        self, releases: list[Release], *, now: datetime, worker_id: str | None
+    ) -> None:
+        """Apply each release to its locked row and write its event."""
+        ...
+
+    def retry_job(self, job_id: UUID | str, *, now: datetime, message: str) -> RetryOutcome:
+        """A failed job goes back to queued with a fresh attempt budget; ``manual_retry``
+        event carrying the previous attempts and error."""
+        ...

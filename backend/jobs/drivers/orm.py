@@ -1,0 +1,269 @@
+"""The ORM driver: the same contract through Django's ORM, one transaction per call.
+
+It serves the embedded SQLite database (and any other the ORM speaks); the driver suite
+also runs it on PostgreSQL, so the two implementations are held to the same behaviour.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+
+from ..models import Job, JobEvent, JobEventType, JobStatus
+from .base import (
+    JOB_ROW_FIELDS,
+    Event,
+    ExpiredLease,
+    Failure,
+    JobRow,
+    NewJob,
+    Owner,
+    Release,
+    RetryOutcome,
+)
+
+
+def job_row(job: Job) -> JobRow:
+    return JobRow(*(getattr(job, name) for name in JOB_ROW_FIELDS))
+
+
+def _owned(owner: Owner) -> Q:
+    return Q(
+        pk=owner.job_id,
+        status=JobStatus.RUNNING,
+        locked_by=owner.worker_id,
+        attempts=owner.attempt,
+    )
+
+
+def _event(job_id: Any, type: str, attempt: int, event: Event, **extra: Any) -> JobEvent:
+    return JobEvent(
+        job_id=job_id,
+        type=type,
+        attempt=attempt,
+        message=event.message,
+        data=event.data,
+        **extra,
+    )
+
+
+def _owner_event(owner: Owner, type: str, event: Event, now: datetime) -> None:
+    _event(
+        owner.job_id, type, owner.attempt, event, worker_id=owner.worker_id, created_at=now
+    ).save()
+
+
+class OrmDriver:
+    name = "orm"
+
+    def create_job(self, job: NewJob, *, event: Event) -> tuple[JobRow, bool]:
+        key = job.idempotency_key
+        if key is not None:
+            existing = Job.objects.filter(idempotency_key=key).first()
+            if existing is not None:
+                return job_row(existing), False
+        row = Job(
+            id=job.id,
+            type=job.type,
+            payload=job.payload,
+            priority=job.priority,
+            available_at=job.available_at,
+            max_attempts=job.max_attempts,
+            idempotency_key=key,
+            created_at=job.created_at,
+            updated_at=job.created_at,
+        )
+        try:
+            with transaction.atomic():
+                row.save(force_insert=True)
+                _event(job.id, JobEventType.CREATED, 0, event, created_at=job.created_at).save()
+        except IntegrityError:
+            existing = None if key is None else Job.objects.filter(idempotency_key=key).first()
+            if existing is None:
+                raise
+            return job_row(existing), False
+        return job_row(row), True
+
+    def claim_job(
+        self, *, worker_id: str, now: datetime, locked_until: datetime, event: Event
+    ) -> JobRow | None:
+        with transaction.atomic():
+            job = (
+                Job.objects.select_for_update(skip_locked=True)
+                .filter(
+                    status=JobStatus.QUEUED, available_at__lte=now, attempts__lt=F("max_attempts")
+                )
+                .order_by("-priority", "available_at", "created_at", "id")
+                .first()
+            )
+            if job is None:
+                return None
+            job.status = JobStatus.RUNNING
+            job.attempts += 1
+            job.locked_by = worker_id
+            job.locked_until = locked_until
+            job.last_error = ""
+            job.result = None
+            job.updated_at = now
+            job.save(
+                update_fields=[
+                    "status",
+                    "attempts",
+                    "locked_by",
+                    "locked_until",
+                    "last_error",
+                    "result",
+                    "updated_at",
+                ]
+            )
+            _owner_event(Owner(job.pk, worker_id, job.attempts), JobEventType.CLAIMED, event, now)
+        return job_row(job)
+
+    def _update_owned(self, owner: Owner, changes: Callable[[Job], dict[str, Any]]) -> Job | None:
+        """Lock the owner's row and apply ``changes(job)``; ``None`` if it is not owned."""
+        job = Job.objects.select_for_update().filter(_owned(owner)).first()
+        if job is None:
+            return None
+        values = changes(job)
+        for name, value in values.items():
+            setattr(job, name, value)
+        job.save(update_fields=list(values))
+        return job
+
+    def complete_job(
+        self, owner: Owner, *, result_json: str | None, now: datetime, event: Event
+    ) -> JobRow | None:
+        result = None if result_json is None else json.loads(result_json)
+        with transaction.atomic():
+            job = self._update_owned(
+                owner,
+                lambda job: {
+                    "status": JobStatus.SUCCEEDED,
+                    "result": result,
+                    "locked_by": None,
+                    "locked_until": None,
+                    "finished_at": now,
+                    "updated_at": now,
+                },
+            )
+            if job is None:
+                return None
+            _owner_event(owner, JobEventType.SUCCEEDED, event, now)
+        return job_row(job)
+
+    def fail_job(self, owner: Owner, failure: Failure, *, now: datetime) -> JobRow | None:
+        def changes(job: Job) -> dict[str, Any]:
+            retrying = job.attempts < job.max_attempts
+            return {
+                "status": JobStatus.QUEUED if retrying else JobStatus.FAILED,
+                "available_at": failure.retry_at if retrying else job.available_at,
+                "finished_at": None if retrying else now,
+                "locked_by": None,
+                "locked_until": None,
+                "last_error": failure.error,
+                "updated_at": now,
+            }
+
+        with transaction.atomic():
+            job = self._update_owned(owner, changes)
+            if job is None:
+                return None
+            if job.status == JobStatus.QUEUED:
+                _owner_event(owner, JobEventType.RETRY_SCHEDULED, failure.retry_event, now)
+            else:
+                _owner_event(owner, JobEventType.FAILED, failure.failed_event, now)
+        return job_row(job)
+
+    def renew_lease(
+        self, owner: Owner, *, locked_until: datetime, now: datetime, event: Event
+    ) -> bool:
+        with transaction.atomic():
+            if not Job.objects.filter(_owned(owner)).update(
+                locked_until=locked_until, updated_at=now
+            ):
+                return False
+            _owner_event(owner, JobEventType.LEASE_RENEWED, event, now)
+        return True
+
+    def record_progress(self, owner: Owner, *, now: datetime, event: Event) -> bool:
+        with transaction.atomic():
+            if not Job.objects.select_for_update().filter(_owned(owner)).exists():
+                return False
+            _owner_event(owner, JobEventType.PROGRESS, event, now)
+        return True
+
+    def lock_expired_leases(self, *, now: datetime, limit: int) -> list[ExpiredLease]:
+        rows = (
+            Job.objects.select_for_update(skip_locked=True)
+            .filter(status=JobStatus.RUNNING, locked_until__lt=now)
+            .order_by("locked_until")
+            .values_list("id", "attempts", "max_attempts", "locked_by", "locked_until")[:limit]
+        )
+        return [ExpiredLease(*row) for row in rows]
+
+    def release_expired_leases(
+        self, releases: list[Release], *, now: datetime, worker_id: str | None
+    ) -> None:
+        jobs = Job.objects.in_bulk([release.id for release in releases])
+        for release in releases:
+            job = jobs[release.id]
+            job.status = release.status
+            if release.available_at is not None:
+                job.available_at = release.available_at
+            job.finished_at = release.finished_at
+            job.locked_by = None
+            job.locked_until = None
+            job.last_error = release.error
+            job.updated_at = now
+        Job.objects.bulk_update(
+            jobs.values(),
+            [
+                "status",
+                "available_at",
+                "finished_at",
+                "locked_by",
+                "locked_until",
+                "last_error",
+                "updated_at",
+            ],
+        )
+        JobEvent.objects.bulk_create(
+            _event(
+                release.id,
+                release.event_type,
+                release.attempt,
+                release.event,
+                worker_id=worker_id,
+                created_at=now,
+            )
+            for release in releases
+        )
+
+    def retry_job(self, job_id: UUID | str, *, now: datetime, message: str) -> RetryOutcome:
+        with transaction.atomic():
+            job = Job.objects.select_for_update().filter(pk=job_id).first()
+            if job is None:
+                return RetryOutcome(job=None, status=None)
+            if job.status != JobStatus.FAILED:
+                return RetryOutcome(job=None, status=job.status)
+            previous = {"previous_attempts": job.attempts, "previous_error": job.last_error}
+            job.status = JobStatus.QUEUED
+            job.attempts = 0
+            job.available_at = now
+            job.locked_by = None
+            job.locked_until = None
+            job.last_error = ""
+            job.result = None
+            job.finished_at = None
+            job.updated_at = now
+            job.save()
+            _event(
+                job.pk, JobEventType.MANUAL_RETRY, 0, Event(message, previous), created_at=now
+            ).save()
+        return RetryOutcome(job=job_row(job), status=JobStatus.FAILED)

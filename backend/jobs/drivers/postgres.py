@@ -1,0 +1,151 @@
+"""The PostgreSQL driver: every transition is one named statement from ``queries.sql``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from django.db import connection
+
+from . import sql
+from .base import ExpiredLease, JobRow, RetryOutcome, to_json
+
+if TYPE_CHECKING:
+    from uuid import UUID
+
+    from .base import Event, Failure, NewJob, Owner, Release
+
+QUERIES: dict[str, sql.Query] = sql.load(Path(__file__).with_name("queries.sql"))
+
+
+def _job_row(values: Sequence[Any]) -> JobRow:
+    # Django's psycopg setup hands jsonb over as text; payload and result are decoded here.
+    row = JobRow(*values)
+    object.__setattr__(row, "payload", json.loads(row.payload))
+    if row.result is not None:
+        object.__setattr__(row, "result", json.loads(row.result))
+    return row
+
+
+def _owner_params(owner: Owner) -> dict[str, Any]:
+    return {"job_id": owner.job_id, "worker_id": owner.worker_id, "attempt": owner.attempt}
+
+
+def _event_params(event: Event, prefix: str = "") -> dict[str, Any]:
+    return {f"{prefix}message": event.message, f"{prefix}data": to_json(event.data)}
+
+
+class PostgresDriver:
+    name = "postgres"
+
+    def _fetchone(self, query: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        with connection.cursor() as cursor:
+            cursor.execute(QUERIES[query].sql, params)
+            return cursor.fetchone()
+
+    def _job(self, query: str, params: dict[str, Any]) -> JobRow | None:
+        row = self._fetchone(query, params)
+        return None if row is None else _job_row(row)
+
+    def create_job(self, job: NewJob, *, event: Event) -> tuple[JobRow, bool]:
+        params = {
+            "id": job.id,
+            "type": job.type,
+            "payload": to_json(job.payload),
+            "priority": job.priority,
+            "available_at": job.available_at,
+            "max_attempts": job.max_attempts,
+            "idempotency_key": job.idempotency_key,
+            "now": job.created_at,
+            **_event_params(event),
+        }
+        for _ in range(3):
+            row = self._job("create_job", params)
+            if row is None and job.idempotency_key is not None:
+                # A concurrent create with this key committed while the statement waited
+                # on it; the statement's snapshot predates that row, a new query sees it.
+                row = self._job("job_by_idempotency_key", {"key": job.idempotency_key})
+            if row is not None:
+                return row, row.id == job.id
+        # Only reachable if the key's job keeps being deleted between the two queries.
+        raise LookupError(f"could not create or find the job with key {job.idempotency_key!r}")
+
+    def claim_job(
+        self, *, worker_id: str, now: datetime, locked_until: datetime, event: Event
+    ) -> JobRow | None:
+        params = {
+            "worker_id": worker_id,
+            "now": now,
+            "locked_until": locked_until,
+            **_event_params(event),
+        }
+        return self._job("claim_job", params)
+
+    def complete_job(
+        self, owner: Owner, *, result_json: str | None, now: datetime, event: Event
+    ) -> JobRow | None:
+        params = {**_owner_params(owner), "result": result_json, "now": now}
+        return self._job("complete_job", params | _event_params(event))
+
+    def fail_job(self, owner: Owner, failure: Failure, *, now: datetime) -> JobRow | None:
+        params = {
+            **_owner_params(owner),
+            "error": failure.error,
+            "now": now,
+            "retry_at": failure.retry_at,
+            **_event_params(failure.retry_event, "retry_"),
+            **_event_params(failure.failed_event, "failed_"),
+        }
+        return self._job("fail_job", params)
+
+    def renew_lease(
+        self, owner: Owner, *, locked_until: datetime, now: datetime, event: Event
+    ) -> bool:
+        params = {**_owner_params(owner), "locked_until": locked_until, "now": now}
+        return self._fetchone("renew_lease", params | _event_params(event)) is not None
+
+    def record_progress(self, owner: Owner, *, now: datetime, event: Event) -> bool:
+        params = {**_owner_params(owner), "now": now, **_event_params(event)}
+        return self._fetchone("record_progress", params) is not None
+
+    def lock_expired_leases(self, *, now: datetime, limit: int) -> list[ExpiredLease]:
+        with connection.cursor() as cursor:
+            cursor.execute(QUERIES["lock_expired_leases"].sql, {"now": now, "limit": limit})
+            return [ExpiredLease(*row) for row in cursor.fetchall()]
+
+    def release_expired_leases(
+        self, releases: list[Release], *, now: datetime, worker_id: str | None
+    ) -> None:
+        payload = [
+            {
+                "id": str(release.id),
+                "status": release.status,
+                "available_at": _iso(release.available_at),
+                "finished_at": _iso(release.finished_at),
+                "error": release.error,
+                "event_type": release.event_type,
+                "attempt": release.attempt,
+                "message": release.event.message,
+                "data": release.event.data,
+            }
+            for release in releases
+        ]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                QUERIES["release_expired_leases"].sql,
+                {"releases": to_json(payload), "now": now, "worker_id": worker_id},
+            )
+
+    def retry_job(self, job_id: UUID | str, *, now: datetime, message: str) -> RetryOutcome:
+        row = self._fetchone("retry_job", {"job_id": job_id, "now": now, "message": message})
+        if row is None:
+            return RetryOutcome(job=None, status=None)
+        previous_status, *job = row
+        return RetryOutcome(job=None if job[0] is None else _job_row(job), status=previous_status)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()

@@ -1,0 +1,161 @@
+"""Every read the API, the admin and the dashboard share: nothing here writes.
+
+Views parse their input, call one of these, and serialize what it returns.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+from django.conf import settings
+from django.db.models import Count, Func, IntegerField, Min, Q, QuerySet
+from django.db.models.expressions import Combinable
+from django.utils import timezone
+
+from . import handlers
+from .models import Job, JobEvent, JobEventType, JobStatus
+from .serializers import input_limits
+from .services import JobNotFound
+
+
+def get_job(job_id: UUID | str) -> Job:
+    """The job with this id; ``JobNotFound`` otherwise."""
+    job = Job.objects.filter(pk=job_id).first()
+    if job is None:
+        raise JobNotFound(job_id)
+    return job
+
+
+def job_list(*, status: str | None = None, type: str | None = None) -> QuerySet[Job]:
+    """Jobs newest first; ``status`` exact, ``type`` a case-insensitive substring."""
+    jobs = Job.objects.order_by("-created_at", "-id")
+    if status:
+        jobs = jobs.filter(status=status)
+    if type:
+        jobs = jobs.filter(type__icontains=type)
+    return jobs
+
+
+def job_timeline(job_id: UUID | str) -> QuerySet[JobEvent]:
+    """One job's events, oldest first; ``JobNotFound`` if the job does not exist."""
+    job = get_job(job_id)
+    return JobEvent.objects.filter(job=job).order_by("id")
+
+
+def event_feed(*, type: str | None = None, job_id: UUID | None = None) -> QuerySet[JobEvent]:
+    """Events of all jobs (the paginator orders them newest first)."""
+    events = JobEvent.objects.all()
+    if type:
+        events = events.filter(type=type)
+    if job_id:
+        events = events.filter(job_id=job_id)
+    return events
+
+
+def job_stats(*, now: datetime | None = None) -> dict[str, Any]:
+    """Queue counts in a single query: total, per status, overdue leases, pending retries."""
+    now = timezone.now() if now is None else now
+    row = Job.objects.aggregate(
+        total=Count("pk"),
+        **{status.value: Count("pk", filter=Q(status=status)) for status in JobStatus},
+        overdue_running=Count("pk", filter=Q(status=JobStatus.RUNNING, locked_until__lt=now)),
+        retries_pending=Count("pk", filter=Q(status=JobStatus.QUEUED, attempts__gt=0)),
+        oldest_queued_at=Min("created_at", filter=Q(status=JobStatus.QUEUED)),
+    )
+    return {
+        "total": row["total"],
+        "by_status": {status.value: row[status.value] for status in JobStatus},
+        "overdue_running": row["overdue_running"],
+        "retries_pending": row["retries_pending"],
+        "oldest_queued_at": row["oldest_queued_at"],
+    }
+
+
+class EpochSeconds(Func):
+    """Whole seconds since the Unix epoch of a datetime column, floored."""
+
+    output_field = IntegerField()
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return self.as_sql(
+            compiler, connection, template="FLOOR(EXTRACT(EPOCH FROM %(expressions)s))::bigint"
+        )
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        # SQLite stores UTC text "YYYY-MM-DD HH:MM:SS.ffffff"; the fraction is cut off
+        # because strftime would round it to milliseconds (and 59.9999 up a second).
+        return self.as_sql(
+            compiler,
+            connection,
+            template="CAST(strftime('%%%%s', substr(%(expressions)s, 1, 19)) AS INTEGER)",
+        )
+
+
+def throughput(
+    *, now: datetime | None = None, minutes: int = 15, bucket_seconds: int = 60
+) -> dict[str, Any]:
+    """Finished attempts per time bucket over the last ``minutes``, oldest bucket first.
+
+    Buckets are ``bucket_seconds`` wide and aligned to multiples of ``bucket_seconds``
+    since the Unix epoch, so they stay put between polls; there are
+    ``ceil(minutes * 60 / bucket_seconds)`` of them and the newest one contains ``now``
+    (it is partial). Each counts the ``succeeded`` and ``failed`` events created in it,
+    zero when there were none. One query, grouped per bucket in the database; the
+    ``created_at`` range is served by ``jobs_jobevent_created_at_idx``.
+    """
+    now = timezone.now() if now is None else now
+    count = -(-minutes * 60 // bucket_seconds)
+    last_start = int(now.timestamp()) // bucket_seconds * bucket_seconds
+    first_start = last_start - (count - 1) * bucket_seconds
+    start = datetime.fromtimestamp(first_start, tz=UTC)
+    # Bucket bounds are whole seconds, so flooring an event's time never crosses one.
+    bucket: Combinable = (EpochSeconds("created_at") - first_start) / bucket_seconds
+    rows = (
+        JobEvent.objects.filter(
+            type__in=[JobEventType.SUCCEEDED, JobEventType.FAILED],
+            created_at__gte=start,
+            created_at__lte=now,
+        )
+        .annotate(bucket=bucket)
+        .values("bucket", "type")
+        .annotate(total=Count("pk"))
+        .order_by()
+    )
+    buckets = [
+        {
+            "start": datetime.fromtimestamp(first_start + index * bucket_seconds, tz=UTC),
+            JobEventType.SUCCEEDED.value: 0,
+            JobEventType.FAILED.value: 0,
+        }
+        for index in range(count)
+    ]
+    for row in rows:
+        buckets[int(row["bucket"])][row["type"]] = row["total"]
+    return {"bucket_seconds": bucket_seconds, "start": start, "end": now, "buckets": buckets}
+
+
+def api_config() -> dict[str, Any]:
+    """What a client needs to build a create form and explain the worker."""
+    return {
+        "job_types": [
+            {
+                "type": spec.type,
+                "description": spec.description,
+                "example_payload": spec.example_payload,
+            }
+            for spec in handlers.handler_specs()
+        ],
+        "worker": {
+            "threads": settings.JOB_WORKER_THREADS,
+            "poll_interval_ms": settings.JOB_WORKER_POLL_INTERVAL_MS,
+            "lease_seconds": settings.JOB_WORKER_LEASE_SECONDS,
+            "cleanup_interval_seconds": settings.JOB_WORKER_CLEANUP_INTERVAL_SECONDS,
+            "cleanup_batch_size": settings.JOB_WORKER_CLEANUP_BATCH_SIZE,
+            "backoff_base_seconds": settings.JOB_WORKER_BACKOFF_BASE_SECONDS,
+            "backoff_max_seconds": settings.JOB_WORKER_BACKOFF_MAX_SECONDS,
+            "max_attempts_default": settings.JOB_WORKER_MAX_ATTEMPTS_DEFAULT,
+        },
+        "limits": input_limits(),
+    }

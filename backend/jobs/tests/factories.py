@@ -1,0 +1,88 @@
+"""Jobs in a given state, built through the services as a client and a worker would.
+
+Every test module takes its jobs from here instead of writing rows by hand; the only
+tests that write rows directly are the ones proving the database refuses a bad row.
+"""
+
+from __future__ import annotations
+
+import socket
+from datetime import datetime
+from typing import Any
+
+from jobs import services
+from jobs.drivers import JobRow
+from jobs.models import Job, JobEvent
+
+WORKER = "tests:1:thread-1:0000beef"
+
+
+def fresh(job: Job | JobRow) -> Job:
+    """The job's row as the database holds it now."""
+    return Job.objects.get(pk=job.pk)
+
+
+def queued_job(type: str = "demo.success", **kwargs: Any) -> Job:
+    job, _ = services.create_job(type=type, **kwargs)
+    return fresh(job)
+
+
+def running_job(
+    type: str = "demo.slow",
+    *,
+    worker_id: str = WORKER,
+    now: datetime | None = None,
+    lease_seconds: int | None = None,
+    **kwargs: Any,
+) -> Job:
+    """A job claimed by ``worker_id``; it outranks every other queued job."""
+    job, _ = services.create_job(type=type, priority=32767, now=now, **kwargs)
+    claimed = services.claim_next_job(worker_id=worker_id, now=now, lease_seconds=lease_seconds)
+    assert claimed is not None and claimed.pk == job.pk
+    return fresh(job)
+
+
+def succeeded_job(
+    type: str = "demo.success",
+    *,
+    result: Any = None,
+    now: datetime | None = None,
+    finished_at: datetime | None = None,
+    **kwargs: Any,
+) -> Job:
+    """A job claimed at ``now`` and succeeded at ``finished_at`` (default ``now``)."""
+    job = running_job(type, now=now, **kwargs)
+    done = services.complete_job(
+        job_id=job.pk,
+        worker_id=WORKER,
+        attempt=job.attempts,
+        result={"ok": True} if result is None else result,
+        now=finished_at or now,
+    )
+    assert done is not None
+    return fresh(job)
+
+
+def failed_job(
+    type: str = "demo.fail", *, error: str = "boom", now: datetime | None = None, **kwargs: Any
+) -> Job:
+    """A job whose only attempt failed: ``failed`` for good."""
+    job = running_job(type, max_attempts=1, now=now, **kwargs)
+    done = services.fail_job(
+        job_id=job.pk, worker_id=WORKER, attempt=job.attempts, error=error, now=now
+    )
+    assert done is not None and done.status == Job.Status.FAILED
+    return fresh(job)
+
+
+def timeline(job: Job | JobRow) -> list[str]:
+    """The job's event types, oldest first."""
+    return list(
+        JobEvent.objects.filter(job_id=job.pk).order_by("id").values_list("type", flat=True)
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

@@ -1,0 +1,127 @@
+"""The driver layer: the row type, the named statements and their loader, and proof that
+every driver writes exactly the same rows and events for the same calls."""
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from jobs import drivers, services
+from jobs.drivers import sql
+from jobs.drivers.base import JOB_ROW_FIELDS
+from jobs.drivers.postgres import QUERIES
+from jobs.models import Job, JobEvent
+
+Status = Job.Status
+Event = JobEvent.Type
+
+
+@pytest.mark.django_db
+def test_job_row_fields_are_the_table_columns_in_order():
+    columns = [field.column for field in Job._meta.concrete_fields]
+    assert list(JOB_ROW_FIELDS) == columns
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT * FROM jobs_job WHERE 1 = 0")
+        assert [column[0] for column in cursor.description] == columns
+
+
+def test_queries_sql_names_only_model_tables_statuses_and_event_types():
+    tables = {Job._meta.db_table, JobEvent._meta.db_table}
+    # Besides statuses and event types: the empty error, and the manual_retry data keys.
+    values = set(Status.values) | set(Event.values) | {"", "previous_attempts", "previous_error"}
+    for query in QUERIES.values():
+        text = query.text
+        for table in re.findall(r"\b(?:FROM|INTO|UPDATE|JOIN)\s+([a-z_]+)\b(?!\s*\()", text):
+            assert table in tables | CTE_NAMES[query.name], (query.name, table)
+        for literal in re.findall(r"'([^']*)'", text):
+            assert literal in values, (query.name, literal)
+
+
+# The CTE and alias names each statement defines, so the table check can tell them apart.
+CTE_NAMES = {
+    name: set(re.findall(r"(?:WITH|,)\s*([a-z_]+) AS \(", query.text))
+    for name, query in QUERIES.items()
+}
+
+
+def test_sql_loader_turns_named_parameters_into_pyformat_and_leaves_casts_and_literals():
+    (query,) = sql.parse(
+        "-- name: sample\n-- what it guards\n"
+        "SELECT :a::jsonb, ':not_a_param', x % 2 -- :comment\nFROM t WHERE b = :b_2;\n"
+    ).values()
+    assert query.name == "sample" and query.doc == "what it guards"
+    assert query.sql == (
+        "SELECT %(a)s::jsonb, ':not_a_param', x %% 2 -- :comment\nFROM t WHERE b = %(b_2)s"
+    )
+    assert query.params == {"a", "b_2"}
+
+
+# --- both drivers agree -----------------------------------------------------------------------
+
+
+def _scenario(now):
+    """Every transition, guard and event on a fixed clock; returns what was written."""
+    t = [now + timedelta(seconds=step) for step in range(20)]
+    kept, _ = services.create_job(
+        type="demo.success", payload={"k": 1}, idempotency_key="key", now=t[0]
+    )
+    services.create_job(type="demo.fail", idempotency_key="key", now=t[0])
+    services.create_job(type="demo.fail", max_attempts=1, priority=1, now=t[0])
+    services.create_job(type="demo.slow", max_attempts=2, priority=0, now=t[0])
+
+    a = services.claim_next_job(worker_id="a", lease_seconds=5, now=t[1])
+    services.record_progress(job_id=a.pk, worker_id="a", attempt=1, message="m", now=t[1])
+    services.renew_lease(job_id=a.pk, worker_id="a", attempt=1, lease_seconds=5, now=t[2])
+    services.fail_job(job_id=a.pk, worker_id="a", attempt=1, error="first", now=t[2])
+    services.complete_job(job_id=a.pk, worker_id="a", attempt=1, now=t[2])  # stale
+    b = services.claim_next_job(worker_id="b", lease_seconds=5, now=t[3])  # fail job
+    services.fail_job(job_id=b.pk, worker_id="b", attempt=1, error="final", now=t[3])
+    c = services.claim_next_job(worker_id="c", lease_seconds=1, now=t[4])  # slow job
+    services.cleanup_expired_jobs(now=t[6], worker_id="cleaner")
+    services.retry_job(job_id=b.pk, now=t[6])
+    services.renew_lease(job_id=c.pk, worker_id="c", attempt=1, now=t[6])  # stale
+    services.record_progress(job_id=c.pk, worker_id="c", attempt=1, message="x", now=t[6])
+    for step in (8, 10, 12, 14):
+        job = services.claim_next_job(worker_id=f"w{step}", lease_seconds=1, now=t[step])
+        if job is not None and job.pk == kept.pk:
+            services.complete_job(
+                job_id=job.pk,
+                worker_id=f"w{step}",
+                attempt=job.attempts,
+                result=[1, {"x": None}],
+                now=t[step],
+            )
+        services.cleanup_expired_jobs(now=t[step + 1], worker_id="cleaner")
+
+    ids = {
+        job_id: index
+        for index, job_id in enumerate(
+            Job.objects.order_by("created_at", "type").values_list("id", flat=True)
+        )
+    }
+    jobs = [
+        {**row, "id": ids[row["id"]]} for row in Job.objects.order_by("created_at", "type").values()
+    ]
+    events = [
+        {**row, "id": None, "job_id": ids[row["job_id"]]}
+        for row in JobEvent.objects.order_by("id").values()
+    ]
+    return jobs, events
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_both_drivers_leave_identical_rows_and_events(settings):
+    settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 10
+    now = timezone.now().replace(microsecond=123456)
+    outcomes = {}
+    for each in drivers.available_drivers():
+        with drivers.use_driver(each):
+            outcomes[each.name] = _scenario(now)
+        JobEvent.objects.all().delete()
+        Job.objects.all().delete()
+    jobs, events = outcomes["postgres"]
+    assert len(events) > 15 and {e["type"] for e in events} == set(Event.values)
+    assert outcomes["orm"] == (jobs, events)
