@@ -14,24 +14,7 @@ from unfold.decorators import action, display
 from . import services
 from .models import Job, JobEvent
 
-JOB_FIELDS = [
-    "id",
-    "type",
-    "status",
-    "priority",
-    "available_at",
-    "attempts",
-    "max_attempts",
-    "idempotency_key",
-    "locked_by",
-    "locked_until",
-    "last_error",
-    "payload",
-    "result",
-    "created_at",
-    "updated_at",
-    "finished_at",
-]
+JOB_FIELDS = [field.name for field in Job._meta.concrete_fields]
 EVENT_FIELDS = ["id", "job", "type", "attempt", "worker_id", "message", "data", "created_at"]
 
 
