@@ -15,6 +15,7 @@ from rest_framework import serializers
 
 from . import handlers
 from .models import Job, JobEvent, JobEventType, JobStatus
+from .pagination import JobEventCursorPagination, JobPagination
 
 PRIORITY_MIN = -32768  # the smallint column's range
 PRIORITY_MAX = 32767
@@ -321,14 +322,25 @@ class LimitsSerializer(serializers.Serializer):
     max_body_bytes = serializers.IntegerField()
 
 
+class PageLimitsSerializer(serializers.Serializer):
+    default_limit = serializers.IntegerField(help_text="Page size when `limit` is omitted.")
+    max_limit = serializers.IntegerField(help_text="A larger `limit` is lowered to this.")
+
+
+class PaginationConfigSerializer(serializers.Serializer):
+    jobs = PageLimitsSerializer(help_text="GET /api/jobs/ (limit-offset).")
+    job_events = PageLimitsSerializer(help_text="GET /api/job-events/ (cursor).")
+
+
 class ConfigSerializer(serializers.Serializer):
     job_types = JobTypeSerializer(many=True)
     worker = WorkerConfigSerializer()
     limits = LimitsSerializer()
+    pagination = PaginationConfigSerializer()
 
 
 def api_config() -> dict[str, Any]:
-    """What a client needs to build a create form and explain the worker."""
+    """What a client needs to build a create form, explain the worker and size its pages."""
     return {
         "job_types": [
             {
@@ -354,6 +366,17 @@ def api_config() -> dict[str, Any]:
             "max_attempts_max": MAX_ATTEMPTS_MAX,
             "idempotency_key_max_length": IDEMPOTENCY_KEY_MAX_LENGTH,
             "max_body_bytes": settings.JOB_API_MAX_BODY_BYTES,
+        },
+        # Read from the paginators the list views use, so the advertised sizes are enforced ones.
+        "pagination": {
+            "jobs": {
+                "default_limit": JobPagination.default_limit,
+                "max_limit": JobPagination.max_limit,
+            },
+            "job_events": {
+                "default_limit": JobEventCursorPagination.page_size,
+                "max_limit": JobEventCursorPagination.max_page_size,
+            },
         },
     }
 
