@@ -82,13 +82,15 @@ export type QueryParams<Op extends keyof operations> = NonNullable<operations[Op
 export interface JobListParams {
   status?: JobStatus | undefined;
   type?: string | undefined;
-  limit: number;
+  /** Omitted: the API's default page size. */
+  limit?: number | undefined;
   offset: number;
 }
 
 export interface EventFeedParams {
   cursor?: string | undefined;
-  limit: number;
+  /** Omitted: the API's default page size. */
+  limit?: number | undefined;
   type?: JobEventType | undefined;
   jobId?: string | undefined;
 }
