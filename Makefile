@@ -44,6 +44,16 @@ test-backend-postgres: venv ## Backend tests on PostgreSQL (fails if it is unrea
 test-schema: venv ## Generate the OpenAPI schema and validate it; any drf-spectacular warning fails
 	cd $(BACKEND) && DATABASE_ENGINE=sqlite $(PY) manage.py spectacular --validate --fail-on-warn --file /dev/null
 
+.PHONY: types
+types: venv ## Regenerate the dashboard's API types (frontend/src/api/schema.d.ts) from the OpenAPI schema
+	$(NPM_DEPS)
+	$(ROOT)/scripts/api-types.sh
+
+.PHONY: test-types
+test-types: venv ## Fail when the committed dashboard API types differ from what the current schema generates
+	$(NPM_DEPS)
+	$(ROOT)/scripts/api-types.sh --check
+
 .PHONY: test-compose
 test-compose: venv ## Validate docker-compose.yml (Compose schema), lint the Dockerfiles, check .env.example
 	$(PY) $(ROOT)/scripts/check_compose.py
@@ -66,7 +76,7 @@ bench: venv ## Throughput and scale benchmark on PostgreSQL: prints a table, wri
 	cd $(BACKEND) && $(PY) -m bench.run $(BENCH_ARGS)
 
 .PHONY: test
-test: lint test-compose test-docs test-schema test-backend-sqlite test-backend-postgres test-frontend test-e2e ## Everything the project checks (what CI runs)
+test: lint test-compose test-docs test-schema test-types test-backend-sqlite test-backend-postgres test-frontend test-e2e ## Everything the project checks (what CI runs)
 
 .PHONY: run
 run: venv ## Run API (:8000), worker and dashboard (:5173); SQLite unless PostgreSQL is configured

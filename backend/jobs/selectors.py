@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from . import handlers
 from .models import Job, JobEvent, JobEventType, JobStatus
+from .pagination import JobEventCursorPagination, JobPagination
 from .serializers import input_limits
 from .services import JobNotFound
 
@@ -137,7 +138,7 @@ def throughput(
 
 
 def api_config() -> dict[str, Any]:
-    """What a client needs to build a create form and explain the worker."""
+    """What a client needs to build a create form, explain the worker and size its pages."""
     return {
         "job_types": [
             {
@@ -158,4 +159,15 @@ def api_config() -> dict[str, Any]:
             "max_attempts_default": settings.JOB_WORKER_MAX_ATTEMPTS_DEFAULT,
         },
         "limits": input_limits(),
+        # Read from the paginators the list views use, so the advertised sizes are enforced ones.
+        "pagination": {
+            "jobs": {
+                "default_limit": JobPagination.default_limit,
+                "max_limit": JobPagination.max_limit,
+            },
+            "job_events": {
+                "default_limit": JobEventCursorPagination.page_size,
+                "max_limit": JobEventCursorPagination.max_page_size,
+            },
+        },
     }

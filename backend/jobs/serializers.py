@@ -305,10 +305,21 @@ class LimitsSerializer(serializers.Serializer):
     max_body_bytes = serializers.IntegerField()
 
 
+class PageLimitsSerializer(serializers.Serializer):
+    default_limit = serializers.IntegerField(help_text="Page size when `limit` is omitted.")
+    max_limit = serializers.IntegerField(help_text="A larger `limit` is lowered to this.")
+
+
+class PaginationConfigSerializer(serializers.Serializer):
+    jobs = PageLimitsSerializer(help_text="GET /api/jobs/ (limit-offset).")
+    job_events = PageLimitsSerializer(help_text="GET /api/job-events/ (cursor).")
+
+
 class ConfigSerializer(serializers.Serializer):
     job_types = JobTypeSerializer(many=True)
     worker = WorkerConfigSerializer()
     limits = LimitsSerializer()
+    pagination = PaginationConfigSerializer()
 
 
 def input_limits() -> dict[str, int]:

@@ -15,6 +15,7 @@ from rest_framework.test import APIClient
 
 from jobs import handlers, selectors, services, views
 from jobs.models import Job, JobEvent
+from jobs.pagination import JobEventCursorPagination, JobPagination
 from jobs.tests.factories import WORKER, failed_job, fresh, succeeded_job
 
 pytestmark = pytest.mark.django_db
@@ -107,7 +108,7 @@ def test_config_describes_job_types_worker_and_limits(api, settings):
     response = api.get("/api/config/")
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"job_types", "worker", "limits"}
+    assert set(body) == {"job_types", "worker", "limits", "pagination"}
     assert [item["type"] for item in body["job_types"]] == handlers.registered_types()
     success = next(item for item in body["job_types"] if item["type"] == "demo.success")
     spec = handlers.get_handler("demo.success")
@@ -133,6 +134,40 @@ def test_config_describes_job_types_worker_and_limits(api, settings):
         "idempotency_key_max_length": 255,
         "max_body_bytes": settings.JOB_API_MAX_BODY_BYTES,
     }
+    assert body["pagination"] == {
+        "jobs": {"default_limit": 25, "max_limit": 100},
+        "job_events": {"default_limit": 50, "max_limit": 200},
+    }
+
+
+def test_config_pagination_is_read_from_the_paginators_and_enforced_by_the_lists(
+    api, make_job, busy_job
+):
+    pagination = api.get("/api/config/").json()["pagination"]
+    assert pagination == {
+        "jobs": {
+            "default_limit": JobPagination.default_limit,
+            "max_limit": JobPagination.max_limit,
+        },
+        "job_events": {
+            "default_limit": JobEventCursorPagination.page_size,
+            "max_limit": JobEventCursorPagination.max_page_size,
+        },
+    }
+    jobs, events = pagination["jobs"], pagination["job_events"]
+    for _ in range(jobs["max_limit"]):  # with busy_job: one job more than the largest page
+        make_job()
+    assert JobEvent.objects.count() > events["max_limit"]
+
+    def page_length(path: str) -> int:
+        response = api.get(path)
+        assert response.status_code == 200
+        return len(response.json()["results"])
+
+    assert page_length("/api/jobs/") == jobs["default_limit"]
+    assert page_length(f"/api/jobs/?limit={jobs['max_limit'] + 1}") == jobs["max_limit"]
+    assert page_length("/api/job-events/") == events["default_limit"]
+    assert page_length(f"/api/job-events/?limit={events['max_limit'] + 1}") == events["max_limit"]
 
 
 # --- Create -----------------------------------------------------------------------------

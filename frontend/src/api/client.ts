@@ -5,16 +5,17 @@
 import { settings } from '../config';
 import type {
   ApiConfig,
-  CursorPage,
   EventFeedParams,
+  EventPage,
   FieldErrors,
   Health,
   Job,
   JobCreateInput,
   JobEvent,
   JobListParams,
+  JobPage,
   JobStats,
-  OffsetPage,
+  QueryParams,
   Throughput,
   ThroughputParams,
 } from './types';
@@ -185,12 +186,21 @@ export function createApiClient(options: ClientOptions) {
     getStats: (signal?: AbortSignal) => get<JobStats>('jobs/stats/', undefined, signal),
 
     getThroughput: (params: ThroughputParams, signal?: AbortSignal) =>
-      get<Throughput>('jobs/throughput/', { minutes: params.minutes, bucket_seconds: params.bucketSeconds }, signal),
+      get<Throughput>(
+        'jobs/throughput/',
+        { minutes: params.minutes, bucket_seconds: params.bucketSeconds } satisfies QueryParams<'jobs_throughput'>,
+        signal,
+      ),
 
     listJobs: (params: JobListParams, signal?: AbortSignal) =>
-      get<OffsetPage<Job>>(
+      get<JobPage>(
         'jobs/',
-        { status: params.status, type: params.type?.trim(), limit: params.limit, offset: params.offset },
+        {
+          status: params.status,
+          type: params.type?.trim(),
+          limit: params.limit,
+          offset: params.offset,
+        } satisfies QueryParams<'jobs_list'>,
         signal,
       ),
 
@@ -200,9 +210,14 @@ export function createApiClient(options: ClientOptions) {
       get<JobEvent[]>(`jobs/${encodeURIComponent(id)}/events/`, undefined, signal),
 
     listEvents: (params: EventFeedParams, signal?: AbortSignal) =>
-      get<CursorPage<JobEvent>>(
+      get<EventPage>(
         'job-events/',
-        { cursor: params.cursor, limit: params.limit, type: params.type, job_id: params.jobId?.trim() },
+        {
+          cursor: params.cursor,
+          limit: params.limit,
+          type: params.type,
+          job_id: params.jobId?.trim(),
+        } satisfies QueryParams<'job_events_list'>,
         signal,
       ),
 

@@ -6,7 +6,16 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { useEffect, useRef } from 'react';
 import { useRefetchInterval } from '../polling/usePolling';
 import { api, ApiError } from './client';
-import type { EventFeedParams, Health, Job, JobCreateInput, JobListParams, ThroughputParams } from './types';
+import type {
+  ApiConfig,
+  EventFeedParams,
+  Health,
+  Job,
+  JobCreateInput,
+  JobListParams,
+  PageLimits,
+  ThroughputParams,
+} from './types';
 
 export const TERMINAL_STATUSES = new Set(['succeeded', 'failed']);
 
@@ -70,6 +79,11 @@ export function useConfig() {
     queryFn: ({ signal }) => api.getConfig(signal),
     staleTime: 5 * 60_000,
   });
+}
+
+/** A list's default and maximum page size, from /config/; undefined until it has loaded. */
+export function usePageLimits(list: keyof ApiConfig['pagination']): PageLimits | undefined {
+  return useConfig().data?.pagination[list];
 }
 
 export function useStats() {

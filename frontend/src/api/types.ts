@@ -1,12 +1,43 @@
 /**
- * Shapes of the Job Queue REST API (see the backend spec). Every response the
- * dashboard reads is typed here; the client in ./client.ts returns these.
+ * Shapes of the Job Queue REST API, as the dashboard names them. Every response and
+ * request type is an alias of ./schema.d.ts, generated from the backend's OpenAPI
+ * schema (`make types`; `make test-types` fails when it is out of date), so an API
+ * change shows up as a type error instead of a silent drift. Written by hand: JSON
+ * values, the enum lists (checked against the schema) and the dashboard's query params.
  */
+import type { components, operations } from './schema';
 
-export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const;
-export type JobStatus = (typeof JOB_STATUSES)[number];
+type Schema = components['schemas'];
 
-export const JOB_EVENT_TYPES = [
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+export type JsonObject = { [key: string]: JsonValue };
+
+/**
+ * `T` with some fields narrowed. drf-spectacular can only call a JSON field "any value"
+ * (`unknown`); the API only sends JSON, which `JsonValue` names. Each key must be a
+ * field of `T` and each new type must fit the generated one, so a renamed or retyped
+ * field still fails tsc.
+ */
+type Narrow<T, N extends { [K in keyof N]: K extends keyof T ? T[K] : never }> = Omit<T, keyof N> & {
+  readonly [K in keyof N]: N[K];
+};
+
+/**
+ * The values of a schema enum, in display order. tsc refuses a value the schema does
+ * not have, and (with `{ missing: … }` in the message) a schema value left out, so a
+ * status or event type added in the backend breaks the type check until it is listed.
+ */
+function enumValues<T extends string>() {
+  return <const L extends readonly T[]>(
+    values: L & NoInfer<[Exclude<T, L[number]>] extends [never] ? unknown : { missing: Exclude<T, L[number]> }>,
+  ): L => values;
+}
+
+export type JobStatus = Schema['JobStatusEnum'];
+export const JOB_STATUSES = enumValues<JobStatus>()(['queued', 'running', 'succeeded', 'failed']);
+
+export type JobEventType = Schema['JobEventTypeEnum'];
+export const JOB_EVENT_TYPES = enumValues<JobEventType>()([
   'created',
   'claimed',
   'progress',
@@ -16,137 +47,50 @@ export const JOB_EVENT_TYPES = [
   'failed',
   'timeout_requeued',
   'manual_retry',
-] as const;
-export type JobEventType = (typeof JOB_EVENT_TYPES)[number];
-
-export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
-export type JsonObject = { [key: string]: JsonValue };
+]);
 
 /** ISO 8601 timestamp with offset, as the API serialises it. */
 export type IsoDateTime = string;
 
-export interface Job {
-  id: string;
-  type: string;
-  payload: JsonValue;
-  status: JobStatus;
-  priority: number;
-  available_at: IsoDateTime;
-  attempts: number;
-  max_attempts: number;
-  idempotency_key: string | null;
-  locked_by: string | null;
-  locked_until: IsoDateTime | null;
-  last_error: string;
-  result: JsonValue | null;
-  created_at: IsoDateTime;
-  updated_at: IsoDateTime;
-  finished_at: IsoDateTime | null;
-}
+export type Job = Narrow<Schema['Job'], { payload: JsonObject; result: JsonValue | null }>;
+export type JobEvent = Narrow<Schema['JobEvent'], { data: JsonObject }>;
 
-export interface JobEvent {
-  id: number;
-  job: string;
-  type: JobEventType;
-  attempt: number;
-  worker_id: string | null;
-  message: string;
-  data: JsonValue;
-  created_at: IsoDateTime;
-}
+/** Limit-offset page of the jobs list. */
+export type JobPage = Narrow<Schema['PaginatedJobList'], { results: Job[] }>;
+/** Cursor page of the global event feed. `next` is older, `previous` is newer. */
+export type EventPage = Narrow<Schema['PaginatedJobEventList'], { results: JobEvent[] }>;
 
-/** Limit-offset page (jobs list). */
-export interface OffsetPage<T> {
-  count: number;
-  next: string | null;
-  previous: string | null;
-  results: T[];
-}
+export type JobStats = Schema['JobStats'];
+export type ThroughputBucket = Schema['ThroughputBucket'];
+export type Throughput = Schema['Throughput'];
 
-/** Cursor page (global event feed). `next` is older, `previous` is newer. */
-export interface CursorPage<T> {
-  next: string | null;
-  previous: string | null;
-  results: T[];
-}
+export type JobTypeInfo = Narrow<Schema['JobType'], { example_payload: JsonObject }>;
+export type WorkerSettings = Schema['WorkerConfig'];
+export type ApiLimits = Schema['Limits'];
+/** `default_limit` and `max_limit` of one paginated list. */
+export type PageLimits = Schema['PageLimits'];
+export type ApiConfig = Narrow<Schema['Config'], { job_types: JobTypeInfo[] }>;
 
-export interface JobStats {
-  total: number;
-  by_status: Record<JobStatus, number>;
-  overdue_running: number;
-  retries_pending: number;
-  oldest_queued_at: IsoDateTime | null;
-}
+export type Health = Schema['Health'];
 
-export interface ThroughputBucket {
-  start: IsoDateTime;
-  succeeded: number;
-  failed: number;
-}
+export type JobCreateInput = Schema['JobCreateRequest'];
 
-export interface Throughput {
-  bucket_seconds: number;
-  start: IsoDateTime;
-  end: IsoDateTime;
-  buckets: ThroughputBucket[];
-}
+/** Query parameters of an operation, by its operationId. */
+export type QueryParams<Op extends keyof operations> = NonNullable<operations[Op]['parameters']['query']>;
 
-export interface JobTypeInfo {
-  type: string;
-  description: string;
-  example_payload: JsonValue;
-}
-
-export interface WorkerSettings {
-  threads: number;
-  poll_interval_ms: number;
-  lease_seconds: number;
-  cleanup_interval_seconds: number;
-  cleanup_batch_size: number;
-  backoff_base_seconds: number;
-  backoff_max_seconds: number;
-  max_attempts_default: number;
-}
-
-export interface ApiLimits {
-  priority_min: number;
-  priority_max: number;
-  max_attempts_max: number;
-  idempotency_key_max_length: number;
-  max_body_bytes: number;
-}
-
-export interface ApiConfig {
-  job_types: JobTypeInfo[];
-  worker: WorkerSettings;
-  limits: ApiLimits;
-}
-
-export interface Health {
-  ok: boolean;
-  database: 'ok' | 'error';
-  detail?: string;
-}
-
-export interface JobCreateInput {
-  type: string;
-  payload?: JsonValue;
-  priority?: number;
-  available_at?: IsoDateTime | null;
-  max_attempts?: number;
-  idempotency_key?: string | null;
-}
-
+/** The dashboard's view of a jobs-list query; the client maps it onto `QueryParams<'jobs_list'>`. */
 export interface JobListParams {
   status?: JobStatus | undefined;
   type?: string | undefined;
-  limit: number;
+  /** Omitted: the API's default page size. */
+  limit?: number | undefined;
   offset: number;
 }
 
 export interface EventFeedParams {
   cursor?: string | undefined;
-  limit: number;
+  /** Omitted: the API's default page size. */
+  limit?: number | undefined;
   type?: JobEventType | undefined;
   jobId?: string | undefined;
 }

@@ -1,4 +1,4 @@
-import { render, screen } from '@testing-library/react';
+import { render, screen, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import { describe, expect, it, vi } from 'vitest';
 import { pageInfo } from '../lib/paging';
@@ -41,11 +41,23 @@ describe('Pagination', () => {
     expect(screen.getByRole('button', { name: /next/i })).toBeDisabled();
   });
 
-  it('changes the page size through a labelled select', async () => {
+  it('changes the page size through a labelled select offering the given sizes', async () => {
     const onLimitChange = vi.fn();
-    render(<Pagination count={100} limit={25} offset={0} onOffsetChange={() => {}} onLimitChange={onLimitChange} />);
-    await userEvent.selectOptions(screen.getByLabelText('Rows'), '50');
-    expect(onLimitChange).toHaveBeenCalledWith(50);
+    render(
+      <Pagination
+        count={100}
+        limit={25}
+        offset={0}
+        onOffsetChange={() => {}}
+        onLimitChange={onLimitChange}
+        pageSizes={[10, 25, 40]}
+      />,
+    );
+    const select = screen.getByLabelText('Rows');
+    expect(within(select).getAllByRole('option').map((o) => o.textContent)).toEqual(['10', '25', '40']);
+    expect(select).toHaveValue('25');
+    await userEvent.selectOptions(select, '40');
+    expect(onLimitChange).toHaveBeenCalledWith(40);
   });
 });
 

@@ -1,4 +1,4 @@
-import { PAGE_SIZES, pageInfo } from '../lib/paging';
+import { pageInfo } from '../lib/paging';
 
 export function Pagination({
   count,
@@ -6,6 +6,7 @@ export function Pagination({
   offset,
   onOffsetChange,
   onLimitChange,
+  pageSizes,
   label = 'Pagination',
 }: {
   count: number;
@@ -13,6 +14,8 @@ export function Pagination({
   offset: number;
   onOffsetChange: (offset: number) => void;
   onLimitChange?: (limit: number) => void;
+  /** The sizes the "Rows" select offers (with `onLimitChange`). */
+  pageSizes?: readonly number[];
   label?: string;
 }) {
   const info = pageInfo(count, limit, offset);
@@ -23,11 +26,11 @@ export function Pagination({
         <span className="muted"> · page {info.page} of {info.pages}</span>
       </span>
       <div className="pager__controls">
-        {onLimitChange && (
+        {onLimitChange && pageSizes && (
           <label className="inline-field">
             <span>Rows</span>
             <select value={limit} onChange={(e) => onLimitChange(Number(e.target.value))}>
-              {PAGE_SIZES.map((n) => (
+              {pageSizes.map((n) => (
                 <option key={n} value={n}>
                   {n}
                 </option>

@@ -1,3 +1,5 @@
+import type { PageLimits } from '../api/types';
+
 export interface PageInfo {
   /** 1-based index of the first row shown, 0 when there are none. */
   from: number;
@@ -27,4 +29,27 @@ export function pageInfo(count: number, limit: number, offset: number): PageInfo
   };
 }
 
-export const PAGE_SIZES = [10, 25, 50, 100] as const;
+/** Round page sizes to offer; the API's limits decide which of them apply. */
+const PAGE_SIZE_LADDER = [10, 25, 50, 100, 250, 500, 1000];
+
+/**
+ * The page sizes a list offers, ascending: the ladder's sizes up to the API's maximum,
+ * plus its default, its maximum and the size in use (so the select always shows it).
+ */
+export function pageSizeChoices(limits: PageLimits, current?: number): number[] {
+  const sizes = new Set(PAGE_SIZE_LADDER.filter((n) => n <= limits.max_limit));
+  sizes.add(limits.default_limit).add(limits.max_limit);
+  if (current !== undefined) sizes.add(current);
+  return [...sizes].sort((a, b) => a - b);
+}
+
+/**
+ * The `limit` URL parameter: undefined when missing or malformed (the API then uses its
+ * default), otherwise at least 1 and, once the API's maximum is known, at most that.
+ */
+export function parsePageSize(raw: string | null, max?: number): number | undefined {
+  if (raw === null || raw.trim() === '') return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n)) return undefined;
+  return Math.min(max ?? Number.MAX_SAFE_INTEGER, Math.max(1, n));
+}

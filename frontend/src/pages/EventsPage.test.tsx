@@ -2,7 +2,7 @@ import { screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import { http, HttpResponse } from 'msw';
 import { describe, expect, it } from 'vitest';
-import { API, JOB_ID, eventPage, makeEvent } from '../test/fixtures';
+import { API, JOB_ID, config, eventPage, makeEvent } from '../test/fixtures';
 import { renderApp } from '../test/render';
 import { server } from '../test/server';
 
@@ -61,6 +61,25 @@ describe('Events page', () => {
     await userEvent.type(jobInput, JOB_ID);
     await waitFor(() => expect(seen.at(-1)).toMatchObject({ type: 'failed', job_id: JOB_ID }));
     expect(seen.some((p) => p.job_id === '8421aca2')).toBe(false);
+  });
+
+  it('offers the page sizes from /config/ and leaves the default to the API', async () => {
+    server.use(
+      http.get(`${API}/config/`, () =>
+        HttpResponse.json({ ...config, pagination: { ...config.pagination, job_events: { default_limit: 30, max_limit: 60 } } }),
+      ),
+    );
+    const seen = serveFeed();
+    renderApp('/events');
+    const perPage = await screen.findByLabelText('Per page');
+    expect(within(perPage).getAllByRole('option').map((o) => o.textContent)).toEqual(['10', '25', '30', '50', '60']);
+    expect(perPage).toHaveValue('30');
+    expect(seen[0]).toEqual({});
+
+    await userEvent.selectOptions(perPage, '60');
+    await waitFor(() => expect(seen.at(-1)).toEqual({ limit: '60' }));
+    await userEvent.selectOptions(screen.getByLabelText('Per page'), '30');
+    await waitFor(() => expect(seen.at(-1)).toEqual({}));
   });
 
   it('shows an empty state for filters that match nothing', async () => {

@@ -1,25 +1,25 @@
 import { useEffect, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { cursorFromLink } from '../api/client';
-import { useEventFeed } from '../api/hooks';
+import { useEventFeed, usePageLimits } from '../api/hooks';
 import { JOB_EVENT_TYPES } from '../api/types';
 import { JsonView } from '../components/JsonView';
 import { CursorPager } from '../components/Pagination';
 import { RelativeTime } from '../components/RelativeTime';
 import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
 import { EventTypeBadge } from '../components/StatusBadge';
-import { isUuid, parseEventType, parseIntParam } from '../lib/params';
+import { pageSizeChoices, parsePageSize } from '../lib/paging';
+import { isUuid, parseEventType } from '../lib/params';
 import { useDebounced } from '../lib/useDebounced';
-
-const DEFAULT_LIMIT = 50;
-const LIMITS = [10, 25, 50, 100, 200];
 
 export function EventsPage() {
   const [params, setParams] = useSearchParams();
   const type = parseEventType(params.get('type'));
   const jobId = params.get('job_id') ?? '';
   const cursor = params.get('cursor') ?? undefined;
-  const limit = parseIntParam(params.get('limit'), DEFAULT_LIMIT, 1, 200);
+  const pageLimits = usePageLimits('job_events');
+  // Without `limit` in the URL the API applies its default, which /config/ tells the select.
+  const limit = parsePageSize(params.get('limit'), pageLimits?.max_limit);
 
   const [jobInput, setJobInput] = useState(jobId);
   const debouncedJob = useDebounced(jobInput.trim(), 300);
@@ -84,16 +84,24 @@ export function EventsPage() {
             </span>
           )}
         </div>
-        <label className="field field--inline">
-          <span>Per page</span>
-          <select value={limit} onChange={(e) => update({ limit: Number(e.target.value), cursor: undefined })}>
-            {LIMITS.map((n) => (
-              <option key={n} value={n}>
-                {n}
-              </option>
-            ))}
-          </select>
-        </label>
+        {pageLimits && (
+          <label className="field field--inline">
+            <span>Per page</span>
+            <select
+              value={limit ?? pageLimits.default_limit}
+              onChange={(e) => {
+                const l = Number(e.target.value);
+                update({ limit: l === pageLimits.default_limit ? undefined : l, cursor: undefined });
+              }}
+            >
+              {pageSizeChoices(pageLimits, limit).map((n) => (
+                <option key={n} value={n}>
+                  {n}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
       </form>
 
       <section className="panel" aria-label="Event feed">

@@ -2,7 +2,7 @@ import { screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import { http, HttpResponse } from 'msw';
 import { describe, expect, it } from 'vitest';
-import { API, jobsPage, makeJob } from '../test/fixtures';
+import { API, config, jobsPage, makeJob } from '../test/fixtures';
 import { renderApp } from '../test/render';
 import { server } from '../test/server';
 
@@ -56,8 +56,37 @@ describe('Jobs page', () => {
     await userEvent.type(screen.getByLabelText('Type contains'), 'demo.f');
     await waitFor(() => expect(seen.at(-1)).toMatchObject({ status: 'failed', type: 'demo.f' }));
     await userEvent.click(screen.getByRole('button', { name: /next/i }));
-    await waitFor(() => expect(seen.at(-1)).toMatchObject({ status: 'failed', type: 'demo.f', offset: '25', limit: '25' }));
+    // No `limit` in the URL: the API pages at its default, which /config/ gives the pager.
+    await waitFor(() => expect(seen.at(-1)).toEqual({ status: 'failed', type: 'demo.f', offset: '25' }));
     expect(await screen.findByText(/26–50 of 60/)).toBeInTheDocument();
+  });
+
+  it('takes the page sizes from /config/', async () => {
+    server.use(
+      http.get(`${API}/config/`, () =>
+        HttpResponse.json({ ...config, pagination: { ...config.pagination, jobs: { default_limit: 20, max_limit: 40 } } }),
+      ),
+    );
+    const seen = serveJobs();
+    renderApp('/jobs');
+    const rows = await screen.findByLabelText('Rows');
+    expect(within(rows).getAllByRole('option').map((o) => o.textContent)).toEqual(['10', '20', '25', '40']);
+    expect(rows).toHaveValue('20');
+    expect(screen.getByText(/1–20 of 60/)).toBeInTheDocument();
+
+    await userEvent.click(screen.getByRole('button', { name: /next/i }));
+    await waitFor(() => expect(seen.at(-1)).toEqual({ offset: '20' }));
+    await userEvent.selectOptions(screen.getByLabelText('Rows'), '40');
+    await waitFor(() => expect(seen.at(-1)).toEqual({ limit: '40', offset: '0' }));
+    expect(await screen.findByText(/1–40 of 60/)).toBeInTheDocument();
+  });
+
+  it('lowers a limit in the URL to the API maximum', async () => {
+    const seen = serveJobs();
+    renderApp('/jobs?limit=500');
+    await screen.findByLabelText('Rows');
+    await waitFor(() => expect(seen.at(-1)).toEqual({ limit: String(config.pagination.jobs.max_limit), offset: '0' }));
+    expect(screen.getByLabelText('Rows')).toHaveValue(String(config.pagination.jobs.max_limit));
   });
 
   it('reads filters from the URL', async () => {

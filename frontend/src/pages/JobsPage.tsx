@@ -1,21 +1,23 @@
 import { useEffect, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
-import { useJobs } from '../api/hooks';
+import { useJobs, usePageLimits } from '../api/hooks';
 import { JOB_STATUSES } from '../api/types';
 import { Pagination } from '../components/Pagination';
 import { RelativeTime } from '../components/RelativeTime';
 import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
 import { StatusBadge } from '../components/StatusBadge';
+import { pageSizeChoices, parsePageSize } from '../lib/paging';
 import { parseIntParam, parseStatus } from '../lib/params';
 import { useDebounced } from '../lib/useDebounced';
-
-const DEFAULT_LIMIT = 25;
 
 export function JobsPage() {
   const [params, setParams] = useSearchParams();
   const status = parseStatus(params.get('status'));
   const type = params.get('type') ?? '';
-  const limit = parseIntParam(params.get('limit'), DEFAULT_LIMIT, 1, 100);
+  const pageLimits = usePageLimits('jobs');
+  // Without `limit` in the URL the API applies its default, which /config/ tells the pager.
+  const limit = parsePageSize(params.get('limit'), pageLimits?.max_limit);
+  const pageSize = limit ?? pageLimits?.default_limit;
   const offset = parseIntParam(params.get('offset'), 0, 0, Number.MAX_SAFE_INTEGER);
 
   const [typeInput, setTypeInput] = useState(type);
@@ -148,14 +150,17 @@ export function JobsPage() {
                 </table>
               </div>
             )}
-            <Pagination
-              label="Job pages"
-              count={jobs.data.count}
-              limit={limit}
-              offset={offset}
-              onOffsetChange={(o) => update({ offset: o })}
-              onLimitChange={(l) => update({ limit: l === DEFAULT_LIMIT ? undefined : l, offset: 0 })}
-            />
+            {pageSize !== undefined && (
+              <Pagination
+                label="Job pages"
+                count={jobs.data.count}
+                limit={pageSize}
+                offset={offset}
+                onOffsetChange={(o) => update({ offset: o })}
+                pageSizes={pageLimits && pageSizeChoices(pageLimits, pageSize)}
+                onLimitChange={(l) => update({ limit: l === pageLimits?.default_limit ? undefined : l, offset: 0 })}
+              />
+            )}
           </>
         ) : null}
       </section>

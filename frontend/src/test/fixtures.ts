@@ -1,8 +1,8 @@
 /**
- * Fixtures shaped exactly like the examples in the backend spec. They are
- * typed with the client's types, so a drift between the two fails `tsc`.
+ * Fixtures shaped exactly like the examples in the backend spec. They are typed
+ * with the client's types, generated from the OpenAPI schema, so a drift fails `tsc`.
  */
-import type { ApiConfig, CursorPage, Job, JobEvent, JobStats, OffsetPage, Throughput } from '../api/types';
+import type { ApiConfig, EventPage, Job, JobEvent, JobPage, JobStats, Throughput } from '../api/types';
 
 export const API = 'http://localhost:8000/api';
 
@@ -44,11 +44,11 @@ export function makeEvent(overrides: Partial<JobEvent> = {}): JobEvent {
   };
 }
 
-export function jobsPage(results: Job[], count = results.length, next: string | null = null): OffsetPage<Job> {
+export function jobsPage(results: Job[], count = results.length, next: string | null = null): JobPage {
   return { count, next, previous: null, results };
 }
 
-export function eventPage(results: JobEvent[], next: string | null = null, previous: string | null = null): CursorPage<JobEvent> {
+export function eventPage(results: JobEvent[], next: string | null = null, previous: string | null = null): EventPage {
   return { next, previous, results };
 }
 
@@ -82,6 +82,10 @@ export const config: ApiConfig = {
     max_attempts_max: 100,
     idempotency_key_max_length: 255,
     max_body_bytes: 262144,
+  },
+  pagination: {
+    jobs: { default_limit: 25, max_limit: 100 },
+    job_events: { default_limit: 50, max_limit: 200 },
   },
 };
 
