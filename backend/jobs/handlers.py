@@ -9,6 +9,7 @@ while attempts remain). Long handlers call ``context.renew()`` to keep their lea
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -71,14 +72,21 @@ _REGISTRY: dict[str, HandlerSpec] = {}
 
 
 def register(
-    type: str, *, description: str, example_payload: dict[str, Any] | None = None
+    type: str, *, description: str | None = None, example_payload: dict[str, Any] | None = None
 ) -> Callable[[Handler], Handler]:
-    """Decorator registering ``fn`` as the handler of ``type``."""
+    """Decorator registering ``fn`` as the handler of ``type``.
+
+    ``description`` (what ``GET /api/config/`` shows) defaults to the function's docstring;
+    ``python -OO`` strips docstrings, so registering there needs it spelled out.
+    """
 
     def decorator(fn: Handler) -> Handler:
         if type in _REGISTRY:
             raise ValueError(f"a handler for {type!r} is already registered")
-        _REGISTRY[type] = HandlerSpec(type, fn, description, example_payload or {})
+        text = description or inspect.getdoc(fn)
+        if not text:
+            raise ValueError(f"the handler for {type!r} needs a description or a docstring")
+        _REGISTRY[type] = HandlerSpec(type, fn, text, example_payload or {})
         return fn
 
     return decorator
@@ -106,6 +114,27 @@ def _number(payload: dict[str, Any], key: str, default: float) -> float:
     return float(value)
 
 
+# The three sleeping demos differ only in how they treat their lease while they sleep.
+Sleep = Callable[[JobContext, float], None]
+
+
+def _sleeping_demo(
+    context: JobContext, *, default: float, started: str, sleep: Sleep
+) -> dict[str, Any]:
+    """Read ``payload.sleep_seconds``, report it, sleep the given way, return what was slept."""
+    seconds = _number(context.payload, "sleep_seconds", default)
+    context.progress(started, {"sleep_seconds": seconds})
+    sleep(context, seconds)
+    return {"ok": True, "slept_seconds": seconds}
+
+
+def _sleep_then_renew(context: JobContext, seconds: float) -> None:
+    """Sleep in one go, then renew the lease (lost if the sleep outlasted it)."""
+    time.sleep(seconds)
+    context.renew()
+    context.progress("Finished sleeping", {"slept_seconds": seconds})
+
+
 def _sleep_renewing(context: JobContext, seconds: float) -> None:
     """Sleep in steps, renewing the lease and reporting progress at each step."""
     step = max(min(context.lease_seconds / 3, 5.0), 0.05)
@@ -119,62 +148,45 @@ def _sleep_renewing(context: JobContext, seconds: float) -> None:
         )
 
 
-@register(
-    "demo.success",
-    description="Sleeps briefly, renews its lease, reports progress, then succeeds.",
-    example_payload={"sleep_seconds": 1},
-)
-def demo_success(context: JobContext) -> dict[str, Any]:
-    seconds = _number(context.payload, "sleep_seconds", 1)
-    context.progress("Started", {"sleep_seconds": seconds})
+def _sleep_without_renewing(context: JobContext, seconds: float) -> None:
+    """Sleep in one go and say nothing: past the lease, cleanup requeues the job."""
     time.sleep(seconds)
-    context.renew()
-    context.progress("Finished sleeping", {"slept_seconds": seconds})
-    return {"ok": True, "slept_seconds": seconds}
 
 
-@register(
-    "demo.fail",
-    description="Reports progress, then raises an intentional error (retried with backoff).",
-    example_payload={"error": "Intentional demo failure"},
-)
+@register("demo.success", example_payload={"sleep_seconds": 1})
+def demo_success(context: JobContext) -> dict[str, Any]:
+    """Sleeps briefly, renews its lease, reports progress, then succeeds."""
+    return _sleeping_demo(context, default=1, started="Started", sleep=_sleep_then_renew)
+
+
+@register("demo.fail", example_payload={"error": "Intentional demo failure"})
 def demo_fail(context: JobContext) -> None:
+    """Reports progress, then raises an intentional error (retried with backoff)."""
     error = context.payload.get("error", "Intentional demo failure")
     context.progress("About to fail", {"error": str(error)})
     raise RuntimeError(str(error))
 
 
-@register(
-    "demo.slow",
-    description="Works for longer, renewing its lease and reporting progress as it goes.",
-    example_payload={"sleep_seconds": 10},
-)
+@register("demo.slow", example_payload={"sleep_seconds": 10})
 def demo_slow(context: JobContext) -> dict[str, Any]:
-    seconds = _number(context.payload, "sleep_seconds", 10)
-    context.progress("Started slow work", {"sleep_seconds": seconds})
-    _sleep_renewing(context, seconds)
-    return {"ok": True, "slept_seconds": seconds}
+    """Works for longer, renewing its lease and reporting progress as it goes."""
+    return _sleeping_demo(context, default=10, started="Started slow work", sleep=_sleep_renewing)
 
 
-@register(
-    "demo.timeout",
-    description="Sleeps past its lease without renewing, so lease cleanup requeues it.",
-    example_payload={"sleep_seconds": 45},
-)
+@register("demo.timeout", example_payload={"sleep_seconds": 45})
 def demo_timeout(context: JobContext) -> dict[str, Any]:
-    default = context.lease_seconds + 15
-    seconds = _number(context.payload, "sleep_seconds", default)
-    context.progress("Sleeping without renewing the lease", {"sleep_seconds": seconds})
-    time.sleep(seconds)
-    return {"ok": True, "slept_seconds": seconds}
+    """Sleeps past its lease without renewing, so lease cleanup requeues it."""
+    return _sleeping_demo(
+        context,
+        default=context.lease_seconds + 15,
+        started="Sleeping without renewing the lease",
+        sleep=_sleep_without_renewing,
+    )
 
 
-@register(
-    "demo.flaky",
-    description="Fails until the configured attempt, then succeeds.",
-    example_payload={"fail_until_attempt": 2},
-)
+@register("demo.flaky", example_payload={"fail_until_attempt": 2})
 def demo_flaky(context: JobContext) -> dict[str, Any]:
+    """Fails until the configured attempt, then succeeds."""
     fail_until = int(_number(context.payload, "fail_until_attempt", 2))
     if context.attempt < fail_until:
         context.progress("Failing on purpose", {"attempt": context.attempt})
