@@ -28,8 +28,13 @@ $(VENV)/.installed: $(BACKEND)/requirements.txt $(BACKEND)/requirements-dev.txt
 venv: $(VENV)/.installed ## Create backend/.venv and install the backend
 
 .PHONY: lint
-lint: venv ## ruff check + ruff format --check
+lint: venv ## ruff check + ruff format --check + mypy (strict, jobs/ and config/)
 	cd $(BACKEND) && $(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+	cd $(BACKEND) && $(VENV)/bin/mypy
+
+.PHONY: format
+format: venv ## Rewrite the backend in place: ruff format, then ruff check --fix
+	cd $(BACKEND) && $(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .
 
 .PHONY: test-backend-sqlite
 test-backend-sqlite: venv ## Backend tests on the embedded SQLite database

@@ -6,9 +6,13 @@ Every value comes from the environment (or a `.env` file at the repository root 
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.core.exceptions import ImproperlyConfigured
 from dotenv import load_dotenv
+
+if TYPE_CHECKING:
+    from django.http import HttpRequest
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 REPO_DIR = BASE_DIR.parent
@@ -102,7 +106,7 @@ if ENABLE_DJANGO_DEBUG_TOOLBAR:
 
     # Only HTML pages get the toolbar; the JSON API stays untouched (the toolbar's panels
     # would otherwise re-read request bodies the API refused, e.g. one over the size limit).
-    def _show_debug_toolbar(request) -> bool:
+    def _show_debug_toolbar(request: "HttpRequest") -> bool:
         from debug_toolbar.middleware import show_toolbar
 
         return not request.path.startswith("/api/") and show_toolbar(request)

@@ -14,8 +14,10 @@ from unfold.decorators import action, display
 from . import services
 from .models import Job, JobEvent
 
-JOB_FIELDS = [field.name for field in Job._meta.concrete_fields]
-EVENT_FIELDS = ["id", "job", "type", "attempt", "worker_id", "message", "data", "created_at"]
+# Tuples, not lists: the admin options are typed as sequences of names, and a tuple of
+# names fits them where a list[str] would not (lists are invariant).
+JOB_FIELDS = tuple(field.name for field in Job._meta.concrete_fields)
+EVENT_FIELDS = ("id", "job", "type", "attempt", "worker_id", "message", "data", "created_at")
 
 
 class ReadOnlyAdminMixin:
@@ -31,8 +33,8 @@ class ReadOnlyAdminMixin:
 
 class JobEventInline(ReadOnlyAdminMixin, TabularInline):
     model = JobEvent
-    fields = ["id", "type", "attempt", "worker_id", "message", "data", "created_at"]
-    readonly_fields = fields
+    # Every event column but the job: the inline sits on that job's page.
+    fields = readonly_fields = tuple(name for name in EVENT_FIELDS if name != "job")
     ordering = ["id"]
     extra = 0
     can_delete = False

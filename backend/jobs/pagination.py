@@ -65,13 +65,15 @@ class JobEventCursorPagination(CursorPagination):
         return self.page_size if limit is None else min(limit, self.max_page_size)
 
     def decode_cursor(self, request: Request) -> Cursor | None:
+        invalid = ValidationError({self.cursor_query_param: [self.invalid_cursor_message]})
         try:
             cursor = super().decode_cursor(request)
         except NotFound:
-            cursor = False
-        # The position is compared with the integer id, so it must be one.
-        if cursor is False or (cursor is not None and not _valid_position(cursor.position)):
-            raise ValidationError({self.cursor_query_param: [self.invalid_cursor_message]})
+            raise invalid from None
+        # The position is compared with the integer id, so it must be one. The stubs type it
+        # int | None, but decode_cursor leaves it the str it read from the query string.
+        if cursor is not None and not _valid_position(cursor.position):  # type: ignore[arg-type]
+            raise invalid
         return cursor
 
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:

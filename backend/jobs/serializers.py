@@ -3,12 +3,16 @@
 Input serializers refuse anything the services should never see (unknown job types,
 out-of-range integers, non-object payloads); output serializers render exactly the
 fields of the contract.
+
+DRF serializers are generic in what they render: a model (or the drivers' row of the same
+shape), a ``dict`` a selector built, or, for input-only serializers, nothing (``Any``).
 """
 
 from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
+from django.db import models
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -19,8 +23,17 @@ from .models import Job, JobEvent, JobEventType, JobStatus
 PRIORITY_MIN = -32768  # the smallint column's range
 PRIORITY_MAX = 32767
 MAX_ATTEMPTS_MAX = 100
-IDEMPOTENCY_KEY_MAX_LENGTH = Job._meta.get_field("idempotency_key").max_length
-TYPE_MAX_LENGTH = Job._meta.get_field("type").max_length
+
+
+def _max_length(field_name: str) -> int:
+    field = Job._meta.get_field(field_name)
+    if not isinstance(field, models.CharField) or field.max_length is None:
+        raise TypeError(f"Job.{field_name} is not a CharField with a max_length")
+    return field.max_length
+
+
+IDEMPOTENCY_KEY_MAX_LENGTH = _max_length("idempotency_key")
+TYPE_MAX_LENGTH = _max_length("type")
 # Deeper payloads are refused: JSON encoders and decoders recurse per level.
 PAYLOAD_MAX_DEPTH = 64
 
@@ -76,7 +89,8 @@ class JSONObjectField(serializers.JSONField):
         problem = _json_problem(data)
         if problem is not None:
             raise serializers.ValidationError(problem)
-        return super().to_internal_value(data)
+        super().to_internal_value(data)  # JSONField's check that it encodes as JSON
+        return data
 
 
 def _json_kind(value: Any) -> str:
@@ -101,7 +115,8 @@ class AnyJSONField(serializers.JSONField):
 # --- Jobs -------------------------------------------------------------------------------
 
 
-class JobSerializer(serializers.ModelSerializer):
+# Any, not Job: it also renders the drivers' JobRow, which has the same attributes.
+class JobSerializer(serializers.ModelSerializer[Any]):
     payload = JSONObjectField(read_only=True)
     result = AnyJSONField(read_only=True, allow_null=True)
 
@@ -112,7 +127,7 @@ class JobSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class JobCreateSerializer(serializers.Serializer):
+class JobCreateSerializer(serializers.Serializer[Any]):
     """The body of `POST /api/jobs/`. Unknown keys are refused, not ignored."""
 
     type = serializers.CharField(
@@ -160,7 +175,8 @@ class JobCreateSerializer(serializers.Serializer):
             unknown = sorted(str(key) for key in data if key not in self.fields)
             if unknown:
                 raise serializers.ValidationError({key: ["Unknown field."] for key in unknown})
-        return super().to_internal_value(data)
+        validated: dict[str, Any] = super().to_internal_value(data)
+        return validated
 
     def validate_type(self, value: str) -> str:
         known = handlers.registered_types()
@@ -174,7 +190,7 @@ class JobCreateSerializer(serializers.Serializer):
 # An empty filter (`?status=&type=`, as a form submits it) filters nothing.
 
 
-class JobListQuerySerializer(serializers.Serializer):
+class JobListQuerySerializer(serializers.Serializer[Any]):
     status = serializers.ChoiceField(
         choices=JobStatus.choices, required=False, allow_blank=True, help_text="Exact status."
     )
@@ -186,14 +202,14 @@ class JobListQuerySerializer(serializers.Serializer):
     )
 
 
-class JobStatusCountsSerializer(serializers.Serializer):
+class JobStatusCountsSerializer(serializers.Serializer[dict[str, Any]]):
     queued = serializers.IntegerField()
     running = serializers.IntegerField()
     succeeded = serializers.IntegerField()
     failed = serializers.IntegerField()
 
 
-class JobStatsSerializer(serializers.Serializer):
+class JobStatsSerializer(serializers.Serializer[dict[str, Any]]):
     total = serializers.IntegerField()
     by_status = JobStatusCountsSerializer()
     overdue_running = serializers.IntegerField(
@@ -210,9 +226,13 @@ class JobStatsSerializer(serializers.Serializer):
 # --- Events -----------------------------------------------------------------------------
 
 
-class JobEventSerializer(serializers.ModelSerializer):
-    job = serializers.PrimaryKeyRelatedField(read_only=True, help_text="The job's id.")
-    data = JSONObjectField(read_only=True)
+class JobEventSerializer(serializers.ModelSerializer[JobEvent]):
+    job: serializers.PrimaryKeyRelatedField[Job] = serializers.PrimaryKeyRelatedField(
+        read_only=True, help_text="The job's id."
+    )
+    # DRF's metaclass moves declared fields out of the class, so this does not replace the
+    # Serializer.data property the stubs see here.
+    data = JSONObjectField(read_only=True)  # type: ignore[assignment]
 
     class Meta:
         model = JobEvent
@@ -220,7 +240,7 @@ class JobEventSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class JobEventQuerySerializer(serializers.Serializer):
+class JobEventQuerySerializer(serializers.Serializer[Any]):
     type = serializers.ChoiceField(
         choices=JobEventType.choices,
         required=False,
@@ -232,13 +252,14 @@ class JobEventQuerySerializer(serializers.Serializer):
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if data.get("job_id") == "":
             data = {key: value for key, value in data.items() if key != "job_id"}
-        return super().to_internal_value(data)
+        validated: dict[str, Any] = super().to_internal_value(data)
+        return validated
 
 
 # --- Throughput -------------------------------------------------------------------------
 
 
-class ThroughputQuerySerializer(serializers.Serializer):
+class ThroughputQuerySerializer(serializers.Serializer[Any]):
     minutes = serializers.IntegerField(
         required=False, default=15, min_value=1, max_value=THROUGHPUT_MINUTES_MAX
     )
@@ -264,13 +285,13 @@ class ThroughputQuerySerializer(serializers.Serializer):
         return attrs
 
 
-class ThroughputBucketSerializer(serializers.Serializer):
+class ThroughputBucketSerializer(serializers.Serializer[dict[str, Any]]):
     start = serializers.DateTimeField(help_text="The bucket covers [start, start + width).")
     succeeded = serializers.IntegerField(help_text="succeeded events in the bucket.")
     failed = serializers.IntegerField(help_text="failed events (attempts exhausted).")
 
 
-class ThroughputSerializer(serializers.Serializer):
+class ThroughputSerializer(serializers.Serializer[dict[str, Any]]):
     bucket_seconds = serializers.IntegerField()
     start = serializers.DateTimeField(help_text="Start of the oldest bucket.")
     end = serializers.DateTimeField(help_text="Now; the newest bucket is partial.")
@@ -280,13 +301,13 @@ class ThroughputSerializer(serializers.Serializer):
 # --- Config and health ------------------------------------------------------------------
 
 
-class JobTypeSerializer(serializers.Serializer):
+class JobTypeSerializer(serializers.Serializer[dict[str, Any]]):
     type = serializers.CharField()
     description = serializers.CharField()
     example_payload = JSONObjectField()
 
 
-class WorkerConfigSerializer(serializers.Serializer):
+class WorkerConfigSerializer(serializers.Serializer[dict[str, Any]]):
     threads = serializers.IntegerField()
     poll_interval_ms = serializers.IntegerField()
     lease_seconds = serializers.IntegerField()
@@ -297,7 +318,7 @@ class WorkerConfigSerializer(serializers.Serializer):
     max_attempts_default = serializers.IntegerField()
 
 
-class LimitsSerializer(serializers.Serializer):
+class LimitsSerializer(serializers.Serializer[dict[str, Any]]):
     priority_min = serializers.IntegerField()
     priority_max = serializers.IntegerField()
     max_attempts_max = serializers.IntegerField()
@@ -305,17 +326,17 @@ class LimitsSerializer(serializers.Serializer):
     max_body_bytes = serializers.IntegerField()
 
 
-class PageLimitsSerializer(serializers.Serializer):
+class PageLimitsSerializer(serializers.Serializer[dict[str, Any]]):
     default_limit = serializers.IntegerField(help_text="Page size when `limit` is omitted.")
     max_limit = serializers.IntegerField(help_text="A larger `limit` is lowered to this.")
 
 
-class PaginationConfigSerializer(serializers.Serializer):
+class PaginationConfigSerializer(serializers.Serializer[dict[str, Any]]):
     jobs = PageLimitsSerializer(help_text="GET /api/jobs/ (limit-offset).")
     job_events = PageLimitsSerializer(help_text="GET /api/job-events/ (cursor).")
 
 
-class ConfigSerializer(serializers.Serializer):
+class ConfigSerializer(serializers.Serializer[dict[str, Any]]):
     job_types = JobTypeSerializer(many=True)
     worker = WorkerConfigSerializer()
     limits = LimitsSerializer()
@@ -333,7 +354,7 @@ def input_limits() -> dict[str, int]:
     }
 
 
-class HealthSerializer(serializers.Serializer):
+class HealthSerializer(serializers.Serializer[dict[str, Any]]):
     ok = serializers.BooleanField()
     database = serializers.ChoiceField(choices=["ok", "error"])
     detail = serializers.CharField(required=False, help_text="Only when the database failed.")
@@ -342,11 +363,11 @@ class HealthSerializer(serializers.Serializer):
 # --- Errors (documentation only) --------------------------------------------------------
 
 
-class ErrorSerializer(serializers.Serializer):
+class ErrorSerializer(serializers.Serializer[dict[str, Any]]):
     detail = serializers.CharField()
 
 
-class RetryConflictSerializer(serializers.Serializer):
+class RetryConflictSerializer(serializers.Serializer[dict[str, Any]]):
     detail = serializers.CharField()
     status = serializers.ChoiceField(choices=JobStatus.choices, help_text="The job's status.")
 

@@ -84,7 +84,8 @@ def backoff_delay_seconds(
     # Compare before multiplying so a large attempt number cannot build a huge integer.
     if exponent >= 64 or base * (2**exponent) >= cap:
         return cap
-    return base * 2**exponent
+    delay: int = base * 2**exponent  # int ** int is typed Any: a negative power is a float
+    return delay
 
 
 def _now(now: datetime | None) -> datetime:

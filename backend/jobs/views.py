@@ -72,10 +72,13 @@ def parse_job_id(raw: str) -> uuid.UUID:
         raise services.JobNotFound(raw) from None
 
 
-def validated_query(serializer_class: type, request: Request) -> dict[str, Any]:
+def validated_query(
+    serializer_class: type[serializers.Serializer[Any]], request: Request
+) -> dict[str, Any]:
     serializer = serializer_class(data=request.query_params)
     serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
+    validated: dict[str, Any] = serializer.validated_data  # the stubs type it Any
+    return validated
 
 
 # --- Health and config ------------------------------------------------------------------
@@ -127,11 +130,11 @@ class ConfigView(APIView):
 # --- Jobs -------------------------------------------------------------------------------
 
 
-class FilteredListView(generics.ListAPIView):
+class FilteredListView(generics.ListAPIView[Any]):
     """A paginated list: the query string is validated by ``query_serializer`` and its
     values are handed to ``selector``."""
 
-    query_serializer: type[serializers.Serializer]
+    query_serializer: type[serializers.Serializer[Any]]
     selector: Callable[..., QuerySet[Any]]
 
     def get_queryset(self) -> QuerySet[Any]:

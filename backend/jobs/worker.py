@@ -19,6 +19,7 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
@@ -235,7 +236,7 @@ class WorkerThread(threading.Thread):
         )
         return outcome
 
-    def _finish(self, write: Any, **kwargs: Any) -> JobRow | None:
+    def _finish(self, write: Callable[..., JobRow | None], **kwargs: Any) -> JobRow | None:
         """Record the outcome, retrying through a database outage for up to one lease.
 
         If the database stays away longer, the lease expires and cleanup retries the job.

@@ -205,7 +205,8 @@ class OrmDriver:
             .order_by("locked_until")
             .values_list("id", "attempts", "max_attempts", "locked_by", "locked_until")[:limit]
         )
-        return [ExpiredLease(*row) for row in rows]
+        # locked_until is nullable, but the locked_until__lt filter only matches rows that have one.
+        return [ExpiredLease(*row) for row in rows]  # type: ignore[arg-type]
 
     def release_expired_leases(
         self, releases: list[Release], *, now: datetime, worker_id: str | None

@@ -44,7 +44,8 @@ class PostgresDriver:
     def _fetchone(self, query: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
         with connection.cursor() as cursor:
             cursor.execute(QUERIES[query].sql, params)
-            return cursor.fetchone()
+            row: tuple[Any, ...] | None = cursor.fetchone()
+            return row
 
     def _job(self, query: str, params: dict[str, Any]) -> JobRow | None:
         row = self._fetchone(query, params)
