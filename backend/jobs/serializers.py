@@ -308,22 +308,42 @@ class JobTypeSerializer(serializers.Serializer[dict[str, Any]]):
 
 
 class WorkerConfigSerializer(serializers.Serializer[dict[str, Any]]):
-    threads = serializers.IntegerField()
-    poll_interval_ms = serializers.IntegerField()
-    lease_seconds = serializers.IntegerField()
-    cleanup_interval_seconds = serializers.IntegerField()
-    cleanup_batch_size = serializers.IntegerField()
-    backoff_base_seconds = serializers.IntegerField()
-    backoff_max_seconds = serializers.IntegerField()
-    max_attempts_default = serializers.IntegerField()
+    """The worker settings in force; each field is the JOB_WORKER_ setting of its name."""
+
+    threads = serializers.IntegerField(help_text="Threads per worker process.")
+    poll_interval_ms = serializers.IntegerField(
+        help_text="How long an idle thread sleeps before it looks for a job again."
+    )
+    lease_seconds = serializers.IntegerField(
+        help_text="How long a claimed attempt is held without a renewal."
+    )
+    cleanup_interval_seconds = serializers.IntegerField(
+        help_text="How often each thread requeues or fails the jobs whose lease expired."
+    )
+    cleanup_batch_size = serializers.IntegerField(
+        help_text="Most expired leases one cleanup pass recovers."
+    )
+    backoff_base_seconds = serializers.IntegerField(
+        help_text="Retry delay after the first failed attempt; it doubles with each attempt."
+    )
+    backoff_max_seconds = serializers.IntegerField(help_text="Longest retry delay.")
+    max_attempts_default = serializers.IntegerField(
+        help_text="max_attempts of a job created without one."
+    )
 
 
 class LimitsSerializer(serializers.Serializer[dict[str, Any]]):
-    priority_min = serializers.IntegerField()
-    priority_max = serializers.IntegerField()
-    max_attempts_max = serializers.IntegerField()
-    idempotency_key_max_length = serializers.IntegerField()
-    max_body_bytes = serializers.IntegerField()
+    """The bounds POST /api/jobs/ enforces."""
+
+    priority_min = serializers.IntegerField(help_text="Lowest priority (a smallint).")
+    priority_max = serializers.IntegerField(help_text="Highest priority (a smallint).")
+    max_attempts_max = serializers.IntegerField(help_text="Largest max_attempts accepted.")
+    idempotency_key_max_length = serializers.IntegerField(
+        help_text="Longest idempotency_key, in characters."
+    )
+    max_body_bytes = serializers.IntegerField(
+        help_text="Largest request body, in bytes; a larger one is refused with 413."
+    )
 
 
 class PageLimitsSerializer(serializers.Serializer[dict[str, Any]]):

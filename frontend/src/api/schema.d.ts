@@ -296,11 +296,17 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /** @description The bounds POST /api/jobs/ enforces. */
         Limits: {
+            /** @description Lowest priority (a smallint). */
             priority_min: number;
+            /** @description Highest priority (a smallint). */
             priority_max: number;
+            /** @description Largest max_attempts accepted. */
             max_attempts_max: number;
+            /** @description Longest idempotency_key, in characters. */
             idempotency_key_max_length: number;
+            /** @description Largest request body, in bytes; a larger one is refused with 413. */
             max_body_bytes: number;
         };
         PageLimits: {
@@ -381,14 +387,23 @@ export interface components {
             /** @description failed events (attempts exhausted). */
             failed: number;
         };
+        /** @description The worker settings in force; each field is the JOB_WORKER_ setting of its name. */
         WorkerConfig: {
+            /** @description Threads per worker process. */
             threads: number;
+            /** @description How long an idle thread sleeps before it looks for a job again. */
             poll_interval_ms: number;
+            /** @description How long a claimed attempt is held without a renewal. */
             lease_seconds: number;
+            /** @description How often each thread requeues or fails the jobs whose lease expired. */
             cleanup_interval_seconds: number;
+            /** @description Most expired leases one cleanup pass recovers. */
             cleanup_batch_size: number;
+            /** @description Retry delay after the first failed attempt; it doubles with each attempt. */
             backoff_base_seconds: number;
+            /** @description Longest retry delay. */
             backoff_max_seconds: number;
+            /** @description max_attempts of a job created without one. */
             max_attempts_default: number;
         };
     };
