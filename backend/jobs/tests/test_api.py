@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 from jobs import handlers, selectors, services, views
 from jobs.models import Job, JobEvent
 from jobs.pagination import JobEventCursorPagination, JobPagination
-from jobs.tests.factories import WORKER, failed_job, fresh, succeeded_job
+from jobs.tests.factories import WORKER, failed_job, fresh, queued_job, succeeded_job
 
 pytestmark = pytest.mark.django_db
 
@@ -140,9 +140,7 @@ def test_config_describes_job_types_worker_and_limits(api, settings):
     }
 
 
-def test_config_pagination_is_read_from_the_paginators_and_enforced_by_the_lists(
-    api, make_job, busy_job
-):
+def test_config_pagination_is_read_from_the_paginators_and_enforced_by_the_lists(api, busy_job):
     pagination = api.get("/api/config/").json()["pagination"]
     assert pagination == {
         "jobs": {
@@ -156,7 +154,7 @@ def test_config_pagination_is_read_from_the_paginators_and_enforced_by_the_lists
     }
     jobs, events = pagination["jobs"], pagination["job_events"]
     for _ in range(jobs["max_limit"]):  # with busy_job: one job more than the largest page
-        make_job()
+        queued_job()
     assert JobEvent.objects.count() > events["max_limit"]
 
     def page_length(path: str) -> int:
@@ -387,9 +385,9 @@ def test_create_accepts_a_body_just_under_the_size_limit(api, settings):
 # --- List -------------------------------------------------------------------------------
 
 
-def test_list_pages_25_by_default_newest_first_with_links(api, make_job):
+def test_list_pages_25_by_default_newest_first_with_links(api):
     start = timezone.now()
-    jobs = [make_job(now=start + timedelta(seconds=i)) for i in range(30)]
+    jobs = [queued_job(now=start + timedelta(seconds=i)) for i in range(30)]
     response = api.get("/api/jobs/")
     assert response.status_code == 200
     body = response.json()
@@ -406,9 +404,9 @@ def test_list_pages_25_by_default_newest_first_with_links(api, make_job):
     assert second["previous"] is not None
 
 
-def test_list_limit_is_capped_at_100(api, make_job):
+def test_list_limit_is_capped_at_100(api):
     for _ in range(101):
-        make_job()
+        queued_job()
     body = api.get("/api/jobs/?limit=1000").json()
     assert body["count"] == 101
     assert len(body["results"]) == 100
@@ -416,10 +414,10 @@ def test_list_limit_is_capped_at_100(api, make_job):
     assert len(api.get("/api/jobs/?limit=3").json()["results"]) == 3
 
 
-def test_list_filters_by_exact_status_and_type_substring(api, make_job):
-    make_job("demo.success")
-    make_job("demo.fail")
-    make_job("demo.flaky")
+def test_list_filters_by_exact_status_and_type_substring(api):
+    queued_job("demo.success")
+    queued_job("demo.fail")
+    queued_job("demo.flaky")
     failed = finish_job(timezone.now(), succeed=False, type="demo.fail")
 
     by_status = api.get("/api/jobs/?status=failed").json()
@@ -454,9 +452,9 @@ def test_list_refuses_bad_query_parameters_with_400(api, query, field):
 
 
 @pytest.mark.parametrize("jobs", [1, 50])
-def test_list_runs_a_bounded_number_of_queries(api, make_job, django_assert_max_num_queries, jobs):
+def test_list_runs_a_bounded_number_of_queries(api, django_assert_max_num_queries, jobs):
     for _ in range(jobs):
-        make_job()
+        queued_job()
     with django_assert_max_num_queries(2):
         response = api.get("/api/jobs/?limit=100")
     assert len(response.json()["results"]) == jobs
@@ -465,8 +463,8 @@ def test_list_runs_a_bounded_number_of_queries(api, make_job, django_assert_max_
 # --- Detail, timeline, 404s -------------------------------------------------------------
 
 
-def test_detail_returns_the_job(api, make_job):
-    job = make_job(payload={"sleep_seconds": 2}, idempotency_key="abc")
+def test_detail_returns_the_job(api):
+    job = queued_job(payload={"sleep_seconds": 2}, idempotency_key="abc")
     response = api.get(f"/api/jobs/{job.pk}/")
     assert response.status_code == 200
     body = response.json()
@@ -525,8 +523,8 @@ def test_retry_requeues_a_failed_job(api):
 
 
 @pytest.mark.parametrize("succeed", [True, False])
-def test_retry_of_a_job_that_is_not_failed_is_409(api, make_job, succeed):
-    job = finish_job(timezone.now()) if succeed else make_job()
+def test_retry_of_a_job_that_is_not_failed_is_409(api, succeed):
+    job = finish_job(timezone.now()) if succeed else queued_job()
     response = api.post(f"/api/jobs/{job.pk}/retry/")
     assert response.status_code == 409
     job = fresh(job)
@@ -540,7 +538,7 @@ def test_retry_of_a_job_that_is_not_failed_is_409(api, make_job, succeed):
 # --- Stats ------------------------------------------------------------------------------
 
 
-def test_stats_lists_every_status_from_one_query(api, make_job, django_assert_num_queries):
+def test_stats_lists_every_status_from_one_query(api, django_assert_num_queries):
     with django_assert_num_queries(1):
         empty = api.get("/api/jobs/stats/").json()
     assert empty == {
@@ -554,8 +552,8 @@ def test_stats_lists_every_status_from_one_query(api, make_job, django_assert_nu
     now = timezone.now()
     finish_job(now - timedelta(seconds=5), succeed=False)
     finish_job(now - timedelta(seconds=4))
-    oldest = make_job(now=now - timedelta(seconds=3))
-    make_job(now=now - timedelta(seconds=2))
+    oldest = queued_job(now=now - timedelta(seconds=3))
+    queued_job(now=now - timedelta(seconds=2))
     body = api.get("/api/jobs/stats/").json()
     assert body["total"] == 4
     assert body["by_status"] == {"queued": 2, "running": 0, "succeeded": 1, "failed": 1}
@@ -566,9 +564,9 @@ def test_stats_lists_every_status_from_one_query(api, make_job, django_assert_nu
 
 
 @pytest.fixture
-def busy_job(make_job) -> Job:
+def busy_job() -> Job:
     """One running job with 1 created + 1 claimed + 248 progress events (250 in all)."""
-    job = make_job()
+    job = queued_job()
     services.claim_next_job(worker_id=WORKER)
     for step in range(248):
         assert services.record_progress(

@@ -10,11 +10,9 @@ HTTPS defaults stay on). The request-size tests run in-process on the local sett
 
 from __future__ import annotations
 
-import http.client
 import json
 import re
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -30,8 +28,9 @@ from django.core.management import call_command
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from rest_framework.authtoken.models import Token
 
-from jobs import services
-from jobs.tests.helpers import BACKEND_DIR, child_env, wait_until
+from jobs.models import Job
+from jobs.tests.factories import failed_job
+from jobs.tests.helpers import BACKEND_DIR
 
 STRONG_SECRET = secrets.token_urlsafe(50)
 DASHBOARD_ORIGIN = "https://dashboard.example.com"
@@ -190,117 +189,19 @@ def test_malformed_proxy_ssl_header_is_refused():
 # --- The API in production mode: a real server ------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class Server:
-    def __init__(self, port: int) -> None:
-        self.port = port
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        token: str | None = None,
-        body: bytes | dict | None = None,
-        https: bool = True,
-        headers: dict[str, str] | None = None,
-    ) -> tuple[int, dict[str, str], bytes]:
-        all_headers = {"Host": f"127.0.0.1:{self.port}", **(headers or {})}
-        if https:
-            all_headers["X-Forwarded-Proto"] = "https"
-        if token is not None:
-            all_headers["Authorization"] = f"Token {token}"
-        if isinstance(body, dict):
-            body = json.dumps(body).encode()
-        if body is not None:
-            all_headers.setdefault("Content-Type", "application/json")
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        try:
-            conn.request(method, path, body=body, headers=all_headers)
-            response = conn.getresponse()
-            headers: dict[str, str] = {}
-            for name, value in response.getheaders():  # repeated headers are joined
-                key = name.lower()
-                headers[key] = f"{headers[key]}, {value}" if key in headers else value
-            return response.status, headers, response.read()
-        finally:
-            conn.close()
-
-
 @pytest.fixture(scope="module")
-def production_server(django_db_setup, django_db_blocker, tmp_path_factory):
-    """gunicorn serving config.wsgi with DEBUG=false on this run's test database."""
-    port = _free_port()
-    log_path = tmp_path_factory.mktemp("prod") / "gunicorn.log"
-    with django_db_blocker.unblock():
-        env = child_env(
-            DEBUG="false",
-            DJANGO_SECRET_KEY=STRONG_SECRET,
-            DJANGO_ALLOWED_HOSTS="127.0.0.1",
-            DJANGO_CORS_ALLOWED_ORIGINS=DASHBOARD_ORIGIN,
-            DJANGO_SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO,https",
-            ENABLE_DJANGO_DEBUG_TOOLBAR="true",  # must stay off anyway
-        )
-    env.pop("GUNICORN_CMD_ARGS", None)
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "config.wsgi",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--workers",
-                "1",
-                "--threads",
-                "4",
-                "--forwarded-allow-ips",
-                "127.0.0.1",
-            ],
-            cwd=BACKEND_DIR,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        server = Server(port)
-
-        def up() -> bool:
-            if proc.poll() is not None:
-                raise AssertionError(f"gunicorn exited:\n{log_path.read_text()}")
-            try:
-                return server.request("GET", "/api/health/")[0] == 200
-            except OSError:
-                return False
-
-        try:
-            wait_until(up, 30, "gunicorn")
-            yield server
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+def production_server_env() -> dict[str, str]:
+    """The dashboard's origin for CORS; the Debug Toolbar asked for, and must stay off."""
+    return {
+        "DJANGO_CORS_ALLOWED_ORIGINS": DASHBOARD_ORIGIN,
+        "ENABLE_DJANGO_DEBUG_TOOLBAR": "true",
+    }
 
 
 @pytest.fixture
 def api_token(transactional_db) -> str:
     user = get_user_model().objects.create_user("operator", password=secrets.token_urlsafe())
     return Token.objects.create(user=user).key
-
-
-@pytest.fixture
-def failed_job(transactional_db):
-    job, _ = services.create_job(type="demo.fail", max_attempts=1)
-    claimed = services.claim_next_job(worker_id="w")
-    services.fail_job(job_id=claimed.pk, worker_id="w", attempt=1, error="boom")
-    return job
 
 
 # Every API route: (method, path template, status expected with a valid token).
@@ -342,11 +243,12 @@ def test_the_tables_cover_every_api_route():
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_every_protected_endpoint_needs_a_valid_token(production_server, api_token, failed_job):
+def test_every_protected_endpoint_needs_a_valid_token(production_server, api_token):
+    failed = failed_job()  # retry answers 200 only for a failed job
     create_body = {"type": "demo.success", "payload": {"sleep_seconds": 0}}
     wrong = secrets.token_hex(20)
     for method, template, expected in PROTECTED:
-        path = template.format(id=failed_job.pk)
+        path = template.format(id=failed.pk)
         body = create_body if template == "/api/jobs/" and method == "POST" else None
         anonymous = production_server.request(method, path, body=body)
         assert anonymous[0] == 401, (method, path, anonymous)
@@ -358,8 +260,6 @@ def test_every_protected_endpoint_needs_a_valid_token(production_server, api_tok
         accepted = production_server.request(method, path, token=api_token, body=body)
         assert accepted[0] == expected, (method, path, accepted)
     # Nothing was written by the refused requests: one job created, by the token holder.
-    from jobs.models import Job
-
     assert Job.objects.filter(type="demo.success").count() == 1
 
 
@@ -503,8 +403,6 @@ def test_body_over_the_limit_is_413_and_nothing_is_created(client):
     response = client.post("/api/jobs/", body, content_type="application/json")
     assert response.status_code == 413
     assert str(limit) in response.json()["detail"]
-    from jobs.models import Job
-
     assert not Job.objects.exists()
 
 
@@ -572,8 +470,6 @@ def test_hostile_json_is_a_400_not_a_crash(client, body):
     assert response.status_code == 400, response.content
     assert "detail" in response.json() or response.json()
     assert time.monotonic() - start < 10
-    from jobs.models import Job
-
     assert not Job.objects.exists()
 
 
