@@ -16,7 +16,14 @@ from rest_framework.test import APIClient
 from jobs import handlers, selectors, services, views
 from jobs.models import Job, JobEvent
 from jobs.pagination import JobEventCursorPagination, JobPagination
-from jobs.tests.factories import WORKER, failed_job, fresh, queued_job, succeeded_job
+from jobs.tests.factories import (
+    WORKER,
+    failed_job,
+    fresh,
+    queued_job,
+    running_job,
+    succeeded_job,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -52,13 +59,6 @@ def post_job(api: APIClient, body: object):
 
 def nothing_written() -> bool:
     return not Job.objects.exists() and not JobEvent.objects.exists()
-
-
-def finish_job(at: datetime, *, succeed: bool = True, type: str = "demo.success") -> Job:
-    """A job that ran once and ended (succeeded or failed for good) at ``at``."""
-    if succeed:
-        return succeeded_job(type, now=at, max_attempts=1)
-    return failed_job(type, now=at)
 
 
 def local_offset(value: datetime) -> str:
@@ -172,7 +172,6 @@ def test_config_pagination_is_read_from_the_paginators_and_enforced_by_the_lists
 
 
 def test_create_returns_201_with_the_queued_job_and_writes_a_created_event(api):
-    before = timezone.now()
     response = post_job(
         api, {"type": "demo.success", "payload": {"sleep_seconds": 1}, "priority": 70}
     )
@@ -187,19 +186,22 @@ def test_create_returns_201_with_the_queued_job_and_writes_a_created_event(api):
     assert body["attempts"] == 0
     assert body["idempotency_key"] is None
     assert body["locked_by"] is None and body["result"] is None and body["finished_at"] is None
-    assert job.available_at >= before  # omitted available_at means now
+    assert job.available_at == job.created_at  # omitted available_at means now
     # Timestamps are rendered in the configured time zone's offset.
     assert body["created_at"].endswith(local_offset(job.created_at))
     assert datetime.fromisoformat(body["created_at"]) == job.created_at
     assert list(job.events.values_list("type", flat=True)) == ["created"]
 
 
-def test_create_uses_defaults_and_accepts_the_documented_bounds(api, settings):
+def test_create_fills_in_priority_max_attempts_and_payload_defaults(api, settings):
     response = post_job(api, {"type": "demo.fail"})
     assert response.status_code == 201
     assert response.json()["priority"] == 50
     assert response.json()["max_attempts"] == settings.JOB_WORKER_MAX_ATTEMPTS_DEFAULT
     assert response.json()["payload"] == {}
+
+
+def test_create_accepts_the_documented_bounds_and_explicit_nulls(api):
     for body in (
         {"type": "demo.fail", "priority": 32767, "max_attempts": 100},
         {"type": "demo.fail", "priority": -32768, "max_attempts": 1},
@@ -418,7 +420,7 @@ def test_list_filters_by_exact_status_and_type_substring(api):
     queued_job("demo.success")
     queued_job("demo.fail")
     queued_job("demo.flaky")
-    failed = finish_job(timezone.now(), succeed=False, type="demo.fail")
+    failed = failed_job()
 
     by_status = api.get("/api/jobs/?status=failed").json()
     assert [item["id"] for item in by_status["results"]] == [str(failed.pk)]
@@ -475,7 +477,7 @@ def test_detail_returns_the_job(api):
 
 
 def test_job_events_are_a_plain_list_in_ascending_id(api):
-    job = finish_job(timezone.now(), succeed=False)
+    job = failed_job()
     response = api.get(f"/api/jobs/{job.pk}/events/")
     assert response.status_code == 200
     events = response.json()
@@ -511,7 +513,7 @@ def test_unknown_api_paths_are_a_json_404(api):
 
 
 def test_retry_requeues_a_failed_job(api):
-    job = finish_job(timezone.now(), succeed=False)
+    job = failed_job()
     response = api.post(f"/api/jobs/{job.pk}/retry/")
     assert response.status_code == 200
     body = response.json()
@@ -524,7 +526,7 @@ def test_retry_requeues_a_failed_job(api):
 
 @pytest.mark.parametrize("succeed", [True, False])
 def test_retry_of_a_job_that_is_not_failed_is_409(api, succeed):
-    job = finish_job(timezone.now()) if succeed else queued_job()
+    job = succeeded_job() if succeed else queued_job()
     response = api.post(f"/api/jobs/{job.pk}/retry/")
     assert response.status_code == 409
     job = fresh(job)
@@ -538,7 +540,9 @@ def test_retry_of_a_job_that_is_not_failed_is_409(api, succeed):
 # --- Stats ------------------------------------------------------------------------------
 
 
-def test_stats_lists_every_status_from_one_query(api, django_assert_num_queries):
+def test_stats_of_an_empty_queue_list_every_status_at_zero_in_one_query(
+    api, django_assert_num_queries
+):
     with django_assert_num_queries(1):
         empty = api.get("/api/jobs/stats/").json()
     assert empty == {
@@ -549,9 +553,11 @@ def test_stats_lists_every_status_from_one_query(api, django_assert_num_queries)
         "oldest_queued_at": None,
     }
 
+
+def test_stats_count_jobs_by_status_and_date_the_oldest_queued_job(api):
     now = timezone.now()
-    finish_job(now - timedelta(seconds=5), succeed=False)
-    finish_job(now - timedelta(seconds=4))
+    failed_job(now=now - timedelta(seconds=5))
+    succeeded_job(now=now - timedelta(seconds=4))
     oldest = queued_job(now=now - timedelta(seconds=3))
     queued_job(now=now - timedelta(seconds=2))
     body = api.get("/api/jobs/stats/").json()
@@ -566,8 +572,7 @@ def test_stats_lists_every_status_from_one_query(api, django_assert_num_queries)
 @pytest.fixture
 def busy_job() -> Job:
     """One running job with 1 created + 1 claimed + 248 progress events (250 in all)."""
-    job = queued_job()
-    services.claim_next_job(worker_id=WORKER)
+    job = running_job("demo.success")
     for step in range(248):
         assert services.record_progress(
             job_id=job.pk, worker_id=WORKER, attempt=1, message=f"step {step}"
@@ -606,7 +611,7 @@ def test_event_feed_cursor_walks_every_event_once(api, busy_job):
 
 
 def test_event_feed_filters_by_type_and_job(api, busy_job):
-    other = finish_job(timezone.now(), succeed=False)
+    other = failed_job()
 
     failed = api.get("/api/job-events/?type=failed").json()["results"]
     assert [(event["type"], event["job"]) for event in failed] == [("failed", str(other.pk))]
@@ -655,15 +660,14 @@ NOW = datetime(2026, 6, 21, 10, 0, 30, tzinfo=UTC)
 
 
 def test_throughput_counts_finished_attempts_per_aligned_bucket():
-    finish_job(NOW - timedelta(minutes=4, seconds=30, microseconds=1), succeed=False)  # before
-    finish_job(NOW - timedelta(minutes=4, seconds=30))  # 09:56:00, first bucket's start
-    finish_job(NOW - timedelta(seconds=30, microseconds=1))  # 09:59:59.999999
-    finish_job(NOW - timedelta(seconds=30))  # 10:00:00
-    finish_job(NOW, succeed=False)  # now, in the newest (partial) bucket
-    finish_job(NOW + timedelta(seconds=1))  # after now: not counted
+    failed_job(now=NOW - timedelta(minutes=4, seconds=30, microseconds=1))  # before
+    succeeded_job(now=NOW - timedelta(minutes=4, seconds=30))  # 09:56:00, first bucket's start
+    succeeded_job(now=NOW - timedelta(seconds=30, microseconds=1))  # 09:59:59.999999
+    succeeded_job(now=NOW - timedelta(seconds=30))  # 10:00:00
+    failed_job(now=NOW)  # now, in the newest (partial) bucket
+    succeeded_job(now=NOW + timedelta(seconds=1))  # after now: not counted
     # A retry scheduled for later is not a finished attempt.
-    job, _ = services.create_job(type="demo.flaky", max_attempts=3, now=NOW)
-    services.claim_next_job(worker_id=WORKER, now=NOW)
+    job = running_job("demo.flaky", max_attempts=3, now=NOW)
     services.fail_job(job_id=job.pk, worker_id=WORKER, attempt=1, error="flaky", now=NOW)
 
     result = selectors.throughput(now=NOW, minutes=5, bucket_seconds=60)
@@ -688,8 +692,8 @@ def test_throughput_counts_finished_attempts_per_aligned_bucket():
 
 
 def test_throughput_buckets_of_other_widths():
-    finish_job(NOW - timedelta(seconds=31))  # 09:59:59 -> [09:59:50, 10:00:00)
-    finish_job(NOW - timedelta(seconds=29))  # 10:00:01 -> [10:00:00, 10:00:10)
+    succeeded_job(now=NOW - timedelta(seconds=31))  # 09:59:59 -> [09:59:50, 10:00:00)
+    succeeded_job(now=NOW - timedelta(seconds=29))  # 10:00:01 -> [10:00:00, 10:00:10)
     result = selectors.throughput(now=NOW, minutes=1, bucket_seconds=10)
     assert len(result["buckets"]) == 6
     assert result["buckets"][-1]["start"] == datetime(2026, 6, 21, 10, 0, 30, tzinfo=UTC)
@@ -707,8 +711,8 @@ def test_throughput_buckets_of_other_widths():
 def test_throughput_endpoint_zero_fills_the_default_window_in_one_query(
     api, django_assert_num_queries
 ):
-    finish_job(timezone.now())
-    finish_job(timezone.now(), succeed=False)
+    succeeded_job()
+    failed_job()
     with django_assert_num_queries(1):
         response = api.get("/api/jobs/throughput/")
     assert response.status_code == 200
