@@ -72,9 +72,8 @@ def test_three_worker_processes_drain_3000_jobs_each_claimed_and_run_once(tmp_pa
         for worker in workers:
             worker.kill()
 
-    # Every job succeeded on its first and only attempt.
+    # Every job succeeded (the drain waited for that) on its first and only attempt.
     assert Job.objects.filter(status=Status.SUCCEEDED, attempts=1).count() == total
-    assert not Job.objects.exclude(status=Status.SUCCEEDED).exists()
     # No attempt was claimed twice: one claimed event per (job, attempt), one per job.
     claims = JobEvent.objects.filter(type=Event.CLAIMED)
     assert claims.count() == total
@@ -199,13 +198,13 @@ def test_sigterm_with_busy_threads_exits_zero_within_lease_and_restart_drains_th
         )
         worker.signal(signal.SIGTERM)
         signalled = time.monotonic()
-        code = worker.wait(timeout=lease)
+        # Waits past the lease, so a late exit fails the bound below, not the wait.
+        code = worker.wait(timeout=3 * lease)
         exited_after = time.monotonic() - signalled
     finally:
         worker.kill()
     assert code == 0
     assert exited_after < lease
-    assert not Job.objects.filter(status=Status.RUNNING).exists()
     # The in-flight jobs finished on their first attempt; nothing new was claimed.
     for job in busy:
         job.refresh_from_db()
@@ -330,10 +329,8 @@ def test_postgres_restart_under_running_workers_and_api(private_postgres, tmp_pa
     health_up_after = next(t for t, status, _ in poller.samples if t > back and status == 200)
     assert not [s for t, s, _ in poller.samples if t > health_up_after and s != 200]
 
-    # Jobs: all succeeded; the same four threads (no replacement) worked after the restarts.
-    rows = pg.query("SELECT status, attempts, count(*) FROM jobs_job GROUP BY 1, 2 ORDER BY 2")
-    assert {status for status, _, _ in rows} == {"succeeded"}
-    assert sum(count for _, _, count in rows) == total
+    # Jobs: all 300 succeeded (waited for above); the same four threads (no replacement)
+    # worked after the restarts.
     claimers_after = pg.query(
         "SELECT DISTINCT worker_id FROM jobs_jobevent "
         f"WHERE type = 'claimed' AND id > {last_event_before_stop}"
@@ -350,7 +347,7 @@ def test_postgres_restart_under_running_workers_and_api(private_postgres, tmp_pa
     # The outage was seen and logged: by the loop (claim/cleanup) or while recording outcomes.
     assert "action=database_error" in log or "action=finish_retry" in log
     assert "action=thread_died" not in log
-    attempts = {attempt: count for _, attempt, count in rows}
+    attempts = dict(pg.query("SELECT attempts, count(*) FROM jobs_job GROUP BY 1 ORDER BY 1"))
     # Why attempts were repeated: handler errors during the outage, or expired leases.
     reasons = Counter(
         f"{kind}: {message[:70]}"
