@@ -3,10 +3,15 @@ import os
 import pytest
 from django.conf import settings
 
-from jobs import services
-from jobs.tests.factories import fresh
+from jobs.tests.helpers import (
+    PrivatePostgres,
+    postgres_bin_dir,
+    production_child_env,
+    serve_api,
+)
 
 ON_POSTGRES = settings.DATABASE_ENGINE == "postgres"
+IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -28,22 +33,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session", autouse=True)
 def _postgres_is_required_in_ci(django_db_setup: None, django_db_blocker) -> None:
     """In CI the PostgreSQL pass must really talk to PostgreSQL."""
-    if os.environ.get("CI", "").lower() == "true" and ON_POSTGRES:
+    if IN_CI and ON_POSTGRES:
         from django.db import connection
 
         with django_db_blocker.unblock():
             assert connection.vendor == "postgresql"
-
-
-@pytest.fixture
-def make_job():
-    """Create a job through the service, as a client would."""
-
-    def make(type: str = "demo.success", **kwargs):
-        job, _ = services.create_job(type=type, **kwargs)
-        return fresh(job)
-
-    return make
 
 
 @pytest.fixture
@@ -60,3 +54,36 @@ def register_handler():
     yield register
     for type in added:
         handlers._REGISTRY.pop(type, None)
+
+
+@pytest.fixture
+def private_postgres():
+    """A PostgreSQL server of the test's own (``helpers.PrivatePostgres``), with an empty
+    database; destroyed afterwards."""
+    bin_dir = postgres_bin_dir()
+    if bin_dir is None:
+        if IN_CI:
+            pytest.fail("PostgreSQL server binaries (initdb, pg_ctl) are required in CI")
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not installed")
+    server = PrivatePostgres(bin_dir)
+    try:
+        server.init_and_start()
+        yield server
+    finally:
+        server.destroy()
+
+
+@pytest.fixture(scope="module")
+def production_server_env() -> dict[str, str]:
+    """Environment added to ``production_server``'s; a test module overrides this fixture
+    to configure its server."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def production_server(django_db_setup, django_db_blocker, tmp_path_factory, production_server_env):
+    """gunicorn serving the API with DEBUG=false on this run's test database, one per module."""
+    with django_db_blocker.unblock():
+        env = production_child_env(**production_server_env)
+    with serve_api(tmp_path_factory.mktemp("prod") / "gunicorn.log", env) as server:
+        yield server

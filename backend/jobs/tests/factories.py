@@ -1,14 +1,16 @@
 """Jobs in a given state, built through the services as a client and a worker would.
 
 Every test module takes its jobs from here instead of writing rows by hand; the only
-tests that write rows directly are the ones proving the database refuses a bad row.
+tests that write rows directly are the ones proving what the database refuses or allows
+(test_models.py).
 """
 
 from __future__ import annotations
 
-import socket
 from datetime import datetime
 from typing import Any
+
+from django.db import transaction
 
 from jobs import services
 from jobs.drivers import JobRow
@@ -23,8 +25,16 @@ def fresh(job: Job | JobRow) -> Job:
 
 
 def queued_job(type: str = "demo.success", **kwargs: Any) -> Job:
+    """A job as a client creates it; ``kwargs`` are ``services.create_job``'s."""
     job, _ = services.create_job(type=type, **kwargs)
     return fresh(job)
+
+
+def queued_jobs(count: int, type: str = "demo.success", **kwargs: Any) -> list[JobRow]:
+    """``count`` jobs created in one transaction, so workers already polling see them all
+    at once."""
+    with transaction.atomic():
+        return [services.create_job(type=type, **kwargs)[0] for _ in range(count)]
 
 
 def running_job(
@@ -80,9 +90,3 @@ def timeline(job: Job | JobRow) -> list[str]:
     return list(
         JobEvent.objects.filter(job_id=job.pk).order_by("id").values_list("type", flat=True)
     )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]

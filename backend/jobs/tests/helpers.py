@@ -1,14 +1,27 @@
-"""Shared test helpers: running real workers against the test database."""
+"""Shared test helpers: real workers, real servers and a private PostgreSQL, each run as
+the processes production runs, against the test database (or a server of their own).
+
+The fixtures that start them (``private_postgres``, ``production_server``) are in
+``conftest.py``, so every suite can ask for them.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import http.client
+import json
 import os
+import secrets
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, Literal
 
 from django.db import connection
 
@@ -17,17 +30,24 @@ from jobs.worker import WorkerConfig, WorkerRunner
 BACKEND_DIR = Path(__file__).resolve().parents[2]
 
 
-def run_workers_in_burst(threads: int = 1, lease_seconds: int = 30, **overrides) -> WorkerRunner:
-    """Run real worker threads in this process until nothing is claimable."""
+def worker_runner(
+    threads: int = 1, *, lease_seconds: int = 30, burst: bool = False
+) -> WorkerRunner:
+    """Real worker threads in this process, polling every 50 ms; not started yet."""
     config = WorkerConfig(
         threads=threads,
-        poll_interval_seconds=overrides.pop("poll_interval_seconds", 0.05),
+        poll_interval_seconds=0.05,
         lease_seconds=lease_seconds,
-        cleanup_interval_seconds=overrides.pop("cleanup_interval_seconds", 5),
-        cleanup_batch_size=overrides.pop("cleanup_batch_size", 100),
-        burst=True,
+        cleanup_interval_seconds=5,
+        cleanup_batch_size=100,
+        burst=burst,
     )
-    runner = WorkerRunner(config)
+    return WorkerRunner(config)
+
+
+def run_workers_in_burst(threads: int = 1, lease_seconds: int = 30) -> WorkerRunner:
+    """Run real worker threads in this process until nothing is claimable."""
+    runner = worker_runner(threads, lease_seconds=lease_seconds, burst=True)
     runner.run()
     return runner
 
@@ -101,3 +121,223 @@ def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None
             return
         time.sleep(0.05)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# --- HTTP servers -------------------------------------------------------------------------
+
+
+class HttpServer:
+    """A client for one server on 127.0.0.1; each request on a fresh connection."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        token: str | None = None,
+        body: bytes | dict | None = None,
+        https: bool = True,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, dict[str, str], bytes]:
+        """Send one request; ``https`` adds ``X-Forwarded-Proto: https`` as a TLS proxy would.
+
+        Returns (status, headers with lower-case names, body); repeated headers are joined.
+        """
+        all_headers = {"Host": f"127.0.0.1:{self.port}", **(headers or {})}
+        if https:
+            all_headers["X-Forwarded-Proto"] = "https"
+        if token is not None:
+            all_headers["Authorization"] = f"Token {token}"
+        if isinstance(body, dict):
+            body = json.dumps(body).encode()
+        if body is not None:
+            all_headers.setdefault("Content-Type", "application/json")
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            conn.request(method, path, body=body, headers=all_headers)
+            response = conn.getresponse()
+            received: dict[str, str] = {}
+            for name, value in response.getheaders():
+                key = name.lower()
+                received[key] = f"{received[key]}, {value}" if key in received else value
+            return response.status, received, response.read()
+        finally:
+            conn.close()
+
+    def json(self, method: str, path: str, **kwargs: Any) -> tuple[int, Any]:
+        """(status, decoded body), or (0, None) while nothing answers on the port."""
+        try:
+            status, _, body = self.request(method, path, **kwargs)
+        except OSError:
+            return 0, None
+        return status, json.loads(body or b"null")
+
+
+def production_child_env(**extra: str) -> dict[str, str]:
+    """This run's database in production mode (DEBUG=false) behind a pretend TLS proxy:
+    requests carrying ``X-Forwarded-Proto: https`` count as HTTPS, so the HTTPS defaults
+    (redirect, HSTS, secure cookies) stay on."""
+    env = child_env(
+        DEBUG="false",
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
+        DJANGO_ALLOWED_HOSTS="127.0.0.1",
+        DJANGO_SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO,https",
+        **extra,
+    )
+    env.pop("GUNICORN_CMD_ARGS", None)
+    return env
+
+
+@contextlib.contextmanager
+def serve_api(
+    log_path: Path, env: dict[str, str], *, server: Literal["gunicorn", "runserver"] = "gunicorn"
+) -> Iterator[HttpServer]:
+    """The API as a real child process on a free port, ready once /api/health/ answers 200.
+
+    ``gunicorn`` serves ``config.wsgi`` as the Dockerfile does (1 worker, 4 threads);
+    ``runserver`` is the local one. Stopped with SIGTERM on exit.
+    """
+    port = free_port()
+    if server == "gunicorn":
+        command = [
+            *("-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}"),
+            *("--workers", "1", "--threads", "4", "--forwarded-allow-ips", "127.0.0.1"),
+        ]
+    else:
+        command = ["manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"]
+    client = HttpServer(port)
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, *command],
+            cwd=BACKEND_DIR,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+        def up() -> bool:
+            if proc.poll() is not None:
+                raise AssertionError(f"{server} exited:\n{log_path.read_text()}")
+            return client.json("GET", "/api/health/")[0] == 200
+
+        try:
+            wait_until(up, 30, server)
+            yield client
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+# --- A private PostgreSQL server ------------------------------------------------------------
+
+
+def postgres_bin_dir() -> Path | None:
+    """The newest installed PostgreSQL's server binaries (initdb, pg_ctl), if any."""
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
+    if found:
+        return found[-1].parent
+    initdb = shutil.which("initdb")
+    return Path(initdb).parent if initdb else None
+
+
+class PrivatePostgres:
+    """A throwaway PostgreSQL server: its own data directory, port and socket directory.
+
+    Tests stop, restart or reconfigure this server, never the shared one on
+    127.0.0.1:5432 that other test runs use at the same time. It is the same server binary,
+    started and stopped with ``pg_ctl``, so a restart is real: every backend is terminated
+    and the port closes.
+    """
+
+    def __init__(self, bin_dir: Path, database: str = "private") -> None:
+        self.bin_dir = bin_dir
+        self.root = Path(tempfile.mkdtemp(prefix="jobq-pg-"))
+        self.data = self.root / "data"
+        self.log = self.root / "postgres.log"
+        self.port = free_port()
+        self.database = database
+        # initdb refuses to run as root: run the server as the postgres OS user then.
+        self.as_user: list[str] = []
+        if os.geteuid() == 0:
+            shutil.chown(self.root, "postgres")
+            self.as_user = ["runuser", "-u", "postgres", "--"]
+
+    def _run(self, *args: str) -> None:
+        subprocess.run([*self.as_user, *args], check=True, capture_output=True, timeout=60)
+
+    def pg_ctl(self, *args: str) -> None:
+        self._run(str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), *args)
+
+    def init_and_start(self) -> None:
+        self._run(
+            str(self.bin_dir / "initdb"),
+            *("-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"),
+        )
+        self.start()
+        subprocess.run(
+            [
+                str(self.bin_dir / "psql"),
+                *self.dsn_args("postgres"),
+                "-c",
+                f"CREATE DATABASE {self.database}",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
+
+    def start(self) -> None:
+        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
+        self.pg_ctl("-o", options, "-w", "start")
+
+    def dsn_args(self, database: str) -> list[str]:
+        return ["-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", database]
+
+    def env(self) -> dict[str, str]:
+        """The settings' environment variables that point Django at this server."""
+        return {
+            "DATABASE_ENGINE": "postgres",
+            "POSTGRES_HOST": "127.0.0.1",
+            "POSTGRES_PORT": str(self.port),
+            "POSTGRES_DB": self.database,
+            "POSTGRES_USER": "postgres",
+            "POSTGRES_PASSWORD": "postgres",
+        }
+
+    def migrate(self) -> None:
+        """Create the project's tables with ``manage.py migrate``, as a deployment does."""
+        result = subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--noinput"],
+            cwd=BACKEND_DIR,
+            env=child_env(**self.env()),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+
+    def query(self, sql: str) -> list[tuple]:
+        import psycopg
+
+        with psycopg.connect(
+            host="127.0.0.1", port=self.port, dbname=self.database, user="postgres"
+        ) as conn:
+            return conn.execute(sql).fetchall()
+
+    def destroy(self) -> None:
+        with contextlib.suppress(subprocess.CalledProcessError):  # already stopped
+            self.pg_ctl("-m", "immediate", "-w", "stop")
+        shutil.rmtree(self.root, ignore_errors=True)

@@ -16,7 +16,14 @@ from rest_framework.test import APIClient
 from jobs import handlers, selectors, services, views
 from jobs.models import Job, JobEvent
 from jobs.pagination import JobEventCursorPagination, JobPagination
-from jobs.tests.factories import WORKER, failed_job, fresh, succeeded_job
+from jobs.tests.factories import (
+    WORKER,
+    failed_job,
+    fresh,
+    queued_job,
+    running_job,
+    succeeded_job,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -52,13 +59,6 @@ def post_job(api: APIClient, body: object):
 
 def nothing_written() -> bool:
     return not Job.objects.exists() and not JobEvent.objects.exists()
-
-
-def finish_job(at: datetime, *, succeed: bool = True, type: str = "demo.success") -> Job:
-    """A job that ran once and ended (succeeded or failed for good) at ``at``."""
-    if succeed:
-        return succeeded_job(type, now=at, max_attempts=1)
-    return failed_job(type, now=at)
 
 
 def local_offset(value: datetime) -> str:
@@ -140,9 +140,7 @@ def test_config_describes_job_types_worker_and_limits(api, settings):
     }
 
 
-def test_config_pagination_is_read_from_the_paginators_and_enforced_by_the_lists(
-    api, make_job, busy_job
-):
+def test_config_pagination_is_read_from_the_paginators_and_enforced_by_the_lists(api, busy_job):
     pagination = api.get("/api/config/").json()["pagination"]
     assert pagination == {
         "jobs": {
@@ -156,7 +154,7 @@ def test_config_pagination_is_read_from_the_paginators_and_enforced_by_the_lists
     }
     jobs, events = pagination["jobs"], pagination["job_events"]
     for _ in range(jobs["max_limit"]):  # with busy_job: one job more than the largest page
-        make_job()
+        queued_job()
     assert JobEvent.objects.count() > events["max_limit"]
 
     def page_length(path: str) -> int:
@@ -174,7 +172,6 @@ def test_config_pagination_is_read_from_the_paginators_and_enforced_by_the_lists
 
 
 def test_create_returns_201_with_the_queued_job_and_writes_a_created_event(api):
-    before = timezone.now()
     response = post_job(
         api, {"type": "demo.success", "payload": {"sleep_seconds": 1}, "priority": 70}
     )
@@ -189,19 +186,22 @@ def test_create_returns_201_with_the_queued_job_and_writes_a_created_event(api):
     assert body["attempts"] == 0
     assert body["idempotency_key"] is None
     assert body["locked_by"] is None and body["result"] is None and body["finished_at"] is None
-    assert job.available_at >= before  # omitted available_at means now
+    assert job.available_at == job.created_at  # omitted available_at means now
     # Timestamps are rendered in the configured time zone's offset.
     assert body["created_at"].endswith(local_offset(job.created_at))
     assert datetime.fromisoformat(body["created_at"]) == job.created_at
     assert list(job.events.values_list("type", flat=True)) == ["created"]
 
 
-def test_create_uses_defaults_and_accepts_the_documented_bounds(api, settings):
+def test_create_fills_in_priority_max_attempts_and_payload_defaults(api, settings):
     response = post_job(api, {"type": "demo.fail"})
     assert response.status_code == 201
     assert response.json()["priority"] == 50
     assert response.json()["max_attempts"] == settings.JOB_WORKER_MAX_ATTEMPTS_DEFAULT
     assert response.json()["payload"] == {}
+
+
+def test_create_accepts_the_documented_bounds_and_explicit_nulls(api):
     for body in (
         {"type": "demo.fail", "priority": 32767, "max_attempts": 100},
         {"type": "demo.fail", "priority": -32768, "max_attempts": 1},
@@ -387,9 +387,9 @@ def test_create_accepts_a_body_just_under_the_size_limit(api, settings):
 # --- List -------------------------------------------------------------------------------
 
 
-def test_list_pages_25_by_default_newest_first_with_links(api, make_job):
+def test_list_pages_25_by_default_newest_first_with_links(api):
     start = timezone.now()
-    jobs = [make_job(now=start + timedelta(seconds=i)) for i in range(30)]
+    jobs = [queued_job(now=start + timedelta(seconds=i)) for i in range(30)]
     response = api.get("/api/jobs/")
     assert response.status_code == 200
     body = response.json()
@@ -406,9 +406,9 @@ def test_list_pages_25_by_default_newest_first_with_links(api, make_job):
     assert second["previous"] is not None
 
 
-def test_list_limit_is_capped_at_100(api, make_job):
+def test_list_limit_is_capped_at_100(api):
     for _ in range(101):
-        make_job()
+        queued_job()
     body = api.get("/api/jobs/?limit=1000").json()
     assert body["count"] == 101
     assert len(body["results"]) == 100
@@ -416,11 +416,11 @@ def test_list_limit_is_capped_at_100(api, make_job):
     assert len(api.get("/api/jobs/?limit=3").json()["results"]) == 3
 
 
-def test_list_filters_by_exact_status_and_type_substring(api, make_job):
-    make_job("demo.success")
-    make_job("demo.fail")
-    make_job("demo.flaky")
-    failed = finish_job(timezone.now(), succeed=False, type="demo.fail")
+def test_list_filters_by_exact_status_and_type_substring(api):
+    queued_job("demo.success")
+    queued_job("demo.fail")
+    queued_job("demo.flaky")
+    failed = failed_job()
 
     by_status = api.get("/api/jobs/?status=failed").json()
     assert [item["id"] for item in by_status["results"]] == [str(failed.pk)]
@@ -454,9 +454,9 @@ def test_list_refuses_bad_query_parameters_with_400(api, query, field):
 
 
 @pytest.mark.parametrize("jobs", [1, 50])
-def test_list_runs_a_bounded_number_of_queries(api, make_job, django_assert_max_num_queries, jobs):
+def test_list_runs_a_bounded_number_of_queries(api, django_assert_max_num_queries, jobs):
     for _ in range(jobs):
-        make_job()
+        queued_job()
     with django_assert_max_num_queries(2):
         response = api.get("/api/jobs/?limit=100")
     assert len(response.json()["results"]) == jobs
@@ -465,8 +465,8 @@ def test_list_runs_a_bounded_number_of_queries(api, make_job, django_assert_max_
 # --- Detail, timeline, 404s -------------------------------------------------------------
 
 
-def test_detail_returns_the_job(api, make_job):
-    job = make_job(payload={"sleep_seconds": 2}, idempotency_key="abc")
+def test_detail_returns_the_job(api):
+    job = queued_job(payload={"sleep_seconds": 2}, idempotency_key="abc")
     response = api.get(f"/api/jobs/{job.pk}/")
     assert response.status_code == 200
     body = response.json()
@@ -477,7 +477,7 @@ def test_detail_returns_the_job(api, make_job):
 
 
 def test_job_events_are_a_plain_list_in_ascending_id(api):
-    job = finish_job(timezone.now(), succeed=False)
+    job = failed_job()
     response = api.get(f"/api/jobs/{job.pk}/events/")
     assert response.status_code == 200
     events = response.json()
@@ -513,7 +513,7 @@ def test_unknown_api_paths_are_a_json_404(api):
 
 
 def test_retry_requeues_a_failed_job(api):
-    job = finish_job(timezone.now(), succeed=False)
+    job = failed_job()
     response = api.post(f"/api/jobs/{job.pk}/retry/")
     assert response.status_code == 200
     body = response.json()
@@ -525,8 +525,8 @@ def test_retry_requeues_a_failed_job(api):
 
 
 @pytest.mark.parametrize("succeed", [True, False])
-def test_retry_of_a_job_that_is_not_failed_is_409(api, make_job, succeed):
-    job = finish_job(timezone.now()) if succeed else make_job()
+def test_retry_of_a_job_that_is_not_failed_is_409(api, succeed):
+    job = succeeded_job() if succeed else queued_job()
     response = api.post(f"/api/jobs/{job.pk}/retry/")
     assert response.status_code == 409
     job = fresh(job)
@@ -540,22 +540,19 @@ def test_retry_of_a_job_that_is_not_failed_is_409(api, make_job, succeed):
 # --- Stats ------------------------------------------------------------------------------
 
 
-def test_stats_lists_every_status_from_one_query(api, make_job, django_assert_num_queries):
+def test_stats_endpoint_serves_the_selectors_stats_in_one_query(api, django_assert_num_queries):
+    # What an empty queue's stats are is test_selectors.py's to say.
     with django_assert_num_queries(1):
         empty = api.get("/api/jobs/stats/").json()
-    assert empty == {
-        "total": 0,
-        "by_status": {"queued": 0, "running": 0, "succeeded": 0, "failed": 0},
-        "overdue_running": 0,
-        "retries_pending": 0,
-        "oldest_queued_at": None,
-    }
+    assert empty == selectors.job_stats()
 
+
+def test_stats_count_jobs_by_status_and_date_the_oldest_queued_job(api):
     now = timezone.now()
-    finish_job(now - timedelta(seconds=5), succeed=False)
-    finish_job(now - timedelta(seconds=4))
-    oldest = make_job(now=now - timedelta(seconds=3))
-    make_job(now=now - timedelta(seconds=2))
+    failed_job(now=now - timedelta(seconds=5))
+    succeeded_job(now=now - timedelta(seconds=4))
+    oldest = queued_job(now=now - timedelta(seconds=3))
+    queued_job(now=now - timedelta(seconds=2))
     body = api.get("/api/jobs/stats/").json()
     assert body["total"] == 4
     assert body["by_status"] == {"queued": 2, "running": 0, "succeeded": 1, "failed": 1}
@@ -566,10 +563,9 @@ def test_stats_lists_every_status_from_one_query(api, make_job, django_assert_nu
 
 
 @pytest.fixture
-def busy_job(make_job) -> Job:
+def busy_job() -> Job:
     """One running job with 1 created + 1 claimed + 248 progress events (250 in all)."""
-    job = make_job()
-    services.claim_next_job(worker_id=WORKER)
+    job = running_job("demo.success")
     for step in range(248):
         assert services.record_progress(
             job_id=job.pk, worker_id=WORKER, attempt=1, message=f"step {step}"
@@ -608,7 +604,7 @@ def test_event_feed_cursor_walks_every_event_once(api, busy_job):
 
 
 def test_event_feed_filters_by_type_and_job(api, busy_job):
-    other = finish_job(timezone.now(), succeed=False)
+    other = failed_job()
 
     failed = api.get("/api/job-events/?type=failed").json()["results"]
     assert [(event["type"], event["job"]) for event in failed] == [("failed", str(other.pk))]
@@ -657,15 +653,14 @@ NOW = datetime(2026, 6, 21, 10, 0, 30, tzinfo=UTC)
 
 
 def test_throughput_counts_finished_attempts_per_aligned_bucket():
-    finish_job(NOW - timedelta(minutes=4, seconds=30, microseconds=1), succeed=False)  # before
-    finish_job(NOW - timedelta(minutes=4, seconds=30))  # 09:56:00, first bucket's start
-    finish_job(NOW - timedelta(seconds=30, microseconds=1))  # 09:59:59.999999
-    finish_job(NOW - timedelta(seconds=30))  # 10:00:00
-    finish_job(NOW, succeed=False)  # now, in the newest (partial) bucket
-    finish_job(NOW + timedelta(seconds=1))  # after now: not counted
+    failed_job(now=NOW - timedelta(minutes=4, seconds=30, microseconds=1))  # before
+    succeeded_job(now=NOW - timedelta(minutes=4, seconds=30))  # 09:56:00, first bucket's start
+    succeeded_job(now=NOW - timedelta(seconds=30, microseconds=1))  # 09:59:59.999999
+    succeeded_job(now=NOW - timedelta(seconds=30))  # 10:00:00
+    failed_job(now=NOW)  # now, in the newest (partial) bucket
+    succeeded_job(now=NOW + timedelta(seconds=1))  # after now: not counted
     # A retry scheduled for later is not a finished attempt.
-    job, _ = services.create_job(type="demo.flaky", max_attempts=3, now=NOW)
-    services.claim_next_job(worker_id=WORKER, now=NOW)
+    job = running_job("demo.flaky", max_attempts=3, now=NOW)
     services.fail_job(job_id=job.pk, worker_id=WORKER, attempt=1, error="flaky", now=NOW)
 
     result = selectors.throughput(now=NOW, minutes=5, bucket_seconds=60)
@@ -690,8 +685,8 @@ def test_throughput_counts_finished_attempts_per_aligned_bucket():
 
 
 def test_throughput_buckets_of_other_widths():
-    finish_job(NOW - timedelta(seconds=31))  # 09:59:59 -> [09:59:50, 10:00:00)
-    finish_job(NOW - timedelta(seconds=29))  # 10:00:01 -> [10:00:00, 10:00:10)
+    succeeded_job(now=NOW - timedelta(seconds=31))  # 09:59:59 -> [09:59:50, 10:00:00)
+    succeeded_job(now=NOW - timedelta(seconds=29))  # 10:00:01 -> [10:00:00, 10:00:10)
     result = selectors.throughput(now=NOW, minutes=1, bucket_seconds=10)
     assert len(result["buckets"]) == 6
     assert result["buckets"][-1]["start"] == datetime(2026, 6, 21, 10, 0, 30, tzinfo=UTC)
@@ -709,8 +704,8 @@ def test_throughput_buckets_of_other_widths():
 def test_throughput_endpoint_zero_fills_the_default_window_in_one_query(
     api, django_assert_num_queries
 ):
-    finish_job(timezone.now())
-    finish_job(timezone.now(), succeed=False)
+    succeeded_job()
+    failed_job()
     with django_assert_num_queries(1):
         response = api.get("/api/jobs/throughput/")
     assert response.status_code == 200

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from jobs import services
 from jobs.models import Job, JobEvent
+from jobs.tests.factories import queued_job, queued_jobs
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -34,16 +35,9 @@ def in_threads(count: int, fn) -> list:
         return list(pool.map(run, range(count)))
 
 
-def bulk_queue(count: int, **fields) -> None:
-    now = timezone.now() - timedelta(seconds=1)
-    Job.objects.bulk_create(
-        [Job(type="demo.success", available_at=now, created_at=now, **fields) for _ in range(count)]
-    )
-
-
 @pytest.mark.postgres
-def test_eight_threads_claiming_500_jobs_never_claim_an_attempt_twice():
-    bulk_queue(600)
+def test_eight_threads_claiming_600_jobs_never_claim_an_attempt_twice():
+    queued_jobs(600)
 
     def drain(index: int) -> list[tuple[str, int]]:
         worker_id = f"worker-{index}"
@@ -64,10 +58,10 @@ def test_eight_threads_claiming_500_jobs_never_claim_an_attempt_twice():
 
 
 @pytest.mark.postgres
-def test_claim_skips_a_row_locked_by_another_connection_instead_of_waiting(make_job):
+def test_claim_skips_a_row_locked_by_another_connection_instead_of_waiting():
     now = timezone.now() - timedelta(seconds=1)
-    first = make_job(priority=90, now=now)
-    second = make_job(priority=10, now=now)
+    first = queued_job(priority=90, now=now)
+    second = queued_job(priority=10, now=now)
     db = connection.settings_dict
     with psycopg.connect(
         host=db["HOST"],
@@ -103,8 +97,8 @@ def test_concurrent_creates_with_one_idempotency_key_yield_one_job():
 
 @pytest.mark.postgres
 def test_concurrent_cleanup_passes_handle_each_expired_job_once():
-    bulk_queue(40)
     past = timezone.now() - timedelta(seconds=1)
+    queued_jobs(40, now=past)
     for _ in range(40):
         services.claim_next_job(worker_id="dead", lease_seconds=1, now=past)
     results = in_threads(
@@ -118,7 +112,7 @@ def test_concurrent_cleanup_passes_handle_each_expired_job_once():
 
 def test_worker_threads_on_this_database_complete_concurrent_claims_without_errors():
     """Also on SQLite: writers queue for the lock instead of failing with 'locked'."""
-    bulk_queue(120)
+    queued_jobs(120)
 
     def drain(index: int) -> int:
         worker_id = f"worker-{index}"

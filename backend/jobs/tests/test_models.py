@@ -3,8 +3,8 @@
 import pytest
 from django.db import IntegrityError, connection, transaction
 
-from jobs import services
 from jobs.models import Job
+from jobs.tests.factories import queued_job, running_job
 
 pytestmark = pytest.mark.django_db
 
@@ -15,16 +15,13 @@ def raw_update(job: Job, assignments: str) -> None:
 
 
 @pytest.fixture
-def queued(make_job) -> Job:
-    return make_job(max_attempts=3)
+def queued() -> Job:
+    return queued_job(max_attempts=3)
 
 
 @pytest.fixture
-def running(make_job) -> Job:
-    make_job(max_attempts=3)
-    job = services.claim_next_job(worker_id="worker-a")
-    assert job is not None
-    return job
+def running() -> Job:
+    return running_job(max_attempts=3)
 
 
 @pytest.mark.parametrize(
@@ -76,8 +73,8 @@ def test_database_refuses_finished_row_that_keeps_a_lease(running):
         raw_update(running, "status = 'failed', locked_by = NULL, finished_at = CURRENT_TIMESTAMP")
 
 
-def test_database_refuses_duplicate_idempotency_key(make_job):
-    make_job(idempotency_key="same")
+def test_database_refuses_duplicate_idempotency_key():
+    queued_job(idempotency_key="same")
     with pytest.raises(IntegrityError), transaction.atomic():
         Job.objects.create(type="demo.success", idempotency_key="same")
 

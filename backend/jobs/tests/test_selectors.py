@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from jobs import selectors, services
 from jobs.models import Job
+from jobs.tests.factories import queued_job
 
 pytestmark = pytest.mark.django_db
 
@@ -17,14 +18,14 @@ Status = Job.Status
 
 
 def test_stats_counts_every_status_overdue_and_pending_retries_in_one_query(
-    make_job, django_assert_num_queries
+    django_assert_num_queries,
 ):
     now = timezone.now()
-    oldest = make_job(now=now - timedelta(minutes=3))
-    make_job(now=now - timedelta(minutes=1))
-    make_job(max_attempts=1, now=now - timedelta(seconds=50))
-    make_job(max_attempts=3, now=now - timedelta(seconds=40))
-    make_job(now=now - timedelta(seconds=30))
+    oldest = queued_job(now=now - timedelta(minutes=3))
+    queued_job(now=now - timedelta(minutes=1))
+    queued_job(max_attempts=1, now=now - timedelta(seconds=50))
+    queued_job(max_attempts=3, now=now - timedelta(seconds=40))
+    queued_job(now=now - timedelta(seconds=30))
     # Claim order: the two older queued jobs first.
     a = services.claim_next_job(worker_id="a", lease_seconds=1, now=now - timedelta(minutes=2))
     assert a.pk == oldest.pk

@@ -4,6 +4,7 @@ import re
 import signal
 import threading
 import time
+from datetime import timedelta
 
 import pytest
 from django.db import connection
@@ -11,17 +12,14 @@ from django.utils import timezone
 
 from jobs import services
 from jobs.models import Job, JobEvent
-from jobs.tests.helpers import WorkerProcess, run_workers_in_burst, wait_until
-from jobs.worker import WorkerConfig, WorkerRunner, make_worker_id
+from jobs.tests.factories import queued_job, running_job, timeline
+from jobs.tests.helpers import WorkerProcess, run_workers_in_burst, wait_until, worker_runner
+from jobs.worker import make_worker_id
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 Status = Job.Status
 Event = JobEvent.Type
-
-
-def timeline(job: Job) -> list[str]:
-    return list(JobEvent.objects.filter(job=job).order_by("id").values_list("type", flat=True))
 
 
 @pytest.mark.django_db
@@ -31,8 +29,8 @@ def test_worker_id_has_hostname_pid_thread_number_and_random_suffix():
     assert first != second
 
 
-def test_demo_success_runs_to_succeeded_with_progress_and_renewal(make_job):
-    job = make_job("demo.success", payload={"sleep_seconds": 0.1})
+def test_demo_success_runs_to_succeeded_with_progress_and_renewal():
+    job = queued_job("demo.success", payload={"sleep_seconds": 0.1})
     runner = run_workers_in_burst()
     job.refresh_from_db()
     assert job.status == Status.SUCCEEDED
@@ -49,9 +47,9 @@ def test_demo_success_runs_to_succeeded_with_progress_and_renewal(make_job):
     assert worker_ids == {runner.threads[0].worker_id}
 
 
-def test_demo_fail_is_retried_then_fails_with_its_error_message(make_job, settings):
+def test_demo_fail_is_retried_then_fails_with_its_error_message(settings):
     settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 0
-    job = make_job("demo.fail", payload={"error": "Intentional demo failure"}, max_attempts=2)
+    job = queued_job("demo.fail", payload={"error": "Intentional demo failure"}, max_attempts=2)
     run_workers_in_burst()
     job.refresh_from_db()
     assert job.status == Status.FAILED
@@ -63,19 +61,19 @@ def test_demo_fail_is_retried_then_fails_with_its_error_message(make_job, settin
     assert types[-1] == Event.FAILED
 
 
-def test_demo_fail_schedules_retry_with_backoff(make_job):
-    job = make_job("demo.fail", max_attempts=3)
+def test_demo_fail_schedules_retry_with_backoff():
+    job = queued_job("demo.fail", max_attempts=3)
     before = timezone.now()
     run_workers_in_burst()
     job.refresh_from_db()
     assert job.status == Status.QUEUED
     assert job.attempts == 1
-    assert job.available_at >= before + timezone.timedelta(seconds=5)
+    assert job.available_at >= before + timedelta(seconds=5)
 
 
-def test_demo_flaky_fails_until_configured_attempt_then_succeeds(make_job, settings):
+def test_demo_flaky_fails_until_configured_attempt_then_succeeds(settings):
     settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 0
-    job = make_job("demo.flaky", payload={"fail_until_attempt": 3}, max_attempts=3)
+    job = queued_job("demo.flaky", payload={"fail_until_attempt": 3}, max_attempts=3)
     run_workers_in_burst()
     job.refresh_from_db()
     assert job.status == Status.SUCCEEDED
@@ -84,8 +82,8 @@ def test_demo_flaky_fails_until_configured_attempt_then_succeeds(make_job, setti
     assert timeline(job).count(Event.RETRY_SCHEDULED) == 2
 
 
-def test_demo_slow_renews_its_lease_while_working(make_job):
-    job = make_job("demo.slow", payload={"sleep_seconds": 1.0})
+def test_demo_slow_renews_its_lease_while_working():
+    job = queued_job("demo.slow", payload={"sleep_seconds": 1.0})
     run_workers_in_burst(lease_seconds=1)
     job.refresh_from_db()
     assert job.status == Status.SUCCEEDED
@@ -93,9 +91,9 @@ def test_demo_slow_renews_its_lease_while_working(make_job):
     assert renewals >= 2
 
 
-def test_demo_timeout_is_requeued_by_cleanup_and_its_late_result_rejected(make_job, settings):
+def test_demo_timeout_is_requeued_by_cleanup_and_its_late_result_rejected(settings):
     settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 60  # keep the requeued job out of reach
-    job = make_job("demo.timeout", payload={"sleep_seconds": 1.5}, max_attempts=3)
+    job = queued_job("demo.timeout", payload={"sleep_seconds": 1.5}, max_attempts=3)
     worker = threading.Thread(target=run_workers_in_burst, kwargs={"lease_seconds": 1})
     worker.start()
     wait_until(lambda: Job.objects.get(pk=job.pk).status == Status.RUNNING, 10, "claim")
@@ -110,23 +108,23 @@ def test_demo_timeout_is_requeued_by_cleanup_and_its_late_result_rejected(make_j
     assert Event.SUCCEEDED not in types
 
 
-def test_handler_exception_message_becomes_last_error(make_job, register_handler):
+def test_handler_exception_message_becomes_last_error(register_handler):
     def explode(context):
         raise ValueError("payload is missing the thing")
 
     register_handler("test.explode", explode)
-    job = make_job("test.explode", max_attempts=1)
+    job = queued_job("test.explode", max_attempts=1)
     run_workers_in_burst()
     job.refresh_from_db()
     assert job.status == Status.FAILED
     assert job.last_error == "payload is missing the thing"
 
 
-def test_result_that_is_not_json_fails_the_job_with_a_clear_message(make_job, register_handler):
+def test_result_that_is_not_json_fails_the_job_with_a_clear_message(register_handler):
     register_handler("test.not_json", lambda context: {"when": object()})
     register_handler("test.nan", lambda context: {"value": float("nan")})
-    not_json = make_job("test.not_json", max_attempts=1)
-    nan = make_job("test.nan", max_attempts=1)
+    not_json = queued_job("test.not_json", max_attempts=1)
+    nan = queued_job("test.nan", max_attempts=1)
     run_workers_in_burst()
     for job in (not_json, nan):
         job.refresh_from_db()
@@ -134,65 +132,59 @@ def test_result_that_is_not_json_fails_the_job_with_a_clear_message(make_job, re
         assert "not JSON-serialisable" in job.last_error
 
 
-def test_job_type_without_handler_fails_with_message(make_job):
-    job = make_job("nobody.handles.this", max_attempts=1)
+def test_job_type_without_handler_fails_with_message():
+    job = queued_job("nobody.handles.this", max_attempts=1)
     run_workers_in_burst()
     job.refresh_from_db()
     assert job.status == Status.FAILED
     assert "No handler is registered" in job.last_error
 
 
-def test_handler_that_lost_its_lease_stops_without_writing(make_job, register_handler):
+def test_handler_that_lost_its_lease_stops_without_writing(register_handler):
     def lose_lease(context):
-        Job.objects.filter(pk=context.job_id).update(locked_by="someone-else")
+        # As after a long pause: the lease expires, cleanup requeues, another worker claims.
+        later = timezone.now() + timedelta(hours=1)
+        services.cleanup_expired_jobs(now=later, worker_id="cleaner")
+        services.claim_next_job(worker_id="someone-else", now=later + timedelta(hours=1))
         context.renew()
         return {"should": "never be stored"}
 
     register_handler("test.lose_lease", lose_lease)
-    job = make_job("test.lose_lease")
+    job = queued_job("test.lose_lease")
     run_workers_in_burst()
     job.refresh_from_db()
     assert job.status == Status.RUNNING
     assert job.locked_by == "someone-else"
     assert job.result is None
+    assert timeline(job) == [Event.CREATED, Event.CLAIMED, Event.TIMEOUT_REQUEUED, Event.CLAIMED]
 
 
-def test_worker_threads_run_expired_lease_cleanup(make_job):
-    past = timezone.now() - timezone.timedelta(seconds=5)
-    job = make_job(now=past)
-    assert services.claim_next_job(worker_id="dead-worker", lease_seconds=1, now=past)
+def test_worker_threads_run_expired_lease_cleanup():
+    past = timezone.now() - timedelta(seconds=5)
+    job = running_job("demo.success", worker_id="dead-worker", now=past, lease_seconds=1)
     runner = run_workers_in_burst()
-    job.refresh_from_db()
-    types = timeline(job)
-    assert Event.TIMEOUT_REQUEUED in types
+    # Requeued with a backoff, so the burst does not claim it again.
+    assert timeline(job) == [Event.CREATED, Event.CLAIMED, Event.TIMEOUT_REQUEUED]
     requeue = JobEvent.objects.get(job=job, type=Event.TIMEOUT_REQUEUED)
     assert requeue.worker_id == runner.threads[0].worker_id
 
 
-def test_several_threads_drain_the_queue_each_job_once(make_job, register_handler):
+def test_several_threads_drain_the_queue_each_job_once(register_handler):
     register_handler("test.noop", lambda context: {"attempt": context.attempt})
-    jobs = [make_job("test.noop") for _ in range(60)]
+    jobs = [queued_job("test.noop") for _ in range(60)]
     runner = run_workers_in_burst(threads=4)
     assert Job.objects.filter(status=Status.SUCCEEDED).count() == len(jobs)
     assert JobEvent.objects.filter(type=Event.CLAIMED).count() == len(jobs)
     assert sum(t.jobs_processed for t in runner.threads) == len(jobs)
 
 
-def test_first_signal_stops_claiming_and_lets_in_flight_job_finish(make_job, settings):
-    job = make_job("demo.success", payload={"sleep_seconds": 0.5})
-    runner = WorkerRunner(
-        WorkerConfig(
-            threads=2,
-            poll_interval_seconds=0.05,
-            lease_seconds=30,
-            cleanup_interval_seconds=5,
-            cleanup_batch_size=10,
-        )
-    )
+def test_first_signal_stops_claiming_and_lets_in_flight_job_finish():
+    job = queued_job("demo.success", payload={"sleep_seconds": 0.5})
+    runner = worker_runner(threads=2)
     runner.start()
     wait_until(lambda: Job.objects.get(pk=job.pk).status == Status.RUNNING, 10, "claim")
     runner._on_signal(signal.SIGTERM, None)
-    late = make_job("demo.success")
+    late = queued_job("demo.success")
     runner.wait()
     job.refresh_from_db()
     late.refresh_from_db()
@@ -201,14 +193,14 @@ def test_first_signal_stops_claiming_and_lets_in_flight_job_finish(make_job, set
 
 
 @pytest.mark.slow
-def test_worker_process_exits_zero_on_sigterm_after_finishing_in_flight_job(make_job, tmp_path):
-    job = make_job("demo.slow", payload={"sleep_seconds": 1.5})
+def test_worker_process_exits_zero_on_sigterm_after_finishing_in_flight_job(tmp_path):
+    job = queued_job("demo.slow", payload={"sleep_seconds": 1.5})
     worker = WorkerProcess(tmp_path / "worker.log", "--threads", "2")
     try:
         wait_until(lambda: Job.objects.get(pk=job.pk).status == Status.RUNNING, 20, "claim")
         worker.signal(signal.SIGTERM)
         worker.wait_for_log("action=shutdown_requested")
-        late = make_job("demo.success", payload={"sleep_seconds": 0})
+        late = queued_job("demo.success", payload={"sleep_seconds": 0})
         assert worker.wait(timeout=30) == 0
     finally:
         worker.kill()
@@ -216,16 +208,13 @@ def test_worker_process_exits_zero_on_sigterm_after_finishing_in_flight_job(make
     late.refresh_from_db()
     assert job.status == Status.SUCCEEDED
     assert late.status == Status.QUEUED
-    assert not Job.objects.filter(status=Status.RUNNING).exists()
     log = worker.log()
     assert "action=worker_stopped" in log
     assert f"action=finished job_id={job.pk}" in log
 
 
 @pytest.mark.postgres
-def test_worker_thread_reconnects_after_its_database_connection_is_killed(
-    make_job, register_handler
-):
+def test_worker_thread_reconnects_after_its_database_connection_is_killed(register_handler):
     processed = []
 
     def record(context):
@@ -233,18 +222,10 @@ def test_worker_thread_reconnects_after_its_database_connection_is_killed(
         return None
 
     register_handler("test.record", record)
-    runner = WorkerRunner(
-        WorkerConfig(
-            threads=1,
-            poll_interval_seconds=0.05,
-            lease_seconds=30,
-            cleanup_interval_seconds=5,
-            cleanup_batch_size=10,
-        )
-    )
+    runner = worker_runner(threads=1)
     runner.start()
     try:
-        first = make_job("test.record")
+        first = queued_job("test.record")
         wait_until(lambda: first.pk in processed, 10, "first job")
         wait_until(
             lambda: Job.objects.get(pk=first.pk).status == Status.SUCCEEDED, 10, "first done"
@@ -255,7 +236,7 @@ def test_worker_thread_reconnects_after_its_database_connection_is_killed(
                 "WHERE datname = current_database() AND pid <> pg_backend_pid()"
             )
             assert cursor.fetchone()[0] >= 1
-        second = make_job("test.record")
+        second = queued_job("test.record")
         wait_until(
             lambda: Job.objects.get(pk=second.pk).status == Status.SUCCEEDED, 20, "second done"
         )
