@@ -290,6 +290,10 @@ JOB_WORKER_BACKOFF_BASE_SECONDS = env_int("JOB_WORKER_BACKOFF_BASE_SECONDS", 5, 
 JOB_WORKER_BACKOFF_MAX_SECONDS = env_int("JOB_WORKER_BACKOFF_MAX_SECONDS", 300, minimum=0)
 JOB_WORKER_MAX_ATTEMPTS_DEFAULT = env_int("JOB_WORKER_MAX_ATTEMPTS_DEFAULT", 3, minimum=1)
 JOB_WORKER_LOG_LEVEL = env_str("JOB_WORKER_LOG_LEVEL", "INFO").upper()
+# Queues the worker serves, comma-separated; "*" is every queue that has jobs.
+JOB_WORKER_QUEUES = env_list("JOB_WORKER_QUEUES", "*")
+# Seconds an attempt may run when neither the job nor its type sets a timeout; 0: none.
+JOB_WORKER_TIMEOUT_SECONDS = env_int("JOB_WORKER_TIMEOUT_SECONDS", 0, minimum=0)
 # Extra modules that register handlers with @jobs.handlers.register, imported at startup.
 JOB_HANDLER_MODULES = env_list("JOB_HANDLER_MODULES", "")
 

@@ -1,7 +1,6 @@
 from importlib import import_module
 
 from django.apps import AppConfig
-from django.conf import settings
 
 
 class JobsConfig(AppConfig):
@@ -10,8 +9,10 @@ class JobsConfig(AppConfig):
     verbose_name = "Job queue"
 
     def ready(self) -> None:
+        from .conf import app_settings
+
         # The demo handlers register themselves on import; projects add their own handler
         # modules through JOB_HANDLER_MODULES so the API and the worker see the same types.
         import_module("jobs.handlers")
-        for module in settings.JOB_HANDLER_MODULES:
+        for module in app_settings.JOB_HANDLER_MODULES:
             import_module(module)

@@ -3,8 +3,11 @@ the demo handlers.
 
 A handler is ``fn(context) -> result``. Its return value becomes the job's ``result`` and
 must be JSON-serialisable; raising an exception fails the attempt (retried with backoff
-while attempts remain). Long handlers call ``context.renew()`` to keep their lease and
-``context.progress()`` to add timeline events.
+while attempts remain). The worker keeps the attempt's lease alive by itself (a heartbeat
+per process); ``context.renew()`` is still there for a handler that wants a
+``lease_renewed`` event. ``context.progress()`` adds timeline events. Both raise a
+``JobInterrupted`` once the attempt must stop (cancelled, timed out, or lost), and
+``context.cancelled`` says whether a cancel was requested, for handlers that poll.
 """
 
 from __future__ import annotations
@@ -12,15 +15,41 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
 from . import services
+from .models import DEFAULT_QUEUE
 
 
-class LeaseLost(Exception):
-    """The worker no longer owns the attempt; the handler should stop."""
+class JobInterrupted(Exception):
+    """The attempt must stop; the worker records how it ended."""
+
+
+class LeaseLost(JobInterrupted):
+    """The worker no longer owns the attempt; nothing more of it is written."""
+
+
+class JobTimedOut(JobInterrupted):
+    """The attempt ran past its timeout and was already recorded as failed."""
+
+
+class JobCancelled(JobInterrupted):
+    """A cancel was requested; the worker ends the attempt as cancelled."""
+
+
+@dataclass
+class AttemptState:
+    """What the worker's heartbeat learned about a running attempt (set from its thread)."""
+
+    cancel_requested: bool = False
+    timed_out: bool = False
+    lost: bool = False
+
+
+def _call[T](write: Callable[[], T]) -> T:
+    return write()
 
 
 @dataclass
@@ -33,28 +62,58 @@ class JobContext:
     attempt: int
     worker_id: str
     lease_seconds: int
+    queue: str = DEFAULT_QUEUE
+    timeout_seconds: int | None = None
+    state: AttemptState = field(default_factory=AttemptState, repr=False)
+    # The worker passes a wrapper that retries a write through a lost connection.
+    retrying: Callable[[Callable[[], Any]], Any] = field(default=_call, repr=False)
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether a cancel was requested for this job (seen within one heartbeat)."""
+        return self.state.cancel_requested
+
+    def check(self) -> None:
+        """Raise the ``JobInterrupted`` that applies, if the attempt must stop."""
+        where = f"job {self.job_id} attempt {self.attempt}"
+        if self.state.timed_out:
+            raise JobTimedOut(f"{where} ran past its {self.timeout_seconds} s timeout")
+        if self.state.lost:
+            raise LeaseLost(f"{where} is no longer ours")
+        if self.state.cancel_requested:
+            raise JobCancelled(f"{where} was cancelled")
 
     def renew(self) -> None:
-        """Extend the lease; raise ``LeaseLost`` if another worker now owns the job."""
-        renewed = services.renew_lease(
-            job_id=self.job_id,
-            worker_id=self.worker_id,
-            attempt=self.attempt,
-            lease_seconds=self.lease_seconds,
+        """Extend the lease now (and write ``lease_renewed``); raise ``JobInterrupted``
+        if the attempt must stop."""
+        self.check()
+        renewed = self.retrying(
+            lambda: services.renew_lease(
+                job_id=self.job_id,
+                worker_id=self.worker_id,
+                attempt=self.attempt,
+                lease_seconds=self.lease_seconds,
+            )
         )
         if renewed is None:
-            raise LeaseLost(f"job {self.job_id} attempt {self.attempt} is no longer ours")
+            self.state.lost = True
+            self.check()
 
     def progress(self, message: str, data: dict[str, Any] | None = None) -> None:
-        """Add a ``progress`` event; raise ``LeaseLost`` if the attempt is no longer ours."""
-        if not services.record_progress(
-            job_id=self.job_id,
-            worker_id=self.worker_id,
-            attempt=self.attempt,
-            message=message,
-            data=data,
-        ):
-            raise LeaseLost(f"job {self.job_id} attempt {self.attempt} is no longer ours")
+        """Add a ``progress`` event; raise ``JobInterrupted`` if the attempt must stop."""
+        self.check()
+        recorded = self.retrying(
+            lambda: services.record_progress(
+                job_id=self.job_id,
+                worker_id=self.worker_id,
+                attempt=self.attempt,
+                message=message,
+                data=data,
+            )
+        )
+        if not recorded:
+            self.state.lost = True
+            self.check()
 
 
 Handler = Callable[[JobContext], Any]
@@ -66,13 +125,19 @@ class HandlerSpec:
     fn: Handler
     description: str
     example_payload: dict[str, Any]
+    # Default for jobs of this type that set none; None: JOB_WORKER_TIMEOUT_SECONDS.
+    timeout_seconds: int | None = None
 
 
 _REGISTRY: dict[str, HandlerSpec] = {}
 
 
 def register(
-    type: str, *, description: str | None = None, example_payload: dict[str, Any] | None = None
+    type: str,
+    *,
+    description: str | None = None,
+    example_payload: dict[str, Any] | None = None,
+    timeout_seconds: int | None = None,
 ) -> Callable[[Handler], Handler]:
     """Decorator registering ``fn`` as the handler of ``type``.
 
@@ -81,15 +146,20 @@ def register(
     """
 
     def decorator(fn: Handler) -> Handler:
-        if type in _REGISTRY:
-            raise ValueError(f"a handler for {type!r} is already registered")
         text = description or inspect.getdoc(fn)
         if not text:
             raise ValueError(f"the handler for {type!r} needs a description or a docstring")
-        _REGISTRY[type] = HandlerSpec(type, fn, text, example_payload or {})
+        add(HandlerSpec(type, fn, text, example_payload or {}, timeout_seconds))
         return fn
 
     return decorator
+
+
+def add(spec: HandlerSpec) -> None:
+    """Register ``spec``; a type has one handler."""
+    if spec.type in _REGISTRY:
+        raise ValueError(f"a handler for {spec.type!r} is already registered")
+    _REGISTRY[spec.type] = spec
 
 
 def get_handler(type: str) -> HandlerSpec | None:
@@ -149,7 +219,7 @@ def _sleep_renewing(context: JobContext, seconds: float) -> None:
 
 
 def _sleep_without_renewing(context: JobContext, seconds: float) -> None:
-    """Sleep in one go and say nothing: past the lease, cleanup requeues the job."""
+    """Sleep in one go without checking in: past its timeout the attempt is ended."""
     time.sleep(seconds)
 
 
@@ -173,14 +243,12 @@ def demo_slow(context: JobContext) -> dict[str, Any]:
     return _sleeping_demo(context, default=10, started="Started slow work", sleep=_sleep_renewing)
 
 
-@register("demo.timeout", example_payload={"sleep_seconds": 45})
+@register("demo.timeout", example_payload={"sleep_seconds": 45}, timeout_seconds=10)
 def demo_timeout(context: JobContext) -> dict[str, Any]:
-    """Sleeps past its lease without renewing, so lease cleanup requeues it."""
+    """Sleeps past its timeout (10 s unless the job sets timeout_seconds) without checking
+    in, so the worker records the attempt as timed out and retries it."""
     return _sleeping_demo(
-        context,
-        default=context.lease_seconds + 15,
-        started="Sleeping without renewing the lease",
-        sleep=_sleep_without_renewing,
+        context, default=45, started="Sleeping past the timeout", sleep=_sleep_without_renewing
     )
 
 

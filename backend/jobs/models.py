@@ -1,10 +1,14 @@
 """The two queue tables. The database itself refuses rows of an impossible shape."""
 
 import uuid
+from collections.abc import Iterable
 
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
+
+DEFAULT_QUEUE = "default"
+QUEUE_NAME_MAX_LENGTH = 64
 
 
 class JobStatus(models.TextChoices):
@@ -12,6 +16,10 @@ class JobStatus(models.TextChoices):
     RUNNING = "running", "Running"
     SUCCEEDED = "succeeded", "Succeeded"
     FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+FINISHED_STATUSES = [JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED]
 
 
 class JobEventType(models.TextChoices):
@@ -24,6 +32,31 @@ class JobEventType(models.TextChoices):
     FAILED = "failed", "Failed"
     TIMEOUT_REQUEUED = "timeout_requeued", "Timeout requeued"
     MANUAL_RETRY = "manual_retry", "Manual retry"
+    CANCEL_REQUESTED = "cancel_requested", "Cancel requested"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class JobQuerySet(models.QuerySet["Job"]):
+    def matching(
+        self,
+        *,
+        status: str | None = None,
+        type: str | None = None,
+        queue: str | None = None,
+        ids: Iterable[uuid.UUID | str] | None = None,
+    ) -> "JobQuerySet":
+        """The job list's filters, shared by the bulk actions: ``status`` and ``queue``
+        exact, ``type`` a case-insensitive substring, ``ids`` any of; empty ones ignored."""
+        jobs = self
+        if status:
+            jobs = jobs.filter(status=status)
+        if type:
+            jobs = jobs.filter(type__icontains=type)
+        if queue:
+            jobs = jobs.filter(queue=queue)
+        if ids is not None:
+            jobs = jobs.filter(pk__in=list(ids))
+        return jobs
 
 
 class Job(models.Model):
@@ -52,16 +85,29 @@ class Job(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Columns added after the spec's first version: appended, so the table's column order
+    # (which JobRow follows) stays the class's field order.
+    queue = models.CharField(
+        max_length=QUEUE_NAME_MAX_LENGTH, default=DEFAULT_QUEUE, db_default=DEFAULT_QUEUE
+    )
+    # Seconds an attempt may run before it is failed as timed out; null: the job type's
+    # default, else JOB_WORKER_TIMEOUT_SECONDS (0 = none). Resolved when the attempt starts.
+    timeout_seconds = models.IntegerField(null=True, blank=True)
+    # Set when a cancel was asked for while the job ran; the attempt then ends as cancelled.
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+
+    objects = JobQuerySet.as_manager()
 
     class Meta:
         indexes = [
             models.Index(fields=["status"], name="jobs_job_status_idx"),
             models.Index(fields=["available_at"], name="jobs_job_available_at_idx"),
             models.Index(fields=["created_at"], name="jobs_job_created_at_idx"),
-            # Column order follows the claim's ORDER BY, so the claim reads the index in
-            # order and stops at the first unlocked eligible row instead of sorting.
+            # One queue at a time, in the claim's ORDER BY: the claim reads it in order and
+            # stops at the first unlocked eligible row instead of sorting, and a loose scan
+            # over its priority levels skips not-yet-due rows (see queries.sql claim_job).
             models.Index(
-                fields=["-priority", "available_at", "created_at", "id"],
+                fields=["queue", "-priority", "available_at", "created_at", "id"],
                 name="job_claim_idx",
                 condition=Q(status=JobStatus.QUEUED),
             ),
@@ -84,6 +130,7 @@ class Job(models.Model):
                         locked_by__isnull=True,
                         locked_until__isnull=True,
                         finished_at__isnull=True,
+                        cancel_requested_at__isnull=True,
                     )
                     | Q(
                         status=JobStatus.RUNNING,
@@ -92,7 +139,7 @@ class Job(models.Model):
                         finished_at__isnull=True,
                     )
                     | Q(
-                        status__in=[JobStatus.SUCCEEDED, JobStatus.FAILED],
+                        status__in=FINISHED_STATUSES,
                         locked_by__isnull=True,
                         locked_until__isnull=True,
                         finished_at__isnull=False,
@@ -103,6 +150,11 @@ class Job(models.Model):
             models.CheckConstraint(
                 condition=Q(attempts__gte=0, max_attempts__gte=1, attempts__lte=F("max_attempts")),
                 name="job_attempts_valid",
+            ),
+            models.CheckConstraint(condition=~Q(queue=""), name="job_queue_not_empty"),
+            models.CheckConstraint(
+                condition=Q(timeout_seconds__isnull=True) | Q(timeout_seconds__gte=1),
+                name="job_timeout_seconds_valid",
             ),
         ]
 

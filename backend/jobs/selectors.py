@@ -9,16 +9,17 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from django.conf import settings
 from django.db.models import Count, Func, IntegerField, Min, Q, QuerySet
 from django.db.models.expressions import Combinable
 from django.utils import timezone
 
 from . import handlers
+from .conf import app_settings
+from .drivers import get_driver
+from .errors import JobNotFound
 from .models import Job, JobEvent, JobEventType, JobStatus
 from .pagination import JobEventCursorPagination, JobPagination
 from .serializers import input_limits
-from .services import JobNotFound
 
 
 def get_job(job_id: UUID | str) -> Job:
@@ -29,14 +30,19 @@ def get_job(job_id: UUID | str) -> Job:
     return job
 
 
-def job_list(*, status: str | None = None, type: str | None = None) -> QuerySet[Job]:
-    """Jobs newest first; ``status`` exact, ``type`` a case-insensitive substring."""
-    jobs = Job.objects.order_by("-created_at", "-id")
-    if status:
-        jobs = jobs.filter(status=status)
-    if type:
-        jobs = jobs.filter(type__icontains=type)
-    return jobs
+def active_queues() -> list[str]:
+    """The queues that have queued jobs, in name order (what a ``*`` worker serves)."""
+    return get_driver().active_queues()
+
+
+def job_list(
+    *, status: str | None = None, type: str | None = None, queue: str | None = None
+) -> QuerySet[Job]:
+    """Jobs newest first; ``status`` and ``queue`` exact, ``type`` a case-insensitive
+    substring (the same selection the bulk actions take)."""
+    return Job.objects.matching(status=status, type=type, queue=queue).order_by(
+        "-created_at", "-id"
+    )
 
 
 def job_timeline(job_id: UUID | str) -> QuerySet[JobEvent]:
@@ -64,6 +70,7 @@ def job_stats(*, now: datetime | None = None) -> dict[str, Any]:
         overdue_running=Count("pk", filter=Q(status=JobStatus.RUNNING, locked_until__lt=now)),
         retries_pending=Count("pk", filter=Q(status=JobStatus.QUEUED, attempts__gt=0)),
         oldest_queued_at=Min("created_at", filter=Q(status=JobStatus.QUEUED)),
+        oldest_due_at=Min("available_at", filter=Q(status=JobStatus.QUEUED, available_at__lte=now)),
     )
     return {
         "total": row["total"],
@@ -71,6 +78,7 @@ def job_stats(*, now: datetime | None = None) -> dict[str, Any]:
         "overdue_running": row["overdue_running"],
         "retries_pending": row["retries_pending"],
         "oldest_queued_at": row["oldest_queued_at"],
+        "oldest_due_at": row["oldest_due_at"],
     }
 
 
@@ -149,14 +157,17 @@ def api_config() -> dict[str, Any]:
             for spec in handlers.handler_specs()
         ],
         "worker": {
-            "threads": settings.JOB_WORKER_THREADS,
-            "poll_interval_ms": settings.JOB_WORKER_POLL_INTERVAL_MS,
-            "lease_seconds": settings.JOB_WORKER_LEASE_SECONDS,
-            "cleanup_interval_seconds": settings.JOB_WORKER_CLEANUP_INTERVAL_SECONDS,
-            "cleanup_batch_size": settings.JOB_WORKER_CLEANUP_BATCH_SIZE,
-            "backoff_base_seconds": settings.JOB_WORKER_BACKOFF_BASE_SECONDS,
-            "backoff_max_seconds": settings.JOB_WORKER_BACKOFF_MAX_SECONDS,
-            "max_attempts_default": settings.JOB_WORKER_MAX_ATTEMPTS_DEFAULT,
+            "threads": app_settings.JOB_WORKER_THREADS,
+            "poll_interval_ms": app_settings.JOB_WORKER_POLL_INTERVAL_MS,
+            "lease_seconds": app_settings.JOB_WORKER_LEASE_SECONDS,
+            "cleanup_interval_seconds": app_settings.JOB_WORKER_CLEANUP_INTERVAL_SECONDS,
+            "cleanup_batch_size": app_settings.JOB_WORKER_CLEANUP_BATCH_SIZE,
+            "backoff_base_seconds": app_settings.JOB_WORKER_BACKOFF_BASE_SECONDS,
+            "backoff_max_seconds": app_settings.JOB_WORKER_BACKOFF_MAX_SECONDS,
+            "max_attempts_default": app_settings.JOB_WORKER_MAX_ATTEMPTS_DEFAULT,
+            "heartbeat_seconds": app_settings.JOB_WORKER_LEASE_SECONDS / 3,
+            "timeout_seconds": app_settings.JOB_WORKER_TIMEOUT_SECONDS,
+            "queues": list(app_settings.JOB_WORKER_QUEUES),
         },
         "limits": input_limits(),
         # Read from the paginators the list views use, so the advertised sizes are enforced ones.

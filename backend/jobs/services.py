@@ -2,12 +2,14 @@
 
 Invariants kept by this module (the database enforces the row shapes as well):
 
-* A job moves only along queued -> running -> succeeded | queued | failed, and
-  failed -> queued by manual retry.
+* A job moves only along queued -> running -> succeeded | queued | failed | cancelled,
+  queued -> cancelled, and failed | cancelled -> queued by manual retry.
 * A worker's write (complete, fail, renew, progress) takes effect only while the row is
   still ``running`` with the same ``locked_by`` and the same ``attempts`` the worker
   claimed. A stale worker's write changes nothing and the function returns ``None``.
 * A transition and its event commit in the same transaction, or neither does.
+* What is written is storable: JSON and text the database would refuse are refused
+  (``UnstorableValue``) before anything is written, or, for error text, escaped.
 
 Each function decides the rule (next status, event, backoff, lease) and hands the values
 to the database driver (``jobs.drivers``), which runs the statement(s): one SQL statement
@@ -16,18 +18,22 @@ per transition on PostgreSQL, one ORM transaction elsewhere.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid4
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from . import selectors
+from .conf import app_settings
 from .drivers import JobRow, Owner, get_driver
-from .drivers.base import Event, Failure, NewJob, Release, to_json
-from .models import JobEventType, JobStatus
+from .drivers.base import CancelOutcome, Event, Failure, Heartbeat, NewJob, Release, Selection
+from .errors import EmptySelection, InvalidTransition
+from .models import DEFAULT_QUEUE, JobEventType, JobStatus
+from .storable import UnstorableValue, json_problem, storable_text, to_storable_json
 
 LEASE_EXPIRED_ERROR = "Lease expired before the job finished"
 
@@ -38,27 +44,34 @@ MESSAGES = {
     JobEventType.SUCCEEDED: "Job succeeded",
     JobEventType.LEASE_RENEWED: "Lease renewed",
     JobEventType.MANUAL_RETRY: "Manual retry",
+    JobEventType.CANCEL_REQUESTED: "Cancel requested; the running attempt will stop",
+    JobEventType.CANCELLED: "Cancelled before it ran",
 }
 LEASE_EXPIRED_MESSAGES = {
     JobEventType.TIMEOUT_REQUEUED: "Lease expired; job requeued",
     JobEventType.FAILED: "Lease expired; attempts exhausted",
+    JobEventType.CANCELLED: "Lease expired; cancelled as requested",
 }
+TRACEBACK_MAX_CHARS = 16_000
 
 
-class JobQueueError(Exception):
-    """Base class of the domain errors the API maps to HTTP responses."""
+@dataclass(frozen=True)
+class ErrorDetails:
+    """What an attempt's failure keeps beside its message (for TaskResult.errors)."""
 
+    exception_class: str = ""
+    traceback: str = ""
+    reason: str = ""  # "timeout", "cancelled", ...: why the attempt ended, when not a raise
 
-class JobNotFound(JobQueueError):
-    def __init__(self, job_id: UUID | str) -> None:
-        super().__init__(f"Job {job_id} does not exist.")
-        self.job_id = job_id
-
-
-class InvalidTransition(JobQueueError):
-    def __init__(self, message: str, *, current_status: str) -> None:
-        super().__init__(message)
-        self.current_status = current_status
+    def as_data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        if self.exception_class:
+            data["exception_class"] = storable_text(self.exception_class)
+        if self.traceback:
+            data["traceback"] = storable_text(self.traceback[-TRACEBACK_MAX_CHARS:])
+        if self.reason:
+            data["reason"] = self.reason
+        return data
 
 
 @dataclass(frozen=True)
@@ -78,8 +91,8 @@ def backoff_delay_seconds(
 
     ``min(base * 2 ** (attempt - 1), max)``: 5, 10, 20, ... capped at 300 by default.
     """
-    base = settings.JOB_WORKER_BACKOFF_BASE_SECONDS if base_seconds is None else base_seconds
-    cap = settings.JOB_WORKER_BACKOFF_MAX_SECONDS if max_seconds is None else max_seconds
+    base = app_settings.JOB_WORKER_BACKOFF_BASE_SECONDS if base_seconds is None else base_seconds
+    cap = app_settings.JOB_WORKER_BACKOFF_MAX_SECONDS if max_seconds is None else max_seconds
     exponent = max(attempt, 1) - 1
     # Compare before multiplying so a large attempt number cannot build a huge integer.
     if exponent >= 64 or base * (2**exponent) >= cap:
@@ -93,7 +106,7 @@ def _now(now: datetime | None) -> datetime:
 
 
 def _lease_until(now: datetime, lease_seconds: int | None) -> tuple[int, datetime]:
-    lease = settings.JOB_WORKER_LEASE_SECONDS if lease_seconds is None else lease_seconds
+    lease = app_settings.JOB_WORKER_LEASE_SECONDS if lease_seconds is None else lease_seconds
     return lease, now + timedelta(seconds=lease)
 
 
@@ -108,26 +121,35 @@ def create_job(
     available_at: datetime | None = None,
     max_attempts: int | None = None,
     idempotency_key: str | None = None,
+    queue: str = DEFAULT_QUEUE,
+    timeout_seconds: int | None = None,
     now: datetime | None = None,
 ) -> tuple[JobRow, bool]:
     """Enqueue a job and its ``created`` event; return ``(job, created)``.
 
     With an ``idempotency_key`` that already exists, nothing is written and the existing
     job is returned with ``created=False``. Concurrent creates with one key yield one job:
-    the partial unique index decides, and the loser returns the winner's row.
+    the partial unique index decides, and the loser returns the winner's row. A payload
+    the database cannot store raises ``UnstorableValue`` and nothing is written.
     """
     now = _now(now)
+    payload = {} if payload is None else payload
+    problem = json_problem(payload)
+    if problem is not None:
+        raise UnstorableValue(f"payload: {problem}")
     job = NewJob(
         id=uuid4(),
         type=type,
-        payload={} if payload is None else payload,
+        payload=payload,
         priority=priority,
         available_at=now if available_at is None else available_at,
         max_attempts=(
-            settings.JOB_WORKER_MAX_ATTEMPTS_DEFAULT if max_attempts is None else max_attempts
+            app_settings.JOB_WORKER_MAX_ATTEMPTS_DEFAULT if max_attempts is None else max_attempts
         ),
         idempotency_key=idempotency_key,
         created_at=now,
+        queue=queue,
+        timeout_seconds=timeout_seconds,
     )
     return get_driver().create_job(job, event=Event(MESSAGES[JobEventType.CREATED], {"type": type}))
 
@@ -136,9 +158,13 @@ def create_job(
 
 
 def claim_next_job(
-    *, worker_id: str, lease_seconds: int | None = None, now: datetime | None = None
+    *,
+    worker_id: str,
+    queue: str = DEFAULT_QUEUE,
+    lease_seconds: int | None = None,
+    now: datetime | None = None,
 ) -> JobRow | None:
-    """Atomically take the next eligible queued job for ``worker_id``, or return ``None``.
+    """Atomically take the next eligible job of ``queue`` for ``worker_id``, or ``None``.
 
     Eligible: queued, ``available_at <= now``, attempts left. Order: priority descending,
     then ``available_at``, ``created_at``, ``id``. Rows locked by another claimer are
@@ -149,6 +175,7 @@ def claim_next_job(
     lease, locked_until = _lease_until(now, lease_seconds)
     data = {"lease_seconds": lease, "locked_until": locked_until.isoformat()}
     return get_driver().claim_job(
+        queue=queue,
         worker_id=worker_id,
         now=now,
         locked_until=locked_until,
@@ -170,10 +197,12 @@ def complete_job(
     """Mark the worker's attempt succeeded with ``result`` and write a ``succeeded`` event.
 
     Only the current owner (running, same ``locked_by`` and ``attempts``) can complete;
-    otherwise nothing changes and ``None`` is returned. A ``result`` that is not
-    JSON-serialisable (NaN included) raises ``TypeError``/``ValueError`` before any write.
+    otherwise nothing changes and ``None`` is returned. A cancel requested meanwhile does
+    not undo a finished handler: the work was done, the job succeeds. A ``result`` the
+    database cannot store (not JSON, NaN, NUL, a lone surrogate, too deep) raises
+    ``UnstorableValue`` before any write.
     """
-    result_json = None if result is None else to_json(result)
+    result_json = None if result is None else to_storable_json(result)
     return get_driver().complete_job(
         Owner(job_id, worker_id, attempt),
         result_json=result_json,
@@ -188,26 +217,57 @@ def fail_job(
     worker_id: str,
     attempt: int,
     error: str,
+    details: ErrorDetails | None = None,
     now: datetime | None = None,
 ) -> JobRow | None:
     """Record a failed attempt: requeue with backoff if attempts remain, else fail for good.
 
     Attempts left: back to queued, ``available_at = now + backoff_delay_seconds(attempt)``,
     event ``retry_scheduled``. Exhausted: failed with ``finished_at``, event ``failed``.
+    A cancel was requested: cancelled, event ``cancelled``, whatever attempts remain.
     Either way the lock is released and ``last_error`` set; the event's message is the
-    error. Only the current owner's call takes effect; a stale call returns ``None``.
+    error and its data keeps ``details``. NUL and lone surrogates in the text are escaped
+    so the outcome is always storable. Only the current owner's call takes effect; a
+    stale call returns ``None``.
     """
     now = _now(now)
+    error = storable_text(error)
+    data = {"error": error, **(details or ErrorDetails()).as_data()}
     delay = backoff_delay_seconds(attempt)
     retry_at = now + timedelta(seconds=delay)
-    retry_data = {"error": error, "delay_seconds": delay, "available_at": retry_at.isoformat()}
+    retry_data = {**data, "delay_seconds": delay, "available_at": retry_at.isoformat()}
     failure = Failure(
         error=error,
         retry_at=retry_at,
         retry_event=Event(error, retry_data),
-        failed_event=Event(error, {"error": error}),
+        failed_event=Event(error, data),
+        cancelled_event=Event(error, data),
     )
     return get_driver().fail_job(Owner(job_id, worker_id, attempt), failure, now=now)
+
+
+def time_out_job(
+    *,
+    job_id: UUID | str,
+    worker_id: str,
+    attempt: int,
+    timeout_seconds: int,
+    now: datetime | None = None,
+) -> JobRow | None:
+    """End the owner's attempt that ran past ``timeout_seconds`` like any failure.
+
+    Same outcomes and guard as ``fail_job``, with the error "Timed out after N s" and
+    ``reason: timeout`` in the event data; the late result of the attempt, if it ever
+    comes, is refused by the ownership guard.
+    """
+    return fail_job(
+        job_id=job_id,
+        worker_id=worker_id,
+        attempt=attempt,
+        error=f"Timed out after {timeout_seconds} s",
+        details=ErrorDetails(reason="timeout"),
+        now=now,
+    )
 
 
 def renew_lease(
@@ -236,6 +296,23 @@ def renew_lease(
     return locked_until if renewed else None
 
 
+def heartbeat(
+    *, attempts: list[Owner], lease_seconds: int | None = None, now: datetime | None = None
+) -> list[Heartbeat]:
+    """Extend the lease of every attempt in ``attempts`` its worker still owns.
+
+    One statement for a whole worker process, under the same ownership guard as
+    ``renew_lease``, and no event (an event per heartbeat would drown the timeline).
+    Returns the attempts still owned, each saying whether a cancel was requested; the
+    ones missing were lost (requeued by cleanup, or finished).
+    """
+    if not attempts:
+        return []
+    now = _now(now)
+    _, locked_until = _lease_until(now, lease_seconds)
+    return get_driver().heartbeat(attempts, locked_until=locked_until, now=now)
+
+
 def record_progress(
     *,
     job_id: UUID | str,
@@ -248,11 +325,16 @@ def record_progress(
     """Append a ``progress`` event for the owner's attempt; the job row is unchanged.
 
     Returns ``False`` (and writes nothing) when the caller no longer owns the attempt.
+    ``data`` the database cannot store raises ``UnstorableValue``; the message is escaped.
     """
+    data = {} if data is None else data
+    problem = json_problem(data)
+    if problem is not None:
+        raise UnstorableValue(f"progress data: {problem}")
     return get_driver().record_progress(
         Owner(job_id, worker_id, attempt),
         now=_now(now),
-        event=Event(message, {} if data is None else data),
+        event=Event(storable_text(message), data),
     )
 
 
@@ -269,11 +351,12 @@ def cleanup_expired_jobs(
 
     Rows are locked with SKIP LOCKED, so concurrent cleaners never handle the same row.
     With attempts left a job is requeued with the same backoff as a failure
-    (``timeout_requeued``); with none left it fails (``failed``). ``worker_id`` names the
-    cleaner in the events; the expired owner is kept in the event data.
+    (``timeout_requeued``); with none left it fails (``failed``); one asked to cancel is
+    cancelled (``cancelled``). ``worker_id`` names the cleaner in the events; the expired
+    owner is kept in the event data.
     """
     now = _now(now)
-    batch = settings.JOB_WORKER_CLEANUP_BATCH_SIZE if batch_size is None else batch_size
+    batch = app_settings.JOB_WORKER_CLEANUP_BATCH_SIZE if batch_size is None else batch_size
     driver = get_driver()
     with transaction.atomic():
         expired = driver.lock_expired_leases(now=now, limit=batch)
@@ -284,7 +367,10 @@ def cleanup_expired_jobs(
                 "expired_worker_id": lease.locked_by,
                 "locked_until": lease.locked_until.isoformat(),
             }
-            if lease.attempts < lease.max_attempts:
+            if lease.cancel_requested_at is not None:
+                retry_at, finished_at = None, now
+                status, event_type = JobStatus.CANCELLED, JobEventType.CANCELLED
+            elif lease.attempts < lease.max_attempts:
                 delay = backoff_delay_seconds(lease.attempts)
                 retry_at = now + timedelta(seconds=delay)
                 data.update(delay_seconds=delay, available_at=retry_at.isoformat())
@@ -311,22 +397,101 @@ def cleanup_expired_jobs(
     return CleanupResult(requeued=requeued, failed=len(releases) - requeued)
 
 
-def retry_job(*, job_id: UUID | str, now: datetime | None = None) -> JobRow:
-    """Manually send a failed job back to the queue with a fresh attempt budget.
-
-    Only ``failed`` jobs qualify: attempts reset to 0, ``available_at = now``, lock,
-    error, result and ``finished_at`` cleared, event ``manual_retry`` (its data keeps the
-    previous attempts and error). Raises ``JobNotFound`` or ``InvalidTransition``
-    (carrying the current status) otherwise.
-    """
-    outcome = get_driver().retry_job(
-        job_id, now=_now(now), message=MESSAGES[JobEventType.MANUAL_RETRY]
+def _selection(
+    *,
+    ids: Sequence[UUID | str] | None,
+    status: str | None,
+    type: str | None,
+    queue: str | None,
+) -> Selection:
+    selection = Selection(
+        status=status, type=type, queue=queue, ids=None if ids is None else tuple(ids)
     )
-    if outcome.status is None:
-        raise JobNotFound(job_id)
-    if outcome.job is None:
+    if selection.is_empty:
+        raise EmptySelection()
+    return selection
+
+
+def _current_row(job_id: UUID | str) -> JobRow:
+    from .drivers.orm import job_row  # the row as it is now, after the statement answered
+
+    return job_row(selectors.get_job(job_id))
+
+
+def retry_jobs(
+    *,
+    ids: Sequence[UUID | str] | None = None,
+    status: str | None = None,
+    type: str | None = None,
+    queue: str | None = None,
+    now: datetime | None = None,
+) -> int:
+    """Send every selected failed or cancelled job back to the queue; return how many.
+
+    The selection is the job list's filters (``status``/``queue`` exact, ``type`` a
+    substring) and/or ``ids``; all of them empty raises ``EmptySelection``. Each job gets
+    attempts 0, ``available_at = now``, lock, error, result, ``finished_at`` and cancel
+    request cleared, and one ``manual_retry`` event keeping its previous status, attempts
+    and error; jobs in other states are left alone. One statement on PostgreSQL.
+    """
+    selection = _selection(ids=ids, status=status, type=type, queue=queue)
+    return get_driver().retry_jobs(
+        selection, now=_now(now), message=MESSAGES[JobEventType.MANUAL_RETRY]
+    )
+
+
+def retry_job(*, job_id: UUID | str, now: datetime | None = None) -> JobRow:
+    """Manually send a failed or cancelled job back to the queue with a fresh budget.
+
+    As ``retry_jobs`` for one job. Raises ``JobNotFound``, or ``InvalidTransition``
+    (carrying the current status) when the job is neither failed nor cancelled.
+    """
+    if not retry_jobs(ids=[job_id], now=now):
+        status = selectors.get_job(job_id).status
         raise InvalidTransition(
-            f"Only failed jobs can be retried; job is {outcome.status}.",
-            current_status=outcome.status,
+            f"Only failed or cancelled jobs can be retried; job is {status}.",
+            current_status=status,
         )
-    return outcome.job
+    return _current_row(job_id)
+
+
+def cancel_jobs(
+    *,
+    ids: Sequence[UUID | str] | None = None,
+    status: str | None = None,
+    type: str | None = None,
+    queue: str | None = None,
+    now: datetime | None = None,
+) -> CancelOutcome:
+    """Cancel every selected job that has not finished; say how many changed and how.
+
+    Selection as ``retry_jobs``. A queued job becomes ``cancelled`` at once (event
+    ``cancelled``); a running one gets ``cancel_requested_at`` (event
+    ``cancel_requested``), its worker learns it at the next heartbeat and the attempt ends
+    as ``cancelled``. A running job already asked, and finished jobs, are left alone, so
+    each job changes once, also when a worker claims it meanwhile. One statement on
+    PostgreSQL.
+    """
+    selection = _selection(ids=ids, status=status, type=type, queue=queue)
+    return get_driver().cancel_jobs(
+        selection,
+        now=_now(now),
+        cancelled=Event(MESSAGES[JobEventType.CANCELLED], {}),
+        requested=Event(MESSAGES[JobEventType.CANCEL_REQUESTED], {}),
+    )
+
+
+def cancel_job(*, job_id: UUID | str, now: datetime | None = None) -> JobRow:
+    """Cancel one job: queued -> cancelled now; running -> cancel requested.
+
+    As ``cancel_jobs`` for one job; asking again while it runs changes nothing. Raises
+    ``JobNotFound``, or ``InvalidTransition`` (carrying the status) for a finished job.
+    """
+    if not cancel_jobs(ids=[job_id], now=now):
+        status = selectors.get_job(job_id).status
+        if status != JobStatus.RUNNING:
+            raise InvalidTransition(
+                f"Only queued or running jobs can be cancelled; job is {status}.",
+                current_status=status,
+            )
+    return _current_row(job_id)

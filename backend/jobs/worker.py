@@ -1,13 +1,21 @@
-"""The threaded worker: N threads, each claiming and running one job at a time.
+"""The threaded worker: N threads that claim and run jobs, and one maintenance thread.
 
-Each thread loops: run expired-lease cleanup when its interval is due, claim the next job,
-run its handler, then complete or fail it through ``jobs.services``. It sleeps only when
-nothing was claimable. Database errors (PostgreSQL restarting, network loss) are logged,
-the thread's connection is dropped and it retries with capped exponential backoff; no
-exception ends a thread silently, and the runner replaces a thread that dies anyway.
+Each ``WorkerThread`` loops: claim the next job of its queues (taken in turn, so a busy
+queue cannot starve another), run its handler, record the outcome through
+``jobs.services``. Whatever the handler does (return, raise, ``sys.exit()``, hang), the
+attempt ends truthfully and the thread carries on.
 
-The first SIGINT/SIGTERM stops claiming and lets in-flight jobs finish (exit 0); a second
-one exits at once, leaving unfinished jobs to lease-expiry cleanup.
+The ``Maintenance`` thread does what must not depend on a free worker thread:
+* heartbeat: every lease/3 it renews the lease of every attempt this process runs, in
+  one statement, and learns which attempts were lost or asked to cancel;
+* timeouts: at an attempt's deadline it records the attempt as timed out; the handler's
+  thread cannot be killed, so it is abandoned and a replacement keeps the capacity;
+* cleanup: every cleanup interval it releases the expired leases of any process.
+
+Database errors (PostgreSQL restarting, network loss) are logged, the thread's connection
+is dropped and it retries with capped backoff. The first SIGINT/SIGTERM stops claiming and
+lets in-flight jobs finish (the heartbeat keeps their leases meanwhile); a second one
+exits at once, leaving unfinished jobs to lease-expiry cleanup.
 """
 
 from __future__ import annotations
@@ -19,22 +27,29 @@ import signal
 import socket
 import threading
 import time
+import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
-from django.conf import settings
 from django.db import DatabaseError, InterfaceError, connection
 
-from . import services
-from .drivers import JobRow
-from .handlers import JobContext, LeaseLost, get_handler
+from . import selectors, services
+from .conf import app_settings
+from .drivers import JobRow, Owner
+from .handlers import AttemptState, HandlerSpec, JobContext, get_handler
 from .models import JobStatus
+from .signals import attempt_finished, attempt_started
+from .storable import UnstorableValue
 
 logger = logging.getLogger("jobs.worker")
 
+ALL_QUEUES = "*"
 DB_RETRY_MAX_SECONDS = 10.0
+# Thread deaths (a bug in the worker, never a handler's doing) tolerated per minute before
+# the process gives up and exits non-zero, so a supervisor restarts it.
+MAX_THREAD_DEATHS_PER_MINUTE = 10
 
 
 @dataclass(frozen=True)
@@ -44,16 +59,30 @@ class WorkerConfig:
     lease_seconds: int
     cleanup_interval_seconds: float
     cleanup_batch_size: int
+    queues: tuple[str, ...] = (ALL_QUEUES,)
+    timeout_seconds: int = 0  # default for jobs whose type sets none; 0: no timeout
     burst: bool = False
 
+    @property
+    def heartbeat_interval_seconds(self) -> float:
+        return self.lease_seconds / 3
+
     @classmethod
-    def from_settings(cls, *, threads: int | None = None, burst: bool = False) -> WorkerConfig:
+    def from_settings(
+        cls,
+        *,
+        threads: int | None = None,
+        queues: tuple[str, ...] | None = None,
+        burst: bool = False,
+    ) -> WorkerConfig:
         return cls(
-            threads=settings.JOB_WORKER_THREADS if threads is None else threads,
-            poll_interval_seconds=settings.JOB_WORKER_POLL_INTERVAL_MS / 1000,
-            lease_seconds=settings.JOB_WORKER_LEASE_SECONDS,
-            cleanup_interval_seconds=settings.JOB_WORKER_CLEANUP_INTERVAL_SECONDS,
-            cleanup_batch_size=settings.JOB_WORKER_CLEANUP_BATCH_SIZE,
+            threads=app_settings.JOB_WORKER_THREADS if threads is None else threads,
+            poll_interval_seconds=app_settings.JOB_WORKER_POLL_INTERVAL_MS / 1000,
+            lease_seconds=app_settings.JOB_WORKER_LEASE_SECONDS,
+            cleanup_interval_seconds=app_settings.JOB_WORKER_CLEANUP_INTERVAL_SECONDS,
+            cleanup_batch_size=app_settings.JOB_WORKER_CLEANUP_BATCH_SIZE,
+            queues=tuple(app_settings.JOB_WORKER_QUEUES) if queues is None else queues,
+            timeout_seconds=app_settings.JOB_WORKER_TIMEOUT_SECONDS,
             burst=burst,
         )
 
@@ -63,9 +92,25 @@ def make_worker_id(thread_number: int) -> str:
     return f"{socket.gethostname()}:{os.getpid()}:thread-{thread_number}:{secrets.token_hex(4)}"
 
 
-def _error_message(exc: BaseException) -> str:
-    text = str(exc).strip()
+def error_message(exc: BaseException) -> str:
+    """The exception's text, or its class name; an exception whose ``str()`` raises is
+    described by its class rather than lost."""
+    try:
+        text = str(exc).strip()
+    except BaseException as failure:
+        return f"{type(exc).__name__} (its message could not be read: {type(failure).__name__})"
     return text or type(exc).__name__
+
+
+def error_details(exc: BaseException, *, reason: str = "") -> services.ErrorDetails:
+    kind = type(exc)
+    try:
+        trace = "".join(traceback.format_exception(exc))
+    except BaseException:
+        trace = ""
+    return services.ErrorDetails(
+        exception_class=f"{kind.__module__}.{kind.__qualname__}", traceback=trace, reason=reason
+    )
 
 
 def _drop_connection() -> None:
@@ -76,69 +121,184 @@ def _drop_connection() -> None:
         logger.debug("action=connection_close_failed", exc_info=True)
 
 
-class WorkerThread(threading.Thread):
-    """One claim-execute-finish loop with its own worker id and cleanup cadence."""
+def retry_database[T](write: Callable[[], T], *, within: float, what: str) -> T:
+    """Run ``write``, retrying through a lost connection for up to ``within`` seconds.
 
-    def __init__(self, number: int, config: WorkerConfig, stop_event: threading.Event) -> None:
+    Past that the error propagates: the lease is then about to expire and cleanup will
+    retry the job.
+    """
+    deadline = time.monotonic() + within
+    delay = 0.2
+    while True:
+        try:
+            return write()
+        except (DatabaseError, InterfaceError) as exc:
+            _drop_connection()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise
+            delay = min(delay, remaining)
+            logger.warning(
+                "action=write_retry what=%s retry_in=%.1fs error=%s",
+                what,
+                delay,
+                error_message(exc),
+            )
+            time.sleep(delay)
+            delay = min(delay * 2, DB_RETRY_MAX_SECONDS)
+
+
+# --- What a process is running --------------------------------------------------------
+
+
+@dataclass
+class Attempt:
+    """One running attempt of this process: what the maintenance thread looks after."""
+
+    job: JobRow
+    thread: WorkerThread
+    timeout_seconds: int | None
+    state: AttemptState = field(default_factory=AttemptState)
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def owner(self) -> Owner:
+        return Owner(self.job.id, self.thread.worker_id, self.job.attempts)
+
+    @property
+    def deadline(self) -> float | None:
+        return None if self.timeout_seconds is None else self.started + self.timeout_seconds
+
+
+class InFlight:
+    """The attempts running in this process, shared by its threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._attempts: dict[Any, Attempt] = {}
+        self.changed = threading.Event()  # wakes the maintenance thread
+
+    def add(self, attempt: Attempt) -> None:
+        with self._lock:
+            self._attempts[attempt.job.id] = attempt
+        self.changed.set()
+
+    def remove(self, attempt: Attempt) -> None:
+        with self._lock:
+            self._attempts.pop(attempt.job.id, None)
+
+    def snapshot(self) -> list[Attempt]:
+        with self._lock:
+            return list(self._attempts.values())
+
+
+class QueueSet:
+    """The queues a process serves: named ones, or ``*`` for every queue with jobs
+    (looked up at most once per poll interval, shared by the threads)."""
+
+    def __init__(self, names: tuple[str, ...], refresh_seconds: float) -> None:
+        self.all_queues = ALL_QUEUES in names
+        self.names = [] if self.all_queues else list(dict.fromkeys(names))
+        self.refresh_seconds = refresh_seconds
+        self._lock = threading.Lock()
+        self._refreshed = -float("inf")
+
+    def current(self) -> list[str]:
+        if not self.all_queues:
+            return self.names
+        with self._lock:
+            if time.monotonic() - self._refreshed >= self.refresh_seconds:
+                self.names = selectors.active_queues()
+                self._refreshed = time.monotonic()
+            return self.names
+
+
+# --- Worker threads -------------------------------------------------------------------
+
+
+class WorkerThread(threading.Thread):
+    """One claim-execute-record loop with its own worker id."""
+
+    def __init__(self, number: int, runner: WorkerRunner) -> None:
         super().__init__(name=f"job-worker-{number}", daemon=True)
         self.number = number
-        self.config = config
-        self.stop_event = stop_event
+        self.runner = runner
+        self.config = runner.config
         self.worker_id = make_worker_id(number)
         self.jobs_processed = 0
-        self._next_cleanup = 0.0
-
-    # The loop ---------------------------------------------------------------------------
+        # Set when its attempt timed out and a replacement took its place: it finishes
+        # the handler it is stuck in, then exits instead of claiming again.
+        self.abandoned = False
+        self.died: BaseException | None = None
+        self.current: Attempt | None = None
+        self._cursor = 0
 
     def run(self) -> None:
         logger.info("action=thread_started worker_id=%s", self.worker_id)
-        failures = 0
         try:
-            while not self.stop_event.is_set():
-                try:
-                    claimed = self.run_once()
-                    failures = 0
-                except (DatabaseError, InterfaceError) as exc:
-                    failures += 1
-                    delay = min(0.5 * 2 ** (failures - 1), DB_RETRY_MAX_SECONDS)
-                    logger.warning(
-                        "action=database_error worker_id=%s retry_in=%.1fs error=%s",
-                        self.worker_id,
-                        delay,
-                        _error_message(exc),
-                    )
-                    _drop_connection()
-                    self.stop_event.wait(delay)
-                    continue
-                except Exception:
-                    logger.exception("action=loop_error worker_id=%s", self.worker_id)
-                    self.stop_event.wait(self.config.poll_interval_seconds)
-                    continue
-                if not claimed:
-                    if self.config.burst:
-                        break
-                    self.stop_event.wait(self.config.poll_interval_seconds)
+            self._loop()
+        except BaseException as exc:  # a bug in the worker: the runner replaces the thread
+            self.died = exc
+            logger.exception("action=thread_crashed worker_id=%s", self.worker_id)
+            self._fail_current(exc)
         finally:
             _drop_connection()
             logger.info(
-                "action=thread_stopped worker_id=%s jobs_processed=%d",
+                "action=thread_stopped worker_id=%s jobs_processed=%d abandoned=%s",
                 self.worker_id,
                 self.jobs_processed,
+                self.abandoned,
             )
 
+    def _fail_current(self, exc: BaseException) -> None:
+        """End the attempt this thread was running at once, not at lease expiry."""
+        attempt, self.current = self.current, None
+        if attempt is None or attempt.state.timed_out or attempt.state.lost:
+            return
+        self.runner.in_flight.remove(attempt)
+        try:
+            self._fail(attempt, f"Worker thread died: {error_message(exc)}", error_details(exc))
+        except Exception:
+            logger.exception("action=fail_on_death_failed job_id=%s", attempt.job.id)
+
+    def _loop(self) -> None:
+        failures = 0
+        stop = self.runner.stop_event
+        while not stop.is_set() and not self.abandoned:
+            try:
+                claimed = self.run_once()
+                failures = 0
+            except (DatabaseError, InterfaceError) as exc:
+                failures += 1
+                delay = min(0.5 * 2 ** (failures - 1), DB_RETRY_MAX_SECONDS)
+                logger.warning(
+                    "action=database_error worker_id=%s retry_in=%.1fs error=%s",
+                    self.worker_id,
+                    delay,
+                    error_message(exc),
+                )
+                _drop_connection()
+                stop.wait(delay)
+                continue
+            except Exception:
+                logger.exception("action=loop_error worker_id=%s", self.worker_id)
+                stop.wait(self.config.poll_interval_seconds)
+                continue
+            if not claimed:
+                if self.config.burst:
+                    break
+                stop.wait(self.config.poll_interval_seconds)
+
     def run_once(self) -> bool:
-        """Clean up if due, then claim and run one job. Returns whether a job was claimed."""
-        if time.monotonic() >= self._next_cleanup:
-            self._cleanup()
-        job = services.claim_next_job(
-            worker_id=self.worker_id, lease_seconds=self.config.lease_seconds
-        )
+        """Claim and run one job. Returns whether a job was claimed."""
+        job = self.claim()
         if job is None:
             return False
         logger.debug(
-            "action=claimed job_id=%s type=%s attempt=%d worker_id=%s",
+            "action=claimed job_id=%s type=%s queue=%s attempt=%d worker_id=%s",
             job.id,
             job.type,
+            job.queue,
             job.attempts,
             self.worker_id,
         )
@@ -146,25 +306,25 @@ class WorkerThread(threading.Thread):
         self.jobs_processed += 1
         return True
 
-    def _cleanup(self) -> None:
-        result = services.cleanup_expired_jobs(
-            batch_size=self.config.cleanup_batch_size, worker_id=self.worker_id
-        )
-        # Schedule the next pass only after a successful one, so a failed pass is retried.
-        self._next_cleanup = time.monotonic() + self.config.cleanup_interval_seconds
-        if result.total:
-            logger.info(
-                "action=cleanup worker_id=%s requeued=%d failed=%d",
-                self.worker_id,
-                result.requeued,
-                result.failed,
+    def claim(self) -> JobRow | None:
+        """The next job of this thread's queues, taking the queues in turn."""
+        queues = self.runner.queues.current()
+        for offset in range(len(queues)):
+            queue = queues[(self._cursor + offset) % len(queues)]
+            job = services.claim_next_job(
+                worker_id=self.worker_id, queue=queue, lease_seconds=self.config.lease_seconds
             )
+            if job is not None:
+                self._cursor = (self._cursor + offset + 1) % len(queues)
+                return job
+        return None
 
     # One job ----------------------------------------------------------------------------
 
     def execute(self, job: JobRow) -> str:
         """Run the job's handler and record the outcome. Returns the outcome's name."""
-        started = time.monotonic()
+        spec = get_handler(job.type)
+        attempt = Attempt(job=job, thread=self, timeout_seconds=self._timeout(job, spec))
         context = JobContext(
             job_id=job.id,
             type=job.type,
@@ -172,59 +332,28 @@ class WorkerThread(threading.Thread):
             attempt=job.attempts,
             worker_id=self.worker_id,
             lease_seconds=self.config.lease_seconds,
+            queue=job.queue,
+            timeout_seconds=attempt.timeout_seconds,
+            state=attempt.state,
+            retrying=self._retrying,
         )
-        error: str | None = None
-        result: Any = None
-        spec = get_handler(job.type)
-        try:
-            if spec is None:
-                raise LookupError(f"No handler is registered for job type {job.type!r}")
-            result = spec.fn(context)
-        except LeaseLost as exc:
-            logger.warning(
-                "action=lease_lost job_id=%s attempt=%d worker_id=%s detail=%s",
-                job.id,
-                job.attempts,
-                self.worker_id,
-                exc,
-            )
-            return "lease_lost"
-        except Exception as exc:
-            error = _error_message(exc)
-
-        finished: JobRow | None = None
-        if error is None:
-            try:
-                finished = self._finish(
-                    services.complete_job,
-                    job_id=job.id,
-                    worker_id=self.worker_id,
-                    attempt=job.attempts,
-                    result=result,
-                )
-                outcome = "succeeded"
-            except (TypeError, ValueError) as exc:  # complete_job refused it, wrote nothing
-                error = f"Handler returned a result that is not JSON-serialisable: {exc}"
-        if error is not None:
-            finished = self._finish(
-                services.fail_job,
-                job_id=job.id,
-                worker_id=self.worker_id,
-                attempt=job.attempts,
+        self.current = attempt
+        self.runner.in_flight.add(attempt)
+        attempt_started.send_robust(type(self), job=job, worker_id=self.worker_id)
+        outcome, row, error = self._run(attempt, spec, context)
+        self.runner.in_flight.remove(attempt)
+        self.current = None
+        run_seconds = time.monotonic() - attempt.started
+        if outcome != "timeout":  # a timeout was announced by the maintenance thread
+            attempt_finished.send_robust(
+                type(self),
+                job=job,
+                outcome=outcome,
+                row=row,
                 error=error,
+                run_seconds=run_seconds,
+                worker_id=self.worker_id,
             )
-            outcome = "failed" if finished is None else finished.status
-            if outcome == JobStatus.QUEUED:
-                outcome = "retry_scheduled"
-        if finished is None:
-            logger.warning(
-                "action=stale_write_rejected job_id=%s attempt=%d worker_id=%s outcome=%s",
-                job.id,
-                job.attempts,
-                self.worker_id,
-                outcome,
-            )
-            return "stale"
         logger.debug(
             "action=finished job_id=%s type=%s attempt=%d worker_id=%s outcome=%s duration_ms=%d",
             job.id,
@@ -232,58 +361,310 @@ class WorkerThread(threading.Thread):
             job.attempts,
             self.worker_id,
             outcome,
-            (time.monotonic() - started) * 1000,
+            run_seconds * 1000,
         )
         return outcome
 
-    def _finish(self, write: Callable[..., JobRow | None], **kwargs: Any) -> JobRow | None:
-        """Record the outcome, retrying through a database outage for up to one lease.
+    def _timeout(self, job: JobRow, spec: HandlerSpec | None) -> int | None:
+        seconds = job.timeout_seconds
+        if seconds is None and spec is not None:
+            seconds = spec.timeout_seconds
+        if seconds is None:
+            seconds = self.config.timeout_seconds
+        return seconds or None
 
-        If the database stays away longer, the lease expires and cleanup retries the job.
-        """
-        deadline = time.monotonic() + self.config.lease_seconds
-        delay = 0.2
-        while True:
+    def _run(
+        self, attempt: Attempt, spec: HandlerSpec | None, context: JobContext
+    ) -> tuple[str, JobRow | None, str | None]:
+        """(outcome, the row as recorded, error) for one attempt of the handler."""
+        job = attempt.job
+        failure: BaseException | None = None
+        result: Any = None
+        try:
+            if spec is None:
+                raise LookupError(f"No handler or task is registered for job type {job.type!r}")
+            result = spec.fn(context)
+        except BaseException as exc:
+            failure = exc
+        if attempt.state.timed_out or attempt.state.lost:
+            return self._interrupted(attempt)
+
+        if failure is None:
             try:
-                return write(**kwargs)
-            except (DatabaseError, InterfaceError) as exc:
-                _drop_connection()
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise
-                delay = min(delay, remaining)
-                logger.warning(
-                    "action=finish_retry job_id=%s worker_id=%s retry_in=%.1fs error=%s",
-                    kwargs["job_id"],
-                    self.worker_id,
-                    delay,
-                    _error_message(exc),
+                row = self._record(services.complete_job, attempt.owner, result=result)
+            except UnstorableValue as exc:
+                error = f"Handler returned a result that cannot be stored: {exc}"
+                return self._fail(attempt, error, services.ErrorDetails(reason="unstorable_result"))
+            return ("succeeded", row, None) if row is not None else self._stale(attempt)
+        reason = "cancelled" if attempt.state.cancel_requested else ""
+        return self._fail(attempt, error_message(failure), error_details(failure, reason=reason))
+
+    def _fail(
+        self, attempt: Attempt, error: str, details: services.ErrorDetails
+    ) -> tuple[str, JobRow | None, str | None]:
+        row = self._record(services.fail_job, attempt.owner, error=error, details=details)
+        if row is None:
+            return self._stale(attempt)
+        outcome = {JobStatus.QUEUED: "retry_scheduled"}.get(row.status, row.status)
+        return outcome, row, error
+
+    def _interrupted(self, attempt: Attempt) -> tuple[str, JobRow | None, str | None]:
+        """The attempt was ended elsewhere (timed out) or lost: nothing more is written."""
+        outcome = "timeout" if attempt.state.timed_out else "lease_lost"
+        logger.warning(
+            "action=%s job_id=%s attempt=%d worker_id=%s",
+            "late_result_discarded" if outcome == "timeout" else "lease_lost",
+            attempt.job.id,
+            attempt.job.attempts,
+            self.worker_id,
+        )
+        return outcome, None, None
+
+    def _stale(self, attempt: Attempt) -> tuple[str, JobRow | None, str | None]:
+        logger.warning(
+            "action=stale_write_rejected job_id=%s attempt=%d worker_id=%s",
+            attempt.job.id,
+            attempt.job.attempts,
+            self.worker_id,
+        )
+        return "stale", None, None
+
+    def _record(self, write: Callable[..., JobRow | None], owner: Owner, **kwargs: Any) -> Any:
+        return self._retrying(
+            lambda: write(
+                job_id=owner.job_id, worker_id=owner.worker_id, attempt=owner.attempt, **kwargs
+            )
+        )
+
+    def _retrying[T](self, write: Callable[[], T]) -> T:
+        """The handler's and the thread's writes survive a lost connection within a lease."""
+        return retry_database(write, within=self.config.lease_seconds, what=self.worker_id)
+
+
+# --- Maintenance ----------------------------------------------------------------------
+
+
+class Maintenance(threading.Thread):
+    """Heartbeat, timeouts and expired-lease cleanup for the whole process."""
+
+    def __init__(self, runner: WorkerRunner) -> None:
+        super().__init__(name="job-maintenance", daemon=True)
+        self.runner = runner
+        self.config = runner.config
+        self.worker_id = make_worker_id(0)
+        self.finished = threading.Event()  # the runner sets it once no attempt is left
+
+    def run(self) -> None:
+        logger.info("action=maintenance_started worker_id=%s", self.worker_id)
+        now = time.monotonic()
+        next_beat = now + self.config.heartbeat_interval_seconds
+        next_cleanup = now
+        failures = 0
+        try:
+            while not self.finished.is_set():
+                now = time.monotonic()
+                try:
+                    if now >= next_beat:
+                        self.heartbeat()
+                        next_beat = now + self.config.heartbeat_interval_seconds
+                    self.enforce_timeouts(now)
+                    if now >= next_cleanup and not self.runner.stop_event.is_set():
+                        self.cleanup()
+                        next_cleanup = now + self.config.cleanup_interval_seconds
+                    failures = 0
+                except (DatabaseError, InterfaceError) as exc:
+                    failures += 1
+                    logger.warning(
+                        "action=maintenance_database_error worker_id=%s error=%s",
+                        self.worker_id,
+                        error_message(exc),
+                    )
+                    _drop_connection()
+                    self.finished.wait(min(0.5 * 2 ** (failures - 1), DB_RETRY_MAX_SECONDS))
+                    continue
+                except Exception:
+                    logger.exception("action=maintenance_error worker_id=%s", self.worker_id)
+                # Cleared before the deadlines are read: an attempt added meanwhile wakes us.
+                self.runner.in_flight.changed.clear()
+                wake = min(next_beat, next_cleanup, *self._deadlines())
+                self.runner.in_flight.changed.wait(max(wake - time.monotonic(), 0.01))
+        finally:
+            _drop_connection()
+            logger.info("action=maintenance_stopped worker_id=%s", self.worker_id)
+
+    def _deadlines(self) -> list[float]:
+        return [
+            deadline
+            for attempt in self.runner.in_flight.snapshot()
+            if (deadline := attempt.deadline) is not None and not attempt.state.timed_out
+        ]
+
+    def heartbeat(self) -> None:
+        attempts = [a for a in self.runner.in_flight.snapshot() if not a.state.timed_out]
+        if not attempts:
+            return
+        # An attempt past its deadline is not renewed, so even if recording its timeout
+        # fails, its lease runs out and cleanup ends it.
+        now = time.monotonic()
+        live = [a for a in attempts if a.deadline is None or a.deadline > now]
+        beats = {
+            beat.job_id: beat
+            for beat in services.heartbeat(
+                attempts=[a.owner for a in live], lease_seconds=self.config.lease_seconds
+            )
+        }
+        for attempt in live:
+            beat = beats.get(attempt.job.id)
+            if beat is None:
+                attempt.state.lost = True
+            elif beat.cancel_requested and not attempt.state.cancel_requested:
+                attempt.state.cancel_requested = True
+                logger.info(
+                    "action=cancel_requested job_id=%s attempt=%d worker_id=%s",
+                    attempt.job.id,
+                    attempt.job.attempts,
+                    attempt.thread.worker_id,
                 )
-                time.sleep(delay)
-                delay = min(delay * 2, DB_RETRY_MAX_SECONDS)
+
+    def enforce_timeouts(self, now: float) -> None:
+        for attempt in self.runner.in_flight.snapshot():
+            deadline = attempt.deadline
+            if deadline is None or deadline > now or attempt.state.timed_out:
+                continue
+            owner = attempt.owner
+            row = services.time_out_job(
+                job_id=owner.job_id,
+                worker_id=owner.worker_id,
+                attempt=owner.attempt,
+                timeout_seconds=attempt.timeout_seconds or 0,
+            )
+            if row is None:  # it finished or was lost meanwhile: nothing to end
+                continue
+            attempt.state.timed_out = True
+            logger.warning(
+                "action=timed_out job_id=%s attempt=%d worker_id=%s timeout_seconds=%s outcome=%s",
+                attempt.job.id,
+                attempt.job.attempts,
+                owner.worker_id,
+                attempt.timeout_seconds,
+                row.status,
+            )
+            attempt_finished.send_robust(
+                type(self),
+                job=attempt.job,
+                outcome="timeout",
+                row=row,
+                error=row.last_error,
+                run_seconds=now - attempt.started,
+                worker_id=owner.worker_id,
+            )
+            self.runner.abandon(attempt.thread)
+
+    def cleanup(self) -> None:
+        while True:
+            result = services.cleanup_expired_jobs(
+                batch_size=self.config.cleanup_batch_size, worker_id=self.worker_id
+            )
+            if result.total:
+                logger.info(
+                    "action=cleanup worker_id=%s requeued=%d failed=%d",
+                    self.worker_id,
+                    result.requeued,
+                    result.failed,
+                )
+            if result.total < self.config.cleanup_batch_size:
+                return
+
+
+# --- The process ----------------------------------------------------------------------
 
 
 class WorkerRunner:
-    """Starts the worker threads, handles signals, and waits for a graceful stop."""
+    """Starts the threads, handles signals, replaces threads that die or get stuck, and
+    waits for a graceful stop."""
 
     def __init__(self, config: WorkerConfig) -> None:
         self.config = config
         self.stop_event = threading.Event()
         self.threads: list[WorkerThread] = []
+        self.in_flight = InFlight()
+        self.queues = QueueSet(config.queues, refresh_seconds=config.poll_interval_seconds)
+        self.maintenance = Maintenance(self)
+        self._lock = threading.Lock()
         self._signals_received = 0
+        self._deaths: list[float] = []
+        self._replaced: set[str] = set()
+        self.gave_up = False
+
+    # Threads -----------------------------------------------------------------------------
+
+    def _start_thread(self) -> WorkerThread:
+        with self._lock:
+            thread = WorkerThread(len(self.threads) + 1, self)
+            self.threads.append(thread)
+        thread.start()
+        return thread
+
+    def serving(self) -> list[WorkerThread]:
+        """The threads that claim jobs: alive and not abandoned."""
+        return [t for t in self.threads if t.is_alive() and not t.abandoned]
+
+    def abandon(self, thread: WorkerThread) -> None:
+        """``thread`` is stuck in a timed-out handler: let a new thread take its place.
+
+        At most ``threads`` abandoned threads at a time, so a handler that hangs on every
+        job cannot grow the process without bound; past that, capacity shrinks (logged).
+        """
+        thread.abandoned = True
+        stuck = sum(1 for t in self.threads if t.abandoned and t.is_alive())
+        if self.stop_event.is_set():
+            return
+        if stuck > self.config.threads:
+            logger.error(
+                "action=thread_not_replaced worker_id=%s stuck_threads=%d detail=too many "
+                "stuck handlers; capacity is reduced until they return",
+                thread.worker_id,
+                stuck,
+            )
+            return
+        replacement = self._start_thread()
+        logger.warning(
+            "action=thread_replaced worker_id=%s replacement=%s stuck_threads=%d",
+            thread.worker_id,
+            replacement.worker_id,
+            stuck,
+        )
+
+    def _replace_dead(self) -> bool:
+        """Start a replacement for each thread that died; ``True`` if any was started."""
+        replaced = False
+        for thread in list(self.threads):
+            if thread.died is None or thread.worker_id in self._replaced:
+                continue
+            self._replaced.add(thread.worker_id)
+            now = time.monotonic()
+            self._deaths = [t for t in self._deaths if now - t < 60] + [now]
+            if len(self._deaths) > MAX_THREAD_DEATHS_PER_MINUTE:
+                logger.error("action=worker_gave_up detail=worker threads keep dying")
+                self.gave_up = True
+                self.stop()
+                return False
+            if not self.stop_event.is_set() and not self.config.burst:
+                replaced = True
+                replacement = self._start_thread()
+                logger.error(
+                    "action=thread_died worker_id=%s replacement=%s",
+                    thread.worker_id,
+                    replacement.worker_id,
+                )
+        return replaced
+
+    # Lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        for number in range(1, self.config.threads + 1):
-            self._start_thread(number)
-
-    def _start_thread(self, number: int) -> WorkerThread:
-        thread = WorkerThread(number, self.config, self.stop_event)
-        thread.start()
-        if number <= len(self.threads):
-            self.threads[number - 1] = thread
-        else:
-            self.threads.append(thread)
-        return thread
+        for _ in range(self.config.threads):
+            self._start_thread()
+        self.maintenance.start()
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -296,12 +677,11 @@ class WorkerRunner:
         self._signals_received += 1
         name = signal.Signals(signum).name
         if self._signals_received == 1:
-            busy = sum(1 for t in self.threads if t.is_alive())
             logger.info(
                 "action=shutdown_requested signal=%s detail=no new claims; "
-                "waiting for in-flight jobs threads=%d",
+                "waiting for in-flight jobs in_flight=%d",
                 name,
-                busy,
+                len(self.in_flight.snapshot()),
             )
             self.stop()
         else:
@@ -309,35 +689,44 @@ class WorkerRunner:
             os._exit(1)
 
     def wait(self) -> None:
-        """Block until every thread has stopped, replacing any thread that died."""
+        """Block until every serving thread has stopped, replacing any that died."""
         while True:
-            alive = [t for t in self.threads if t.is_alive()]
-            if not alive:
-                return
-            if not self.stop_event.is_set() and not self.config.burst:
-                for thread in self.threads:
-                    if not thread.is_alive():
-                        logger.error(
-                            "action=thread_died worker_id=%s detail=starting a replacement",
-                            thread.worker_id,
-                        )
-                        self._start_thread(thread.number)
-            alive[0].join(timeout=0.5)
+            replaced = self._replace_dead()
+            serving = self.serving()
+            if serving:
+                serving[0].join(timeout=0.5)
+            elif not replaced:
+                break
+        # Abandoned threads may never return; they are daemons and die with the process.
+        self.maintenance.finished.set()
+        self.in_flight.changed.set()
+        self.maintenance.join(timeout=self.config.lease_seconds)
 
     def run(self) -> int:
         """Run until stopped (or drained in burst mode). Returns the exit code."""
         logger.info(
-            "action=worker_started threads=%d lease_seconds=%d poll_interval_ms=%d "
-            "cleanup_interval_seconds=%s database=%s burst=%s",
+            "action=worker_started threads=%d queues=%s lease_seconds=%d "
+            "heartbeat_seconds=%.1f poll_interval_ms=%d cleanup_interval_seconds=%s "
+            "timeout_seconds=%s database=%s burst=%s",
             self.config.threads,
+            ",".join(self.config.queues),
             self.config.lease_seconds,
+            self.config.heartbeat_interval_seconds,
             self.config.poll_interval_seconds * 1000,
             self.config.cleanup_interval_seconds,
+            self.config.timeout_seconds or "none",
             connection.vendor,
             self.config.burst,
         )
         self.start()
         self.wait()
         processed = sum(t.jobs_processed for t in self.threads)
-        logger.info("action=worker_stopped jobs_processed=%d", processed)
-        return 0
+        died = sum(1 for t in self.threads if t.died is not None)
+        code = 1 if self.gave_up or (died and self.config.burst) else 0
+        logger.info(
+            "action=worker_stopped jobs_processed=%d threads_died=%d exit_code=%d",
+            processed,
+            died,
+            code,
+        )
+        return code

@@ -45,6 +45,9 @@ class JobRow:
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None
+    queue: str
+    timeout_seconds: int | None
+    cancel_requested_at: datetime | None
 
     @property
     def pk(self) -> UUID:
@@ -73,6 +76,8 @@ class NewJob:
     max_attempts: int
     idempotency_key: str | None
     created_at: datetime
+    queue: str
+    timeout_seconds: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,13 +90,47 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """A failed attempt: ``retry_event`` at ``retry_at`` if attempts remain, else
-    ``failed_event``; either way ``error`` becomes ``last_error``."""
+    """How a failed attempt ends: cancelled (``cancelled_event``) if a cancel was
+    requested, else requeued at ``retry_at`` (``retry_event``) while attempts remain, else
+    failed for good (``failed_event``). ``error`` becomes ``last_error`` in every case."""
 
     error: str
     retry_at: datetime
     retry_event: Event
     failed_event: Event
+    cancelled_event: Event
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """Jobs picked by the list filters (status exact, type substring, queue exact) and/or
+    by id; the bulk transitions act on the jobs that match every given part."""
+
+    status: str | None = None
+    type: str | None = None
+    queue: str | None = None
+    ids: tuple[UUID | str, ...] | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        return self.ids is None and not (self.status or self.type or self.queue)
+
+
+@dataclass(frozen=True, slots=True)
+class CancelOutcome:
+    cancelled: int  # queued jobs that became cancelled
+    cancel_requested: int  # running jobs now asked to stop
+
+    def __bool__(self) -> bool:
+        return bool(self.cancelled or self.cancel_requested)
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """A running attempt the heartbeat still holds, and whether a cancel was requested."""
+
+    job_id: UUID
+    cancel_requested: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +142,7 @@ class ExpiredLease:
     max_attempts: int
     locked_by: str | None
     locked_until: datetime
+    cancel_requested_at: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,14 +159,6 @@ class Release:
     event: Event
 
 
-@dataclass(frozen=True, slots=True)
-class RetryOutcome:
-    """``job`` is set when the retry happened; otherwise ``status`` says why not."""
-
-    job: JobRow | None
-    status: str | None  # the job's status; None when no such job exists
-
-
 class Driver(Protocol):
     """Every write ``jobs.services`` makes. Each method is atomic on its own (one statement
     or one transaction) and writes its event with its row change, or neither."""
@@ -139,10 +171,14 @@ class Driver(Protocol):
         ...
 
     def claim_job(
-        self, *, worker_id: str, now: datetime, locked_until: datetime, event: Event
+        self, *, queue: str, worker_id: str, now: datetime, locked_until: datetime, event: Event
     ) -> JobRow | None:
-        """Take the first eligible queued job (priority desc, available_at, created_at, id),
-        skipping rows other claimers hold, and write ``claimed``."""
+        """Take the first eligible queued job of ``queue`` (priority desc, available_at,
+        created_at, id), skipping rows other claimers hold, and write ``claimed``."""
+        ...
+
+    def active_queues(self) -> list[str]:
+        """The queues that have queued jobs, in name order."""
         ...
 
     def complete_job(
@@ -152,14 +188,20 @@ class Driver(Protocol):
         ...
 
     def fail_job(self, owner: Owner, failure: Failure, *, now: datetime) -> JobRow | None:
-        """Requeue at ``failure.retry_at`` (``retry_scheduled``) while attempts remain,
-        else fail for good (``failed``)."""
+        """End the owner's attempt as ``failure`` says (cancelled, requeued or failed)."""
         ...
 
     def renew_lease(
         self, owner: Owner, *, locked_until: datetime, now: datetime, event: Event
     ) -> bool:
         """Move the owner's lease to ``locked_until``; ``lease_renewed`` event."""
+        ...
+
+    def heartbeat(
+        self, owners: list[Owner], *, locked_until: datetime, now: datetime
+    ) -> list[Heartbeat]:
+        """Move every still-owned lease among ``owners`` to ``locked_until`` (no event);
+        return those, so the caller learns which it lost and which must stop."""
         ...
 
     def record_progress(self, owner: Owner, *, now: datetime, event: Event) -> bool:
@@ -177,7 +219,15 @@ class Driver(Protocol):
         """Apply each release to its locked row and write its event."""
         ...
 
-    def retry_job(self, job_id: UUID | str, *, now: datetime, message: str) -> RetryOutcome:
-        """A failed job goes back to queued with a fresh attempt budget; ``manual_retry``
-        event carrying the previous attempts and error."""
+    def retry_jobs(self, selection: Selection, *, now: datetime, message: str) -> int:
+        """Every selected failed or cancelled job goes back to queued with a fresh attempt
+        budget and a ``manual_retry`` event keeping its previous status, attempts and error.
+        Returns how many changed."""
+        ...
+
+    def cancel_jobs(
+        self, selection: Selection, *, now: datetime, cancelled: Event, requested: Event
+    ) -> CancelOutcome:
+        """Selected queued jobs become cancelled (``cancelled`` event); selected running
+        jobs not yet asked get ``cancel_requested_at`` (``cancel_requested`` event)."""
         ...

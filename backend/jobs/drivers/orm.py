@@ -10,22 +10,23 @@ import json
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
-from uuid import UUID
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 
 from ..models import Job, JobEvent, JobEventType, JobStatus
 from .base import (
     JOB_ROW_FIELDS,
+    CancelOutcome,
     Event,
     ExpiredLease,
     Failure,
+    Heartbeat,
     JobRow,
     NewJob,
     Owner,
     Release,
-    RetryOutcome,
+    Selection,
 )
 
 
@@ -78,6 +79,8 @@ class OrmDriver:
             idempotency_key=key,
             created_at=job.created_at,
             updated_at=job.created_at,
+            queue=job.queue,
+            timeout_seconds=job.timeout_seconds,
         )
         try:
             with transaction.atomic():
@@ -91,13 +94,16 @@ class OrmDriver:
         return job_row(row), True
 
     def claim_job(
-        self, *, worker_id: str, now: datetime, locked_until: datetime, event: Event
+        self, *, queue: str, worker_id: str, now: datetime, locked_until: datetime, event: Event
     ) -> JobRow | None:
         with transaction.atomic():
             job = (
                 Job.objects.select_for_update(skip_locked=True)
                 .filter(
-                    status=JobStatus.QUEUED, available_at__lte=now, attempts__lt=F("max_attempts")
+                    status=JobStatus.QUEUED,
+                    queue=queue,
+                    available_at__lte=now,
+                    attempts__lt=F("max_attempts"),
                 )
                 .order_by("-priority", "available_at", "created_at", "id")
                 .first()
@@ -124,6 +130,10 @@ class OrmDriver:
             )
             _owner_event(Owner(job.pk, worker_id, job.attempts), JobEventType.CLAIMED, event, now)
         return job_row(job)
+
+    def active_queues(self) -> list[str]:
+        queued = Job.objects.filter(status=JobStatus.QUEUED)
+        return list(queued.order_by("queue").values_list("queue", flat=True).distinct())
 
     def _update_owned(self, owner: Owner, changes: Callable[[Job], dict[str, Any]]) -> Job | None:
         """Lock the owner's row and apply ``changes(job)``; ``None`` if it is not owned."""
@@ -159,9 +169,13 @@ class OrmDriver:
 
     def fail_job(self, owner: Owner, failure: Failure, *, now: datetime) -> JobRow | None:
         def changes(job: Job) -> dict[str, Any]:
-            retrying = job.attempts < job.max_attempts
+            retrying = job.cancel_requested_at is None and job.attempts < job.max_attempts
+            if job.cancel_requested_at is not None:
+                status = JobStatus.CANCELLED
+            else:
+                status = JobStatus.QUEUED if retrying else JobStatus.FAILED
             return {
-                "status": JobStatus.QUEUED if retrying else JobStatus.FAILED,
+                "status": status,
                 "available_at": failure.retry_at if retrying else job.available_at,
                 "finished_at": None if retrying else now,
                 "locked_by": None,
@@ -176,6 +190,8 @@ class OrmDriver:
                 return None
             if job.status == JobStatus.QUEUED:
                 _owner_event(owner, JobEventType.RETRY_SCHEDULED, failure.retry_event, now)
+            elif job.status == JobStatus.CANCELLED:
+                _owner_event(owner, JobEventType.CANCELLED, failure.cancelled_event, now)
             else:
                 _owner_event(owner, JobEventType.FAILED, failure.failed_event, now)
         return job_row(job)
@@ -191,6 +207,23 @@ class OrmDriver:
             _owner_event(owner, JobEventType.LEASE_RENEWED, event, now)
         return True
 
+    def heartbeat(
+        self, owners: list[Owner], *, locked_until: datetime, now: datetime
+    ) -> list[Heartbeat]:
+        held = Q(pk__in=[])
+        for owner in owners:
+            held |= _owned(owner)
+        with transaction.atomic():
+            rows = list(
+                Job.objects.select_for_update()
+                .filter(held)
+                .values_list("pk", "cancel_requested_at")
+            )
+            Job.objects.filter(pk__in=[pk for pk, _ in rows]).update(
+                locked_until=locked_until, updated_at=now
+            )
+        return [Heartbeat(pk, requested is not None) for pk, requested in rows]
+
     def record_progress(self, owner: Owner, *, now: datetime, event: Event) -> bool:
         with transaction.atomic():
             if not Job.objects.select_for_update().filter(_owned(owner)).exists():
@@ -203,7 +236,9 @@ class OrmDriver:
             Job.objects.select_for_update(skip_locked=True)
             .filter(status=JobStatus.RUNNING, locked_until__lt=now)
             .order_by("locked_until")
-            .values_list("id", "attempts", "max_attempts", "locked_by", "locked_until")[:limit]
+            .values_list(
+                "id", "attempts", "max_attempts", "locked_by", "locked_until", "cancel_requested_at"
+            )[:limit]
         )
         # locked_until is nullable, but the locked_until__lt filter only matches rows that have one.
         return [ExpiredLease(*row) for row in rows]  # type: ignore[arg-type]
@@ -243,28 +278,85 @@ class OrmDriver:
                 worker_id=worker_id,
                 created_at=now,
             )
-            for release in releases
+            for release in sorted(releases, key=lambda release: release.id)
         )
 
-    def retry_job(self, job_id: UUID | str, *, now: datetime, message: str) -> RetryOutcome:
+    def retry_jobs(self, selection: Selection, *, now: datetime, message: str) -> int:
         with transaction.atomic():
-            job = Job.objects.select_for_update().filter(pk=job_id).first()
-            if job is None:
-                return RetryOutcome(job=None, status=None)
-            if job.status != JobStatus.FAILED:
-                return RetryOutcome(job=None, status=job.status)
-            previous = {"previous_attempts": job.attempts, "previous_error": job.last_error}
-            job.status = JobStatus.QUEUED
-            job.attempts = 0
-            job.available_at = now
-            job.locked_by = None
-            job.locked_until = None
-            job.last_error = ""
-            job.result = None
-            job.finished_at = None
-            job.updated_at = now
-            job.save()
-            _event(
-                job.pk, JobEventType.MANUAL_RETRY, 0, Event(message, previous), created_at=now
-            ).save()
-        return RetryOutcome(job=job_row(job), status=JobStatus.FAILED)
+            jobs = list(
+                _selected(selection)
+                .select_for_update()
+                .filter(status__in=[JobStatus.FAILED, JobStatus.CANCELLED])
+                .order_by("id")
+            )
+            events = [
+                _event(
+                    job.pk,
+                    JobEventType.MANUAL_RETRY,
+                    0,
+                    Event(
+                        message,
+                        {
+                            "previous_status": job.status,
+                            "previous_attempts": job.attempts,
+                            "previous_error": job.last_error,
+                        },
+                    ),
+                    created_at=now,
+                )
+                for job in jobs
+            ]
+            Job.objects.filter(pk__in=[job.pk for job in jobs]).update(
+                status=JobStatus.QUEUED,
+                attempts=0,
+                available_at=now,
+                locked_by=None,
+                locked_until=None,
+                last_error="",
+                result=None,
+                finished_at=None,
+                cancel_requested_at=None,
+                updated_at=now,
+            )
+            JobEvent.objects.bulk_create(events)
+        return len(jobs)
+
+    def cancel_jobs(
+        self, selection: Selection, *, now: datetime, cancelled: Event, requested: Event
+    ) -> CancelOutcome:
+        with transaction.atomic():
+            jobs = list(
+                _selected(selection)
+                .select_for_update()
+                .filter(
+                    Q(status=JobStatus.QUEUED)
+                    | Q(status=JobStatus.RUNNING, cancel_requested_at__isnull=True)
+                )
+                .order_by("id")
+                .values_list("pk", "status", "attempts")
+            )
+            queued = [pk for pk, status, _ in jobs if status == JobStatus.QUEUED]
+            running = [pk for pk, status, _ in jobs if status == JobStatus.RUNNING]
+            Job.objects.filter(pk__in=queued).update(
+                status=JobStatus.CANCELLED, finished_at=now, cancel_requested_at=now, updated_at=now
+            )
+            Job.objects.filter(pk__in=running).update(cancel_requested_at=now, updated_at=now)
+            JobEvent.objects.bulk_create(
+                _event(
+                    pk,
+                    JobEventType.CANCELLED
+                    if status == JobStatus.QUEUED
+                    else JobEventType.CANCEL_REQUESTED,
+                    attempts,
+                    cancelled if status == JobStatus.QUEUED else requested,
+                    created_at=now,
+                )
+                for pk, status, attempts in jobs
+            )
+        return CancelOutcome(cancelled=len(queued), cancel_requested=len(running))
+
+
+def _selected(selection: Selection) -> QuerySet[Job]:
+    return Job.objects.matching(
+        status=selection.status, type=selection.type, queue=selection.queue, ids=selection.ids
+    )

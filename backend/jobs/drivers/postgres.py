@@ -11,12 +11,10 @@ from typing import TYPE_CHECKING, Any
 from django.db import connection
 
 from . import sql
-from .base import ExpiredLease, JobRow, RetryOutcome, to_json
+from .base import CancelOutcome, ExpiredLease, Heartbeat, JobRow, to_json
 
 if TYPE_CHECKING:
-    from uuid import UUID
-
-    from .base import Event, Failure, NewJob, Owner, Release
+    from .base import Event, Failure, NewJob, Owner, Release, Selection
 
 QUERIES: dict[str, sql.Query] = sql.load(Path(__file__).with_name("queries.sql"))
 
@@ -36,6 +34,20 @@ def _owner_params(owner: Owner) -> dict[str, Any]:
 
 def _event_params(event: Event, prefix: str = "") -> dict[str, Any]:
     return {f"{prefix}message": event.message, f"{prefix}data": to_json(event.data)}
+
+
+def _selection_params(selection: Selection) -> dict[str, Any]:
+    type_pattern = None
+    if selection.type:
+        # A substring match, like the job list's type filter: LIKE's wildcards are literal.
+        escaped = selection.type.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        type_pattern = f"%{escaped}%"
+    return {
+        "status": selection.status or None,
+        "type_pattern": type_pattern,
+        "queue": selection.queue or None,
+        "ids": None if selection.ids is None else list(selection.ids),
+    }
 
 
 class PostgresDriver:
@@ -61,6 +73,8 @@ class PostgresDriver:
             "max_attempts": job.max_attempts,
             "idempotency_key": job.idempotency_key,
             "now": job.created_at,
+            "queue": job.queue,
+            "timeout_seconds": job.timeout_seconds,
             **_event_params(event),
         }
         for _ in range(3):
@@ -75,15 +89,21 @@ class PostgresDriver:
         raise LookupError(f"could not create or find the job with key {job.idempotency_key!r}")
 
     def claim_job(
-        self, *, worker_id: str, now: datetime, locked_until: datetime, event: Event
+        self, *, queue: str, worker_id: str, now: datetime, locked_until: datetime, event: Event
     ) -> JobRow | None:
         params = {
+            "queue": queue,
             "worker_id": worker_id,
             "now": now,
             "locked_until": locked_until,
             **_event_params(event),
         }
         return self._job("claim_job", params)
+
+    def active_queues(self) -> list[str]:
+        with connection.cursor() as cursor:
+            cursor.execute(QUERIES["active_queues"].sql)
+            return [queue for (queue,) in cursor.fetchall()]
 
     def complete_job(
         self, owner: Owner, *, result_json: str | None, now: datetime, event: Event
@@ -99,6 +119,7 @@ class PostgresDriver:
             "retry_at": failure.retry_at,
             **_event_params(failure.retry_event, "retry_"),
             **_event_params(failure.failed_event, "failed_"),
+            **_event_params(failure.cancelled_event, "cancelled_"),
         }
         return self._job("fail_job", params)
 
@@ -107,6 +128,20 @@ class PostgresDriver:
     ) -> bool:
         params = {**_owner_params(owner), "locked_until": locked_until, "now": now}
         return self._fetchone("renew_lease", params | _event_params(event)) is not None
+
+    def heartbeat(
+        self, owners: list[Owner], *, locked_until: datetime, now: datetime
+    ) -> list[Heartbeat]:
+        params: dict[str, Any] = {
+            "job_ids": [owner.job_id for owner in owners],
+            "worker_ids": [owner.worker_id for owner in owners],
+            "attempts": [owner.attempt for owner in owners],
+            "locked_until": locked_until,
+            "now": now,
+        }
+        with connection.cursor() as cursor:
+            cursor.execute(QUERIES["heartbeat"].sql, params)
+            return [Heartbeat(*row) for row in cursor.fetchall()]
 
     def record_progress(self, owner: Owner, *, now: datetime, event: Event) -> bool:
         params = {**_owner_params(owner), "now": now, **_event_params(event)}
@@ -140,12 +175,24 @@ class PostgresDriver:
                 {"releases": to_json(payload), "now": now, "worker_id": worker_id},
             )
 
-    def retry_job(self, job_id: UUID | str, *, now: datetime, message: str) -> RetryOutcome:
-        row = self._fetchone("retry_job", {"job_id": job_id, "now": now, "message": message})
-        if row is None:
-            return RetryOutcome(job=None, status=None)
-        previous_status, *job = row
-        return RetryOutcome(job=None if job[0] is None else _job_row(job), status=previous_status)
+    def retry_jobs(self, selection: Selection, *, now: datetime, message: str) -> int:
+        params = {**_selection_params(selection), "now": now, "message": message}
+        row = self._fetchone("retry_jobs", params)
+        assert row is not None  # an aggregate always answers
+        return int(row[0])
+
+    def cancel_jobs(
+        self, selection: Selection, *, now: datetime, cancelled: Event, requested: Event
+    ) -> CancelOutcome:
+        params = {
+            **_selection_params(selection),
+            "now": now,
+            **_event_params(cancelled, "cancelled_"),
+            **_event_params(requested, "requested_"),
+        }
+        row = self._fetchone("cancel_jobs", params)
+        assert row is not None  # an aggregate always answers
+        return CancelOutcome(cancelled=row[0], cancel_requested=row[1])
 
 
 def _iso(value: datetime | None) -> str | None:

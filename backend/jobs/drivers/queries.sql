@@ -11,9 +11,10 @@
 -- index job_idempotency_key_unique; rows without a key never conflict.
 WITH inserted AS (
     INSERT INTO jobs_job (id, type, payload, status, priority, available_at, attempts,
-        max_attempts, idempotency_key, last_error, created_at, updated_at)
+        max_attempts, idempotency_key, last_error, created_at, updated_at, queue,
+        timeout_seconds)
     VALUES (:id, :type, :payload::jsonb, 'queued', :priority, :available_at, 0,
-        :max_attempts, :idempotency_key, '', :now, :now)
+        :max_attempts, :idempotency_key, '', :now, :now, :queue, :timeout_seconds)
     ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
 ), event AS (
@@ -26,15 +27,35 @@ SELECT * FROM jobs_job
 WHERE idempotency_key = :idempotency_key AND NOT EXISTS (SELECT 1 FROM inserted);
 
 -- name: claim_job
--- The first eligible queued job in claim order (priority desc, available_at, created_at,
--- id; job_claim_idx is read in that order), skipping rows another claimer holds, so each
--- attempt has exactly one owner; it becomes running under a lease, with a claimed event.
-WITH candidate AS (
-    SELECT id FROM jobs_job
-    WHERE status = 'queued' AND available_at <= :now AND attempts < max_attempts
-    ORDER BY priority DESC, available_at, created_at, id
+-- The first eligible job of one queue in claim order (priority desc, available_at,
+-- created_at, id), skipping rows another claimer holds, so each attempt has exactly one
+-- owner; it becomes running under a lease, with a claimed event.
+-- A loose index scan over job_claim_idx: `level` walks the queue's distinct priorities
+-- from the top, one index probe each, and for each level one probe finds its first due
+-- row (within a level rows are in available_at order, so a level whose first row is not
+-- due has no due row). Not-yet-due rows of a higher priority cost a probe per level, not a
+-- walk over every one of them. MATERIALIZED keeps the locking subquery from being inlined
+-- into the UPDATE and run again.
+WITH RECURSIVE level AS (
+    (SELECT priority FROM jobs_job
+        WHERE status = 'queued' AND queue = :queue
+        ORDER BY priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT job.priority FROM jobs_job AS job
+            WHERE job.status = 'queued' AND job.queue = :queue
+                AND job.priority < level.priority
+            ORDER BY job.priority DESC LIMIT 1)
+    FROM level WHERE level.priority IS NOT NULL
+), candidate AS MATERIALIZED (
+    SELECT due.id FROM level CROSS JOIN LATERAL (
+        SELECT id FROM jobs_job
+        WHERE status = 'queued' AND queue = :queue AND priority = level.priority
+            AND available_at <= :now AND attempts < max_attempts
+        ORDER BY available_at, created_at, id
+        LIMIT 1
+        FOR UPDATE SKIP LOCKED
+    ) AS due
     LIMIT 1
-    FOR UPDATE SKIP LOCKED
 ), claimed AS (
     UPDATE jobs_job AS job
     SET status = 'running', attempts = job.attempts + 1, locked_by = :worker_id,
@@ -47,6 +68,19 @@ WITH candidate AS (
     SELECT id, 'claimed', attempts, locked_by, :message, :data::jsonb, :now FROM claimed
 )
 SELECT * FROM claimed;
+
+-- name: active_queues
+-- The queues that have queued jobs: a loose index scan over job_claim_idx's first column,
+-- one probe per queue however many jobs each holds.
+WITH RECURSIVE active AS (
+    (SELECT queue FROM jobs_job WHERE status = 'queued' ORDER BY queue LIMIT 1)
+    UNION ALL
+    SELECT (SELECT job.queue FROM jobs_job AS job
+            WHERE job.status = 'queued' AND job.queue > active.queue
+            ORDER BY job.queue LIMIT 1)
+    FROM active WHERE active.queue IS NOT NULL
+)
+SELECT queue FROM active WHERE queue IS NOT NULL;
 
 -- name: complete_job
 -- Ownership guard: only the running attempt with this locked_by and attempts number
@@ -65,13 +99,17 @@ WITH done AS (
 SELECT * FROM done;
 
 -- name: fail_job
--- Ownership guard as complete_job. Attempts left: back to queued at :retry_at with a
--- retry_scheduled event; none left: failed for good with a failed event.
+-- Ownership guard as complete_job. A cancel was requested: cancelled, with a cancelled
+-- event. Else attempts left: back to queued at :retry_at with a retry_scheduled event;
+-- none left: failed for good with a failed event.
 WITH failed AS (
     UPDATE jobs_job
-    SET status = CASE WHEN attempts < max_attempts THEN 'queued' ELSE 'failed' END,
-        available_at = CASE WHEN attempts < max_attempts THEN :retry_at ELSE available_at END,
-        finished_at = CASE WHEN attempts < max_attempts THEN NULL ELSE :now END,
+    SET status = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'
+            WHEN attempts < max_attempts THEN 'queued' ELSE 'failed' END,
+        available_at = CASE WHEN cancel_requested_at IS NULL AND attempts < max_attempts
+            THEN :retry_at ELSE available_at END,
+        finished_at = CASE WHEN cancel_requested_at IS NULL AND attempts < max_attempts
+            THEN NULL ELSE :now END,
         locked_by = NULL, locked_until = NULL, last_error = :error, updated_at = :now
     WHERE id = :job_id AND status = 'running' AND locked_by = :worker_id
         AND attempts = :attempt
@@ -79,10 +117,13 @@ WITH failed AS (
 ), event AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at)
     SELECT id,
-        CASE WHEN status = 'queued' THEN 'retry_scheduled' ELSE 'failed' END,
+        CASE status WHEN 'queued' THEN 'retry_scheduled' WHEN 'cancelled' THEN 'cancelled'
+            ELSE 'failed' END,
         attempts, :worker_id,
-        CASE WHEN status = 'queued' THEN :retry_message ELSE :failed_message END,
-        CASE WHEN status = 'queued' THEN :retry_data::jsonb ELSE :failed_data::jsonb END,
+        CASE status WHEN 'queued' THEN :retry_message WHEN 'cancelled' THEN :cancelled_message
+            ELSE :failed_message END,
+        CASE status WHEN 'queued' THEN :retry_data::jsonb
+            WHEN 'cancelled' THEN :cancelled_data::jsonb ELSE :failed_data::jsonb END,
         :now
     FROM failed
 )
@@ -102,6 +143,20 @@ WITH renewed AS (
 )
 SELECT id FROM renewed;
 
+-- name: heartbeat
+-- One statement renews every lease a worker process still holds (the ownership guard per
+-- attempt); no event, so the timeline stays readable. The returned rows tell the process
+-- which attempts it still owns and which were asked to cancel.
+WITH owned AS (
+    SELECT * FROM unnest(:job_ids::uuid[], :worker_ids::text[], :attempts::integer[])
+        AS owned(id, worker_id, attempt)
+)
+UPDATE jobs_job AS job SET locked_until = :locked_until, updated_at = :now
+FROM owned
+WHERE job.id = owned.id AND job.status = 'running' AND job.locked_by = owned.worker_id
+    AND job.attempts = owned.attempt
+RETURNING job.id, job.cancel_requested_at IS NOT NULL;
+
 -- name: record_progress
 -- FOR SHARE makes a concurrent requeue finish first; the guard is then re-checked against
 -- the new row version, so a progress event is never written for an attempt already lost.
@@ -117,7 +172,7 @@ RETURNING id;
 
 -- name: lock_expired_leases
 -- Concurrent cleaners skip each other's rows, so every expired attempt is released once.
-SELECT id, attempts, max_attempts, locked_by, locked_until FROM jobs_job
+SELECT id, attempts, max_attempts, locked_by, locked_until, cancel_requested_at FROM jobs_job
 WHERE status = 'running' AND locked_until < :now
 ORDER BY locked_until
 LIMIT :limit
@@ -125,7 +180,7 @@ FOR UPDATE SKIP LOCKED;
 
 -- name: release_expired_leases
 -- Applies the releases the service decided for the rows lock_expired_leases locked in this
--- same transaction, and writes one event per row.
+-- same transaction, and writes one event per row (in job id order, as every bulk write).
 WITH release AS (
     SELECT * FROM jsonb_to_recordset(:releases::jsonb) AS r(
         id uuid, status text, available_at timestamptz, finished_at timestamptz,
@@ -143,32 +198,75 @@ WITH release AS (
 INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at)
 SELECT release.id, release.event_type, release.attempt, :worker_id, release.message,
     release.data, :now
-FROM release JOIN released ON released.id = release.id;
+FROM release JOIN released ON released.id = release.id
+ORDER BY release.id;
 
--- name: retry_job
--- Only a failed job is retried: back to queued now with a fresh attempt budget, lock,
--- error, result and finished_at cleared, and a manual_retry event that keeps what the
--- last attempts were. The first column says the status the job had (no row: no job).
+-- name: retry_jobs
+-- Every selected failed or cancelled job goes back to queued now with a fresh attempt
+-- budget (lock, error, result, finished_at and cancel request cleared) and a manual_retry
+-- event keeping what it was. FOR UPDATE (in id order, so two bulk calls cannot deadlock)
+-- waits for a concurrent change and re-checks the status, so each job changes once.
 WITH target AS (
-    SELECT id, status, attempts, last_error FROM jobs_job WHERE id = :job_id FOR UPDATE
+    SELECT id, status, attempts, last_error FROM jobs_job
+    WHERE status IN ('failed', 'cancelled') AND (:status::text IS NULL OR status = :status)
+        AND (:type_pattern::text IS NULL OR type ILIKE :type_pattern)
+        AND (:queue::text IS NULL OR queue = :queue) AND (:ids::uuid[] IS NULL OR id = ANY(:ids))
+    ORDER BY id
+    FOR UPDATE
 ), retried AS (
     UPDATE jobs_job AS job
     SET status = 'queued', attempts = 0, available_at = :now, locked_by = NULL,
         locked_until = NULL, last_error = '', result = NULL, finished_at = NULL,
-        updated_at = :now
+        cancel_requested_at = NULL, updated_at = :now
     FROM target
-    WHERE job.id = target.id AND target.status = 'failed'
-    RETURNING job.*
+    WHERE job.id = target.id
+    RETURNING job.id
 ), event AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, message, data, created_at)
-    SELECT retried.id, 'manual_retry', 0, :message,
-        jsonb_build_object('previous_attempts', target.attempts,
-            'previous_error', target.last_error),
+    SELECT target.id, 'manual_retry', 0, :message,
+        jsonb_build_object('previous_status', target.status,
+            'previous_attempts', target.attempts, 'previous_error', target.last_error),
         :now
-    FROM retried JOIN target ON target.id = retried.id
+    FROM target JOIN retried ON retried.id = target.id
+    ORDER BY target.id
 )
-SELECT target.status AS previous_status, retried.*
-FROM target LEFT JOIN retried ON retried.id = target.id;
+SELECT count(*) FROM retried;
+
+-- name: cancel_jobs
+-- Selected queued jobs become cancelled at once (cancelled event); selected running jobs
+-- not asked before get cancel_requested_at (cancel_requested event), which their worker's
+-- heartbeat reports to the handler; the attempt then ends as cancelled. Locking as
+-- retry_jobs: a job claimed meanwhile is seen running, so each job changes once.
+WITH target AS (
+    SELECT id FROM jobs_job
+    WHERE (status = 'queued' OR (status = 'running' AND cancel_requested_at IS NULL))
+        AND (:status::text IS NULL OR status = :status)
+        AND (:type_pattern::text IS NULL OR type ILIKE :type_pattern)
+        AND (:queue::text IS NULL OR queue = :queue) AND (:ids::uuid[] IS NULL OR id = ANY(:ids))
+    ORDER BY id
+    FOR UPDATE
+), changed AS (
+    UPDATE jobs_job AS job
+    SET status = CASE WHEN job.status = 'queued' THEN 'cancelled' ELSE job.status END,
+        finished_at = CASE WHEN job.status = 'queued' THEN :now END,
+        cancel_requested_at = :now, updated_at = :now
+    FROM target
+    WHERE job.id = target.id
+    RETURNING job.id, job.status, job.attempts
+), event AS (
+    INSERT INTO jobs_jobevent (job_id, type, attempt, message, data, created_at)
+    SELECT id, CASE WHEN status = 'cancelled' THEN 'cancelled' ELSE 'cancel_requested' END,
+        attempts,
+        CASE WHEN status = 'cancelled' THEN :cancelled_message ELSE :requested_message END,
+        CASE WHEN status = 'cancelled' THEN :cancelled_data::jsonb
+            ELSE :requested_data::jsonb END,
+        :now
+    FROM changed
+    ORDER BY id
+)
+SELECT count(*) FILTER (WHERE status = 'cancelled'),
+    count(*) FILTER (WHERE status = 'running')
+FROM changed;
 
 -- name: job_by_idempotency_key
 SELECT * FROM jobs_job WHERE idempotency_key = :key;

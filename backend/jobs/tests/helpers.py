@@ -30,24 +30,26 @@ from jobs.worker import WorkerConfig, WorkerRunner
 BACKEND_DIR = Path(__file__).resolve().parents[2]
 
 
-def worker_runner(
-    threads: int = 1, *, lease_seconds: int = 30, burst: bool = False
-) -> WorkerRunner:
-    """Real worker threads in this process, polling every 50 ms; not started yet."""
-    config = WorkerConfig(
-        threads=threads,
-        poll_interval_seconds=0.05,
-        lease_seconds=lease_seconds,
-        cleanup_interval_seconds=5,
-        cleanup_batch_size=100,
-        burst=burst,
-    )
-    return WorkerRunner(config)
+def worker_config(threads: int = 1, **overrides: Any) -> WorkerConfig:
+    """A worker configuration for tests: polls every 50 ms, 30 s lease."""
+    values: dict[str, Any] = {
+        "threads": threads,
+        "poll_interval_seconds": 0.05,
+        "lease_seconds": 30,
+        "cleanup_interval_seconds": 5,
+        "cleanup_batch_size": 100,
+    }
+    return WorkerConfig(**(values | overrides))
 
 
-def run_workers_in_burst(threads: int = 1, lease_seconds: int = 30) -> WorkerRunner:
+def worker_runner(threads: int = 1, **overrides: Any) -> WorkerRunner:
+    """Real worker threads in this process (``worker_config``); not started yet."""
+    return WorkerRunner(worker_config(threads, **overrides))
+
+
+def run_workers_in_burst(threads: int = 1, **overrides: Any) -> WorkerRunner:
     """Run real worker threads in this process until nothing is claimable."""
-    runner = worker_runner(threads, lease_seconds=lease_seconds, burst=True)
+    runner = worker_runner(threads, burst=True, **overrides)
     runner.run()
     return runner
 

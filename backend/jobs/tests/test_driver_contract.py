@@ -6,15 +6,17 @@ On PostgreSQL each test runs twice, on ``PostgresDriver`` (named SQL statements)
 each driver and compares what they wrote.
 """
 
+import functools
 from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.utils import timezone
 
-from jobs import drivers, services
+from jobs import drivers, errors, selectors, services
 from jobs.drivers.orm import job_row
 from jobs.models import Job, JobEvent
+from jobs.storable import UnstorableValue
 from jobs.tests.factories import fresh, queued_job, timeline
 
 pytestmark = pytest.mark.django_db
@@ -401,19 +403,23 @@ def test_retry_job_requeues_failed_job_with_fresh_attempts():
     assert retried.last_error == "" and retried.result is None
     event = retried.events.order_by("-id").first()
     assert event.type == Event.MANUAL_RETRY
-    assert event.data == {"previous_attempts": 1, "previous_error": "boom"}
+    assert event.data == {
+        "previous_status": "failed",
+        "previous_attempts": 1,
+        "previous_error": "boom",
+    }
     again = claim(worker_id="worker-b")
     assert again.attempts == 1
 
 
 @pytest.mark.parametrize("state", ["queued", "running", "succeeded"])
-def test_retry_job_refuses_jobs_that_are_not_failed(state):
+def test_retry_job_refuses_jobs_that_are_neither_failed_nor_cancelled(state):
     job = queued_job()
     if state != "queued":
         claim()
     if state == "succeeded":
         services.complete_job(job_id=job.pk, worker_id="worker-a", attempt=1)
-    with pytest.raises(services.InvalidTransition) as excinfo:
+    with pytest.raises(errors.InvalidTransition) as excinfo:
         services.retry_job(job_id=job.pk)
     assert excinfo.value.current_status == state
     assert state in str(excinfo.value)
@@ -421,7 +427,7 @@ def test_retry_job_refuses_jobs_that_are_not_failed(state):
 
 
 def test_retry_job_of_unknown_id_raises_not_found():
-    with pytest.raises(services.JobNotFound):
+    with pytest.raises(errors.JobNotFound):
         services.retry_job(job_id="00000000-0000-0000-0000-000000000000")
 
 
@@ -486,12 +492,23 @@ def test_state_change_is_rolled_back_when_its_event_cannot_be_written(failing_ev
     assert JobEvent.objects.count() == events
 
 
-@pytest.mark.parametrize("result", [{"value": float("nan")}, {"when": object()}])
-def test_complete_refuses_result_that_is_not_json_and_writes_nothing(result):
+@pytest.mark.parametrize(
+    "result",
+    [
+        {"value": float("nan")},
+        {"when": object()},
+        {"nul": "a\x00b"},
+        ["lone \ud800 surrogate"],
+        {"key \udfff": 1},
+        functools.reduce(lambda inner, _: [inner], range(100), []),
+    ],
+    ids=["nan", "object", "nul", "surrogate", "surrogate-key", "too-deep"],
+)
+def test_complete_refuses_a_result_the_database_cannot_store_and_writes_nothing(result):
     queued_job()
     job = claim()
     events = job.events.count()
-    with pytest.raises((TypeError, ValueError)):
+    with pytest.raises(UnstorableValue):
         services.complete_job(job_id=job.pk, worker_id="worker-a", attempt=1, result=result)
     job = fresh(job)
     assert job.status == Status.RUNNING
@@ -523,3 +540,297 @@ def test_manual_retry_returns_the_row_it_committed():
     services.fail_job(job_id=job.pk, worker_id="worker-a", attempt=1, error="boom")
     retried = services.retry_job(job_id=job.pk)
     assert retried == job_row(fresh(retried))
+
+
+def test_retry_job_requeues_a_cancelled_job_and_clears_its_cancel_request():
+    job = queued_job()
+    services.cancel_job(job_id=job.pk)
+    retried = fresh(services.retry_job(job_id=job.pk))
+    assert (retried.status, retried.cancel_requested_at, retried.finished_at) == (
+        Status.QUEUED,
+        None,
+        None,
+    )
+    assert retried.events.order_by("-id").first().data["previous_status"] == "cancelled"
+
+
+# --- queues -----------------------------------------------------------------------------------
+
+
+def test_claim_takes_only_jobs_of_the_queue_it_asks_for():
+    emails = queued_job(queue="emails", priority=1)
+    default = queued_job(priority=99)
+    assert services.claim_next_job(worker_id="w", queue="emails").pk == emails.pk
+    assert services.claim_next_job(worker_id="w", queue="emails") is None
+    assert services.claim_next_job(worker_id="w").pk == default.pk
+
+
+def test_active_queues_lists_the_queues_with_queued_jobs_in_name_order():
+    queued_job(queue="reports")
+    queued_job(queue="emails")
+    queued_job(queue="emails")
+    queued_job(queue="done", max_attempts=1)
+    services.claim_next_job(worker_id="w", queue="done")
+    assert selectors.active_queues() == ["emails", "reports"]
+
+
+def test_not_yet_due_jobs_of_a_higher_priority_do_not_hide_due_ones():
+    now = timezone.now()
+    for _ in range(3):
+        queued_job(priority=100, available_at=now + timedelta(days=1))
+    low = queued_job(priority=1, available_at=now - timedelta(seconds=1))
+    middle = queued_job(priority=50, available_at=now - timedelta(seconds=1))
+    assert [claim(now=now).pk for _ in range(2)] == [middle.pk, low.pk]
+    assert services.claim_next_job(worker_id="w", now=now) is None
+
+
+# --- failure details and timeouts -------------------------------------------------------------
+
+
+def test_fail_keeps_the_exception_class_and_traceback_in_the_event():
+    queued_job(max_attempts=1)
+    job = claim()
+    details = services.ErrorDetails(
+        exception_class="builtins.KeyError", traceback="Traceback ...\nKeyError: 'x'\n"
+    )
+    services.fail_job(job_id=job.pk, worker_id="worker-a", attempt=1, error="'x'", details=details)
+    event = fresh(job).events.order_by("-id").first()
+    assert event.data == {
+        "error": "'x'",
+        "exception_class": "builtins.KeyError",
+        "traceback": "Traceback ...\nKeyError: 'x'\n",
+    }
+
+
+def test_fail_escapes_text_the_database_cannot_store():
+    queued_job(max_attempts=1)
+    job = claim()
+    services.fail_job(job_id=job.pk, worker_id="worker-a", attempt=1, error="a\x00b\ud800c")
+    job = fresh(job)
+    assert job.status == Status.FAILED
+    assert job.last_error == "a\\u0000b\\ud800c"
+    assert job.events.order_by("-id").first().message == job.last_error
+
+
+def test_time_out_retries_with_backoff_like_a_failure_and_says_why():
+    queued_job(max_attempts=2)
+    job = claim()
+    now = timezone.now()
+    services.time_out_job(
+        job_id=job.pk, worker_id="worker-a", attempt=1, timeout_seconds=2, now=now
+    )
+    job = fresh(job)
+    assert (job.status, job.last_error) == (Status.QUEUED, "Timed out after 2 s")
+    assert job.available_at == now + timedelta(seconds=5)
+    event = job.events.order_by("-id").first()
+    assert (event.type, event.data["reason"]) == (Event.RETRY_SCHEDULED, "timeout")
+
+
+def test_time_out_of_the_last_attempt_fails_the_job():
+    queued_job(max_attempts=1)
+    job = claim()
+    services.time_out_job(job_id=job.pk, worker_id="worker-a", attempt=1, timeout_seconds=7)
+    assert fresh(job).status == Status.FAILED
+    assert timeline(job)[-1] == Event.FAILED
+
+
+def test_time_out_by_a_stale_worker_changes_nothing(stolen_job):
+    before = stolen_job.events.count()
+    assert (
+        services.time_out_job(
+            job_id=stolen_job.pk, worker_id="worker-a", attempt=1, timeout_seconds=1
+        )
+        is None
+    )
+    _unchanged(stolen_job, before)
+
+
+# --- heartbeat --------------------------------------------------------------------------------
+
+
+def test_heartbeat_extends_every_owned_lease_without_an_event():
+    now = timezone.now()
+    queued_job(now=now)
+    queued_job(now=now)
+    a = services.claim_next_job(worker_id="a", lease_seconds=10, now=now)
+    b = services.claim_next_job(worker_id="b", lease_seconds=10, now=now)
+    events = JobEvent.objects.count()
+    later = now + timedelta(seconds=5)
+    beats = services.heartbeat(
+        attempts=[drivers.Owner(a.pk, "a", 1), drivers.Owner(b.pk, "b", 1)],
+        lease_seconds=30,
+        now=later,
+    )
+    assert {beat.job_id for beat in beats} == {a.pk, b.pk}
+    assert not any(beat.cancel_requested for beat in beats)
+    assert {fresh(a).locked_until, fresh(b).locked_until} == {later + timedelta(seconds=30)}
+    assert JobEvent.objects.count() == events
+
+
+def test_heartbeat_leaves_out_attempts_the_process_no_longer_owns(stolen_job):
+    until = stolen_job.locked_until
+    beats = services.heartbeat(attempts=[drivers.Owner(stolen_job.pk, "worker-a", 1)])
+    assert beats == []
+    assert fresh(stolen_job).locked_until == until
+
+
+def test_heartbeat_reports_a_cancel_request():
+    queued_job()
+    job = claim()
+    services.cancel_job(job_id=job.pk)
+    (beat,) = services.heartbeat(attempts=[drivers.Owner(job.pk, "worker-a", 1)])
+    assert beat.cancel_requested
+
+
+# --- cancellation -----------------------------------------------------------------------------
+
+
+def test_cancel_of_a_queued_job_finishes_it_at_once():
+    job = queued_job()
+    now = timezone.now()
+    cancelled = services.cancel_job(job_id=job.pk, now=now)
+    assert cancelled == job_row(fresh(job))
+    assert (cancelled.status, cancelled.finished_at) == (Status.CANCELLED, now)
+    assert timeline(job) == [Event.CREATED, Event.CANCELLED]
+    assert services.claim_next_job(worker_id="w") is None
+
+
+def test_cancel_of_a_running_job_only_requests_it():
+    queued_job()
+    job = claim()
+    now = timezone.now()
+    requested = services.cancel_job(job_id=job.pk, now=now)
+    assert (requested.status, requested.cancel_requested_at) == (Status.RUNNING, now)
+    assert (requested.locked_by, requested.attempts) == ("worker-a", 1)
+    assert timeline(job)[-1] == Event.CANCEL_REQUESTED
+    again = services.cancel_job(job_id=job.pk)
+    assert again.cancel_requested_at == now
+    assert timeline(job).count(Event.CANCEL_REQUESTED) == 1
+
+
+@pytest.mark.parametrize("ending", ["fail", "time_out", "lease_expiry"])
+def test_a_requested_cancel_ends_the_attempt_as_cancelled_whatever_attempts_remain(ending):
+    queued_job(max_attempts=5)
+    now = timezone.now()
+    job = fresh(services.claim_next_job(worker_id="worker-a", lease_seconds=5, now=now))
+    services.cancel_job(job_id=job.pk, now=now)
+    later = now + timedelta(seconds=6)
+    owner = {"job_id": job.pk, "worker_id": "worker-a", "attempt": 1}
+    if ending == "fail":
+        services.fail_job(**owner, error="JobCancelled: stopped", now=later)
+    elif ending == "time_out":
+        services.time_out_job(**owner, timeout_seconds=3, now=later)
+    else:
+        assert services.cleanup_expired_jobs(now=later).total == 1
+    job = fresh(job)
+    assert (job.status, job.finished_at, job.locked_by) == (Status.CANCELLED, later, None)
+    assert timeline(job)[-1] == Event.CANCELLED
+
+
+def test_a_handler_that_finishes_despite_a_cancel_request_succeeds():
+    queued_job()
+    job = claim()
+    services.cancel_job(job_id=job.pk)
+    done = services.complete_job(job_id=job.pk, worker_id="worker-a", attempt=1, result=1)
+    assert (done.status, done.result) == (Status.SUCCEEDED, 1)
+    assert done.cancel_requested_at is not None
+
+
+@pytest.mark.parametrize("state", ["succeeded", "failed", "cancelled"])
+def test_cancel_of_a_finished_job_is_refused_with_its_status(state):
+    job = queued_job(max_attempts=1)
+    if state == "cancelled":
+        services.cancel_job(job_id=job.pk)
+    else:
+        claim()
+        if state == "succeeded":
+            services.complete_job(job_id=job.pk, worker_id="worker-a", attempt=1)
+        else:
+            services.fail_job(job_id=job.pk, worker_id="worker-a", attempt=1, error="x")
+    events = job.events.count()
+    with pytest.raises(errors.InvalidTransition) as excinfo:
+        services.cancel_job(job_id=job.pk)
+    assert excinfo.value.current_status == state
+    assert job.events.count() == events
+
+
+def test_cancel_of_an_unknown_job_raises_not_found():
+    with pytest.raises(errors.JobNotFound):
+        services.cancel_job(job_id="00000000-0000-0000-0000-000000000000")
+
+
+def test_cancel_jobs_by_filter_cancels_queued_and_asks_running_once_each():
+    for _ in range(3):
+        queued_job("demo.slow")
+    queued_job("demo.fail")
+    queued_job("demo.slow", queue="other")
+    running = claim()  # one demo.slow
+    outcome = services.cancel_jobs(type="slow", queue="default")
+    assert (outcome.cancelled, outcome.cancel_requested) == (2, 1)
+    assert fresh(running).cancel_requested_at is not None
+    assert Job.objects.filter(status=Status.CANCELLED, type="demo.slow").count() == 2
+    assert Job.objects.filter(status=Status.QUEUED).count() == 2  # demo.fail, other queue
+    assert JobEvent.objects.filter(type__in=[Event.CANCELLED, Event.CANCEL_REQUESTED]).count() == 3
+    again = services.cancel_jobs(type="slow", queue="default")
+    assert (again.cancelled, again.cancel_requested) == (0, 0)
+
+
+def test_cancel_jobs_by_ids_touches_only_those():
+    first, second, third = queued_job(), queued_job(), queued_job()
+    outcome = services.cancel_jobs(ids=[first.pk, third.pk])
+    assert outcome.cancelled == 2
+    assert [fresh(job).status for job in (first, second, third)] == [
+        Status.CANCELLED,
+        Status.QUEUED,
+        Status.CANCELLED,
+    ]
+
+
+def test_the_type_filter_treats_like_wildcards_as_text():
+    queued_job("demo.success")
+    assert services.cancel_jobs(type="demo_success").cancelled == 0
+    assert services.cancel_jobs(type="%").cancelled == 0
+    assert services.cancel_jobs(type="DEMO.SUC").cancelled == 1
+
+
+@pytest.mark.parametrize("action", ["cancel_jobs", "retry_jobs"])
+def test_bulk_actions_refuse_an_empty_selection(action):
+    queued_job()
+    with pytest.raises(errors.EmptySelection):
+        getattr(services, action)()
+    with pytest.raises(errors.EmptySelection):
+        getattr(services, action)(status="", type="", queue="")
+    assert Job.objects.get().status == Status.QUEUED
+
+
+def test_retry_jobs_requeues_failed_and_cancelled_ones_and_skips_the_rest():
+    failed = queued_job(max_attempts=1)
+    claim()
+    services.fail_job(job_id=failed.pk, worker_id="worker-a", attempt=1, error="x")
+    cancelled = queued_job()
+    services.cancel_job(job_id=cancelled.pk)
+    queued = queued_job()
+    assert services.retry_jobs(type="demo") == 2
+    assert {fresh(job).status for job in (failed, cancelled, queued)} == {Status.QUEUED}
+    assert JobEvent.objects.filter(type=Event.MANUAL_RETRY).count() == 2
+    assert services.retry_jobs(ids=[failed.pk, cancelled.pk, queued.pk]) == 0
+
+
+# --- what the database cannot store -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("payload", [{"a": "\x00"}, {"\ud800": 1}, {"a": ["\udc00"]}])
+def test_create_refuses_a_payload_the_database_cannot_store_and_writes_nothing(payload):
+    with pytest.raises(UnstorableValue, match="payload"):
+        services.create_job(type="demo.success", payload=payload)
+    assert not Job.objects.exists() and not JobEvent.objects.exists()
+
+
+def test_progress_refuses_data_it_cannot_store_and_escapes_its_message():
+    queued_job()
+    job = claim()
+    owner = {"job_id": job.pk, "worker_id": "worker-a", "attempt": 1}
+    with pytest.raises(UnstorableValue):
+        services.record_progress(**owner, message="m", data={"x": "\x00"})
+    assert services.record_progress(**owner, message="half\x00way")
+    assert fresh(job).events.order_by("-id").first().message == "half\\u0000way"

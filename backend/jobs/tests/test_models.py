@@ -100,7 +100,7 @@ def test_postgres_has_the_spec_indexes_with_their_partial_conditions():
         )
         indexes = dict(cursor.fetchall())
     claim = indexes["job_claim_idx"]
-    assert "(priority DESC, available_at, created_at, id)" in claim
+    assert "(queue, priority DESC, available_at, created_at, id)" in claim
     assert "WHERE" in claim and "queued" in claim
     assert "locked_until" in indexes["job_timeout_idx"] and "running" in indexes["job_timeout_idx"]
     unique = indexes["job_idempotency_key_unique"]

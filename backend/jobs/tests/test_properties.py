@@ -36,7 +36,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from jobs import services
+from jobs import errors, services
 from jobs.models import Job, JobEvent
 
 Status = Job.Status
@@ -294,7 +294,7 @@ class QueueMachine(RuleBasedStateMachine):
 
     def retry(self, job: ModelJob) -> None:
         if job.status != Status.FAILED:
-            with pytest.raises(services.InvalidTransition) as raised:
+            with pytest.raises(errors.InvalidTransition) as raised:
                 services.retry_job(job_id=job.id, now=self.now)
             assert raised.value.current_status == job.status
             return

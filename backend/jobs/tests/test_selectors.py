@@ -39,7 +39,13 @@ def test_stats_counts_every_status_overdue_and_pending_retries_in_one_query(
     with django_assert_num_queries(1):
         stats = selectors.job_stats(now=now)
     assert stats["total"] == 5
-    assert stats["by_status"] == {"queued": 2, "running": 1, "succeeded": 1, "failed": 1}
+    assert stats["by_status"] == {
+        "queued": 2,
+        "running": 1,
+        "succeeded": 1,
+        "failed": 1,
+        "cancelled": 0,
+    }
     assert stats["overdue_running"] == 1
     assert stats["retries_pending"] == 1
     remaining_queued = Job.objects.filter(status=Status.QUEUED).order_by("created_at").first()
@@ -50,8 +56,9 @@ def test_stats_on_empty_queue_lists_all_statuses_with_zero():
     stats = selectors.job_stats()
     assert stats == {
         "total": 0,
-        "by_status": {"queued": 0, "running": 0, "succeeded": 0, "failed": 0},
+        "by_status": {"queued": 0, "running": 0, "succeeded": 0, "failed": 0, "cancelled": 0},
         "overdue_running": 0,
         "retries_pending": 0,
         "oldest_queued_at": None,
+        "oldest_due_at": None,
     }

@@ -2,8 +2,6 @@
 
 import re
 import signal
-import threading
-import time
 from datetime import timedelta
 
 import pytest
@@ -91,21 +89,20 @@ def test_demo_slow_renews_its_lease_while_working():
     assert renewals >= 2
 
 
-def test_demo_timeout_is_requeued_by_cleanup_and_its_late_result_rejected(settings):
+def test_demo_timeout_is_timed_out_retried_and_its_late_result_rejected(settings):
     settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 60  # keep the requeued job out of reach
-    job = queued_job("demo.timeout", payload={"sleep_seconds": 1.5}, max_attempts=3)
-    worker = threading.Thread(target=run_workers_in_burst, kwargs={"lease_seconds": 1})
-    worker.start()
-    wait_until(lambda: Job.objects.get(pk=job.pk).status == Status.RUNNING, 10, "claim")
-    time.sleep(1.1)
-    assert services.cleanup_expired_jobs(worker_id="cleaner").requeued == 1
-    worker.join(timeout=20)
+    job = queued_job("demo.timeout", payload={"sleep_seconds": 2}, timeout_seconds=1)
+    runner = run_workers_in_burst()
+    stuck = runner.threads[0]
+    assert stuck.abandoned and stuck.is_alive()  # still asleep in the handler
+    stuck.join(timeout=10)  # the handler returns late: its result must change nothing
     job.refresh_from_db()
     assert job.status == Status.QUEUED
+    assert job.last_error == "Timed out after 1 s"
     assert job.result is None
-    types = timeline(job)
-    assert Event.TIMEOUT_REQUEUED in types
-    assert Event.SUCCEEDED not in types
+    assert timeline(job) == [Event.CREATED, Event.CLAIMED, Event.PROGRESS, Event.RETRY_SCHEDULED]
+    assert JobEvent.objects.get(job=job, type=Event.RETRY_SCHEDULED).data["reason"] == "timeout"
+    assert [t.abandoned for t in runner.threads] == [True, False]  # it was replaced
 
 
 def test_handler_exception_message_becomes_last_error(register_handler):
@@ -129,7 +126,7 @@ def test_result_that_is_not_json_fails_the_job_with_a_clear_message(register_han
     for job in (not_json, nan):
         job.refresh_from_db()
         assert job.status == Status.FAILED
-        assert "not JSON-serialisable" in job.last_error
+        assert "Handler returned a result that cannot be stored" in job.last_error
 
 
 def test_job_type_without_handler_fails_with_message():
@@ -137,7 +134,7 @@ def test_job_type_without_handler_fails_with_message():
     run_workers_in_burst()
     job.refresh_from_db()
     assert job.status == Status.FAILED
-    assert "No handler is registered" in job.last_error
+    assert "No handler or task is registered for job type 'nobody.handles.this'" in job.last_error
 
 
 def test_handler_that_lost_its_lease_stops_without_writing(register_handler):
@@ -159,14 +156,14 @@ def test_handler_that_lost_its_lease_stops_without_writing(register_handler):
     assert timeline(job) == [Event.CREATED, Event.CLAIMED, Event.TIMEOUT_REQUEUED, Event.CLAIMED]
 
 
-def test_worker_threads_run_expired_lease_cleanup():
+def test_the_maintenance_thread_runs_expired_lease_cleanup():
     past = timezone.now() - timedelta(seconds=5)
     job = running_job("demo.success", worker_id="dead-worker", now=past, lease_seconds=1)
     runner = run_workers_in_burst()
     # Requeued with a backoff, so the burst does not claim it again.
     assert timeline(job) == [Event.CREATED, Event.CLAIMED, Event.TIMEOUT_REQUEUED]
     requeue = JobEvent.objects.get(job=job, type=Event.TIMEOUT_REQUEUED)
-    assert requeue.worker_id == runner.threads[0].worker_id
+    assert requeue.worker_id == runner.maintenance.worker_id
 
 
 def test_several_threads_drain_the_queue_each_job_once(register_handler):

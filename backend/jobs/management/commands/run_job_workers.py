@@ -3,9 +3,9 @@
 import logging
 import sys
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
+from jobs.conf import app_settings
 from jobs.worker import WorkerConfig, WorkerRunner
 
 
@@ -23,16 +23,36 @@ class Command(BaseCommand):
             help="Number of worker threads (default: JOB_WORKER_THREADS).",
         )
         parser.add_argument(
+            "--queues",
+            default=None,
+            help='Comma-separated queues to serve, "*" for all (default: JOB_WORKER_QUEUES).',
+        )
+        parser.add_argument(
             "--burst",
             action="store_true",
             help="Exit once no job is claimable instead of polling forever.",
         )
 
-    def handle(self, *args: object, threads: int | None, burst: bool, **options: object) -> None:
+    def handle(
+        self,
+        *args: object,
+        threads: int | None,
+        queues: str | None,
+        burst: bool,
+        **options: object,
+    ) -> None:
         if threads is not None and threads < 1:
             self.stderr.write("--threads must be at least 1")
             sys.exit(2)
-        logging.getLogger("jobs").setLevel(settings.JOB_WORKER_LOG_LEVEL)
-        runner = WorkerRunner(WorkerConfig.from_settings(threads=threads, burst=burst))
+        names = None
+        if queues is not None:
+            names = tuple(name.strip() for name in queues.split(",") if name.strip())
+            if not names:
+                self.stderr.write('--queues needs at least one queue name (or "*")')
+                sys.exit(2)
+        logging.getLogger("jobs").setLevel(app_settings.JOB_WORKER_LOG_LEVEL)
+        runner = WorkerRunner(
+            WorkerConfig.from_settings(threads=threads, queues=names, burst=burst)
+        )
         runner.install_signal_handlers()
         sys.exit(runner.run())

@@ -1,0 +1,47 @@
+"""The app's settings and their defaults, read in one place.
+
+Every ``JOB_*`` setting is optional: a project that adds ``jobs`` to ``INSTALLED_APPS``
+and defines none of them gets these defaults (the spec's). This project's
+``config/settings.py`` reads them from the environment; another project may set them in
+its settings module like any Django setting. ``jobs.checks`` validates them at start-up.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+DEFAULTS: dict[str, Any] = {
+    "JOB_WORKER_THREADS": 4,
+    "JOB_WORKER_POLL_INTERVAL_MS": 500,
+    "JOB_WORKER_LEASE_SECONDS": 30,
+    "JOB_WORKER_CLEANUP_INTERVAL_SECONDS": 5,
+    "JOB_WORKER_CLEANUP_BATCH_SIZE": 100,
+    "JOB_WORKER_BACKOFF_BASE_SECONDS": 5,
+    "JOB_WORKER_BACKOFF_MAX_SECONDS": 300,
+    "JOB_WORKER_MAX_ATTEMPTS_DEFAULT": 3,
+    "JOB_WORKER_LOG_LEVEL": "INFO",
+    # Queues a worker serves: names, or "*" for every queue that has jobs.
+    "JOB_WORKER_QUEUES": ["*"],
+    # Seconds an attempt may run when neither the job nor its type says; 0: no limit.
+    "JOB_WORKER_TIMEOUT_SECONDS": 0,
+    # Modules imported at start-up so their @jobs.handlers.register handlers exist.
+    "JOB_HANDLER_MODULES": [],
+    "JOB_API_MAX_BODY_BYTES": 256 * 1024,
+}
+
+
+class AppSettings:
+    """``app_settings.JOB_X``: the project's setting if it has one, else the default.
+
+    Read at each access, so ``override_settings`` and pytest-django's ``settings`` work.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in DEFAULTS:
+            raise AttributeError(f"{name} is not a setting of the jobs app")
+        return getattr(settings, name, DEFAULTS[name])
+
+
+app_settings = AppSettings()

@@ -1,0 +1,31 @@
+"""The domain errors services and selectors raise; ``jobs.api_errors`` maps them to HTTP."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+
+class JobQueueError(Exception):
+    """Base class of the domain errors the API maps to HTTP responses."""
+
+
+class JobNotFound(JobQueueError):
+    def __init__(self, job_id: UUID | str) -> None:
+        super().__init__(f"Job {job_id} does not exist.")
+        self.job_id = job_id
+
+
+class InvalidTransition(JobQueueError):
+    def __init__(self, message: str, *, current_status: str) -> None:
+        super().__init__(message)
+        self.current_status = current_status
+
+
+class EmptySelection(JobQueueError):
+    """A bulk action without ids or filters would select every job; it is refused."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Give ids or at least one filter (status, type, queue): "
+            "an empty selection would act on every job."
+        )
