@@ -6,13 +6,15 @@ append-only log, so they cannot be added, changed or deleted either.
 """
 
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
 from unfold.admin import ModelAdmin, TabularInline
 from unfold.decorators import action, display
 
 from . import services
-from .models import Job, JobEvent
+from .models import Job, JobEvent, JobStatus
 
 # Tuples, not lists: the admin options are typed as sequences of names, and a tuple of
 # names fits them where a list[str] would not (lists are invariant).
@@ -48,43 +50,108 @@ class JobAdmin(ReadOnlyAdminMixin, ModelAdmin):
         "id",
         "status",
         "type",
+        "queue",
         "priority",
         "attempts_of_max",
         "available_at",
         "locked_by",
         "finished_at",
     ]
-    list_filter = ["status", "type"]
+    list_filter = ["status", "queue", "type"]
     search_fields = ["id", "type", "idempotency_key"]
     ordering = ["-created_at", "-id"]
     fields = JOB_FIELDS
     readonly_fields = JOB_FIELDS
     inlines = [JobEventInline]
-    actions = ["retry_failed_jobs"]
+    actions = ["retry_selected_jobs", "cancel_selected_jobs"]
 
     @display(description="Attempts", ordering="attempts")
     def attempts_of_max(self, job: Job) -> str:
         return f"{job.attempts}/{job.max_attempts}"
 
-    def has_retry_permission(self, request: HttpRequest) -> bool:
+    def has_change_jobs_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("jobs.change_job")
 
-    @action(description="Retry selected failed jobs", permissions=["retry"])
-    def retry_failed_jobs(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
-        retried = skipped = 0
-        for job_id in queryset.values_list("pk", flat=True):
-            try:
-                services.retry_job(job_id=job_id)
-            except (services.JobNotFound, services.InvalidTransition):
-                skipped += 1
-            else:
-                retried += 1
-        level = messages.SUCCESS if retried and not skipped else messages.WARNING
+    def _confirmed(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[Job],
+        *,
+        action: str,
+        question: str,
+        explanation: str,
+        confirm_label: str,
+    ) -> TemplateResponse | None:
+        """``None`` once the operator confirmed; else the page asking, naming the count."""
+        if request.POST.get("confirm") == "yes":
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": question,
+            "question": question,
+            "explanation": explanation,
+            "confirm_label": confirm_label,
+            "action": action,
+            "selected": list(queryset.values_list("pk", flat=True)),
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/jobs/job/confirm_bulk_action.html", context)
+
+    @action(description="Retry selected failed or cancelled jobs", permissions=["change_jobs"])
+    def retry_selected_jobs(
+        self, request: HttpRequest, queryset: QuerySet[Job]
+    ) -> TemplateResponse | None:
+        eligible = queryset.filter(status__in=[JobStatus.FAILED, JobStatus.CANCELLED]).count()
+        page = self._confirmed(
+            request,
+            queryset,
+            action="retry_selected_jobs",
+            question=f"Retry {eligible} of the {queryset.count()} selected job(s)?",
+            explanation="Failed and cancelled jobs go back to the queue with a fresh attempt "
+            "budget; the others are left as they are.",
+            confirm_label=f"Yes, retry {eligible} job(s)",
+        )
+        if page is not None:
+            return page
+        selected = list(queryset.values_list("pk", flat=True))
+        retried = services.retry_jobs(ids=selected)
+        level = messages.SUCCESS if retried == len(selected) else messages.WARNING
         self.message_user(
             request,
-            f"Retried {retried} failed job(s); skipped {skipped} that were not failed.",
+            f"Retried {retried} job(s); skipped {len(selected) - retried} that were neither "
+            "failed nor cancelled.",
             level,
         )
+        return None
+
+    @action(description="Cancel selected jobs", permissions=["change_jobs"])
+    def cancel_selected_jobs(
+        self, request: HttpRequest, queryset: QuerySet[Job]
+    ) -> TemplateResponse | None:
+        queued = queryset.filter(status=JobStatus.QUEUED).count()
+        running = queryset.filter(status=JobStatus.RUNNING).count()
+        page = self._confirmed(
+            request,
+            queryset,
+            action="cancel_selected_jobs",
+            question=f"Cancel {queued + running} of the {queryset.count()} selected job(s)?",
+            explanation=f"{queued} queued job(s) are cancelled at once; {running} running "
+            "job(s) are asked to stop and end as cancelled within one heartbeat. Finished "
+            "jobs are left as they are.",
+            confirm_label=f"Yes, cancel {queued + running} job(s)",
+        )
+        if page is not None:
+            return page
+        selected = list(queryset.values_list("pk", flat=True))
+        outcome = services.cancel_jobs(ids=selected)
+        self.message_user(
+            request,
+            f"Cancelled {outcome.cancelled} queued job(s); asked {outcome.cancel_requested} "
+            f"running job(s) to stop.",
+            messages.SUCCESS,
+        )
+        return None
 
 
 @admin.register(JobEvent)

@@ -11,18 +11,22 @@ shape), a ``dict`` a selector built, or, for input-only serializers, nothing (``
 from collections.abc import Mapping
 from typing import Any
 
-from django.conf import settings
 from django.db import models
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from . import handlers
-from .models import Job, JobEvent, JobEventType, JobStatus
+from .conf import app_settings
+from .models import DEFAULT_QUEUE, QUEUE_NAME_MAX_LENGTH, Job, JobEvent, JobEventType, JobStatus
+from .storable import json_problem
 
 PRIORITY_MIN = -32768  # the smallint column's range
 PRIORITY_MAX = 32767
 MAX_ATTEMPTS_MAX = 100
+TIMEOUT_SECONDS_MAX = 7 * 24 * 3600
+# Ids one bulk request may name; filters reach any number of jobs.
+BULK_IDS_MAX = 1000
 
 
 def _max_length(field_name: str) -> int:
@@ -34,8 +38,6 @@ def _max_length(field_name: str) -> int:
 
 IDEMPOTENCY_KEY_MAX_LENGTH = _max_length("idempotency_key")
 TYPE_MAX_LENGTH = _max_length("type")
-# Deeper payloads are refused: JSON encoders and decoders recurse per level.
-PAYLOAD_MAX_DEPTH = 64
 
 THROUGHPUT_MINUTES_MAX = 1440
 THROUGHPUT_BUCKET_SECONDS_MIN = 10
@@ -44,6 +46,39 @@ THROUGHPUT_MAX_BUCKETS = 500
 
 
 # --- Fields -----------------------------------------------------------------------------
+
+
+class QueueNameField(serializers.RegexField):
+    """A queue name: letters, digits and ``. _ : -``, starting with a letter or digit."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(
+            r"^[A-Za-z0-9][A-Za-z0-9._:-]*$",
+            max_length=QUEUE_NAME_MAX_LENGTH,
+            error_messages={
+                "invalid": "Letters, digits and . _ : - only, starting with a letter or digit."
+            },
+            **kwargs,
+        )
+
+
+class FlatListField(serializers.ListField):
+    """A list whose item errors read "Item 3: ..." in one flat list, as the API's error
+    shape promises (DRF's ListField nests them in an object keyed by index)."""
+
+    def run_child_validation(self, data: list[Any]) -> list[Any]:
+        try:
+            validated: list[Any] = super().run_child_validation(data)
+        except serializers.ValidationError as exc:
+            detail = exc.detail if isinstance(exc.detail, dict) else {}
+            raise serializers.ValidationError(
+                [
+                    f"Item {index}: {message}"
+                    for index, errors in detail.items()
+                    for message in errors
+                ]
+            ) from exc
+        return validated
 
 
 class StrictIntegerField(serializers.IntegerField):
@@ -59,24 +94,6 @@ class StrictIntegerField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
-def _json_problem(value: Any) -> str | None:
-    """Why ``value`` cannot be stored as a job payload, or ``None`` when it can."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > PAYLOAD_MAX_DEPTH:
-            return f"Nesting deeper than {PAYLOAD_MAX_DEPTH} levels is not allowed."
-        if isinstance(item, str):
-            if "\x00" in item:
-                return "Strings may not contain the NUL character (\\u0000)."
-        elif isinstance(item, dict):
-            stack.extend((key, depth) for key in item)
-            stack.extend((child, depth + 1) for child in item.values())
-        elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item)
-    return None
-
-
 @extend_schema_field({"type": "object", "additionalProperties": {}})
 class JSONObjectField(serializers.JSONField):
     """A JSON object (never an array, string, number or null)."""
@@ -86,7 +103,7 @@ class JSONObjectField(serializers.JSONField):
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if not isinstance(data, dict):
             self.fail("not_object", kind=_json_kind(data))
-        problem = _json_problem(data)
+        problem = json_problem(data)
         if problem is not None:
             raise serializers.ValidationError(problem)
         super().to_internal_value(data)  # JSONField's check that it encodes as JSON
@@ -169,6 +186,22 @@ class JobCreateSerializer(serializers.Serializer[Any]):
         trim_whitespace=False,
         help_text="Repeating a create with the same key returns the existing job (200).",
     )
+    queue = QueueNameField(
+        required=False,
+        default=DEFAULT_QUEUE,
+        help_text="The queue the job waits in; a worker serves the queues it is given.",
+    )
+    timeout_seconds = StrictIntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=1,
+        max_value=TIMEOUT_SECONDS_MAX,
+        help_text=(
+            "Seconds an attempt may run before it is failed as timed out. Omitted or null: "
+            "the job type's default, else JOB_WORKER_TIMEOUT_SECONDS (0: no limit)."
+        ),
+    )
 
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if isinstance(data, Mapping):
@@ -200,6 +233,48 @@ class JobListQuerySerializer(serializers.Serializer[Any]):
         max_length=TYPE_MAX_LENGTH,
         help_text="Case-insensitive substring of the job type.",
     )
+    queue = QueueNameField(required=False, allow_blank=True, help_text="Exact queue name.")
+
+
+class JobSelectionSerializer(JobListQuerySerializer):
+    """The body of the bulk actions: the job list's filters and/or ids, never nothing."""
+
+    ids = FlatListField(
+        child=serializers.UUIDField(),
+        required=False,
+        allow_empty=False,
+        max_length=BULK_IDS_MAX,
+        help_text=f"Act on these jobs (at most {BULK_IDS_MAX}); combined with the filters.",
+    )
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if isinstance(data, Mapping):
+            unknown = sorted(str(key) for key in data if key not in self.fields)
+            if unknown:
+                raise serializers.ValidationError({key: ["Unknown field."] for key in unknown})
+        validated: dict[str, Any] = super().to_internal_value(data)
+        return validated
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs.get("ids") and not any(
+            attrs.get(name) for name in ("status", "type", "queue")
+        ):
+            raise serializers.ValidationError(
+                "Give ids or at least one filter (status, type, queue): an empty selection "
+                "would act on every job."
+            )
+        return attrs
+
+
+class CancelOutcomeSerializer(serializers.Serializer[Any]):
+    cancelled = serializers.IntegerField(help_text="Queued jobs that became cancelled.")
+    cancel_requested = serializers.IntegerField(
+        help_text="Running jobs asked to stop; each ends as cancelled within a heartbeat."
+    )
+
+
+class RetryOutcomeSerializer(serializers.Serializer[Any]):
+    retried = serializers.IntegerField(help_text="Failed or cancelled jobs queued again.")
 
 
 class JobStatusCountsSerializer(serializers.Serializer[dict[str, Any]]):
@@ -207,6 +282,7 @@ class JobStatusCountsSerializer(serializers.Serializer[dict[str, Any]]):
     running = serializers.IntegerField()
     succeeded = serializers.IntegerField()
     failed = serializers.IntegerField()
+    cancelled = serializers.IntegerField()
 
 
 class JobStatsSerializer(serializers.Serializer[dict[str, Any]]):
@@ -219,7 +295,15 @@ class JobStatsSerializer(serializers.Serializer[dict[str, Any]]):
         help_text="Queued jobs that already used at least one attempt."
     )
     oldest_queued_at = serializers.DateTimeField(
-        allow_null=True, help_text="created_at of the oldest queued job."
+        allow_null=True,
+        help_text="created_at of the oldest queued job, due or not (see oldest_due_at).",
+    )
+    oldest_due_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text=(
+            "available_at of the oldest queued job that is due: how long the backlog has "
+            "waited. Jobs scheduled for later do not count."
+        ),
     )
 
 
@@ -318,7 +402,7 @@ class WorkerConfigSerializer(serializers.Serializer[dict[str, Any]]):
         help_text="How long a claimed attempt is held without a renewal."
     )
     cleanup_interval_seconds = serializers.IntegerField(
-        help_text="How often each thread requeues or fails the jobs whose lease expired."
+        help_text="How often each worker process requeues or fails the jobs whose lease expired."
     )
     cleanup_batch_size = serializers.IntegerField(
         help_text="Most expired leases one cleanup pass recovers."
@@ -329,6 +413,15 @@ class WorkerConfigSerializer(serializers.Serializer[dict[str, Any]]):
     backoff_max_seconds = serializers.IntegerField(help_text="Longest retry delay.")
     max_attempts_default = serializers.IntegerField(
         help_text="max_attempts of a job created without one."
+    )
+    heartbeat_seconds = serializers.FloatField(
+        help_text="How often a worker process renews the leases of its running attempts."
+    )
+    timeout_seconds = serializers.IntegerField(
+        help_text="Timeout of an attempt whose job and type set none; 0: no limit."
+    )
+    queues = serializers.ListField(
+        child=serializers.CharField(), help_text='Queues a worker serves by default ("*": all).'
     )
 
 
@@ -344,6 +437,9 @@ class LimitsSerializer(serializers.Serializer[dict[str, Any]]):
     max_body_bytes = serializers.IntegerField(
         help_text="Largest request body, in bytes; a larger one is refused with 413."
     )
+    timeout_seconds_max = serializers.IntegerField(help_text="Largest timeout_seconds accepted.")
+    queue_name_max_length = serializers.IntegerField(help_text="Longest queue name.")
+    bulk_ids_max = serializers.IntegerField(help_text="Most ids one bulk action may name.")
 
 
 class PageLimitsSerializer(serializers.Serializer[dict[str, Any]]):
@@ -370,7 +466,10 @@ def input_limits() -> dict[str, int]:
         "priority_max": PRIORITY_MAX,
         "max_attempts_max": MAX_ATTEMPTS_MAX,
         "idempotency_key_max_length": IDEMPOTENCY_KEY_MAX_LENGTH,
-        "max_body_bytes": settings.JOB_API_MAX_BODY_BYTES,
+        "max_body_bytes": app_settings.JOB_API_MAX_BODY_BYTES,
+        "timeout_seconds_max": TIMEOUT_SECONDS_MAX,
+        "queue_name_max_length": QUEUE_NAME_MAX_LENGTH,
+        "bulk_ids_max": BULK_IDS_MAX,
     }
 
 

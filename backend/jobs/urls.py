@@ -10,8 +10,11 @@ urlpatterns = [
     path("jobs/", views.JobListCreateView.as_view(), name="job-list"),
     path("jobs/stats/", views.JobStatsView.as_view(), name="job-stats"),
     path("jobs/throughput/", views.JobThroughputView.as_view(), name="job-throughput"),
+    path("jobs/cancel/", views.JobBulkCancelView.as_view(), name="job-bulk-cancel"),
+    path("jobs/retry/", views.JobBulkRetryView.as_view(), name="job-bulk-retry"),
     path("jobs/<str:id>/", views.JobDetailView.as_view(), name="job-detail"),
     path("jobs/<str:id>/events/", views.JobEventsView.as_view(), name="job-events"),
     path("jobs/<str:id>/retry/", views.JobRetryView.as_view(), name="job-retry"),
+    path("jobs/<str:id>/cancel/", views.JobCancelView.as_view(), name="job-cancel"),
     path("job-events/", views.JobEventListView.as_view(), name="job-event-list"),
 ]

@@ -25,10 +25,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import selectors, services
+from . import errors, selectors, services
+from .models import JobStatus
 from .pagination import JobEventCursorPagination, JobPagination
 from .serializers import (
     VALIDATION_ERROR_SCHEMA,
+    CancelOutcomeSerializer,
     ConfigSerializer,
     ErrorSerializer,
     HealthSerializer,
@@ -36,9 +38,11 @@ from .serializers import (
     JobEventQuerySerializer,
     JobEventSerializer,
     JobListQuerySerializer,
+    JobSelectionSerializer,
     JobSerializer,
     JobStatsSerializer,
     RetryConflictSerializer,
+    RetryOutcomeSerializer,
     ThroughputQuerySerializer,
     ThroughputSerializer,
 )
@@ -69,7 +73,7 @@ def parse_job_id(raw: str) -> uuid.UUID:
     try:
         return uuid.UUID(raw)
     except ValueError:
-        raise services.JobNotFound(raw) from None
+        raise errors.JobNotFound(raw) from None
 
 
 def validated_query(
@@ -158,7 +162,7 @@ def list_schema(operation_id: str, tag: str, query: type, item: type, descriptio
     "jobs",
     JobListQuerySerializer,
     JobSerializer,
-    "Jobs, newest first, limit-offset paginated, filtered by status and type.",
+    "Jobs, newest first, limit-offset paginated, filtered by status, type and queue.",
 )
 class JobListCreateView(FilteredListView):
     serializer_class = JobSerializer
@@ -224,13 +228,78 @@ class JobRetryView(APIView):
         responses={
             200: OpenApiResponse(JobSerializer, description="The job, queued again."),
             404: NOT_FOUND,
-            409: OpenApiResponse(RetryConflictSerializer, description="The job is not failed."),
+            409: OpenApiResponse(
+                RetryConflictSerializer,
+                description="The job is neither failed nor cancelled.",
+            ),
         },
     )
     def post(self, request: Request, id: str) -> Response:
-        """Send a failed job back to the queue with a fresh attempt budget."""
+        """Send a failed or cancelled job back to the queue with a fresh attempt budget."""
         job = services.retry_job(job_id=parse_job_id(id))
         return Response(JobSerializer(job).data)
+
+
+class JobCancelView(APIView):
+    @extend_schema(
+        operation_id="jobs_cancel",
+        tags=["jobs"],
+        parameters=[JOB_ID_PARAMETER],
+        request=None,
+        responses={
+            200: OpenApiResponse(JobSerializer, description="The queued job, now cancelled."),
+            202: OpenApiResponse(
+                JobSerializer,
+                description=(
+                    "The job is running: a cancel was requested (cancel_requested_at); its "
+                    "worker sees it within one heartbeat and the attempt ends as cancelled."
+                ),
+            ),
+            404: NOT_FOUND,
+            409: OpenApiResponse(RetryConflictSerializer, description="The job has finished."),
+        },
+    )
+    def post(self, request: Request, id: str) -> Response:
+        """Cancel a job: a queued one at once, a running one as soon as its worker can."""
+        job = services.cancel_job(job_id=parse_job_id(id))
+        code = status.HTTP_202_ACCEPTED if job.status == JobStatus.RUNNING else status.HTTP_200_OK
+        return Response(JobSerializer(job).data, status=code)
+
+
+class JobBulkCancelView(APIView):
+    parser_classes = [JobJSONParser]
+
+    @extend_schema(
+        operation_id="jobs_bulk_cancel",
+        tags=["jobs"],
+        request=JobSelectionSerializer,
+        responses={200: CancelOutcomeSerializer, 400: BAD_REQUEST},
+    )
+    def post(self, request: Request) -> Response:
+        """Cancel every job the filters and/or ids select (one statement); an empty
+        selection is refused."""
+        selection = JobSelectionSerializer(data=request.data)
+        selection.is_valid(raise_exception=True)
+        outcome = services.cancel_jobs(**selection.validated_data)
+        return Response(CancelOutcomeSerializer(outcome).data)
+
+
+class JobBulkRetryView(APIView):
+    parser_classes = [JobJSONParser]
+
+    @extend_schema(
+        operation_id="jobs_bulk_retry",
+        tags=["jobs"],
+        request=JobSelectionSerializer,
+        responses={200: RetryOutcomeSerializer, 400: BAD_REQUEST},
+    )
+    def post(self, request: Request) -> Response:
+        """Retry every failed or cancelled job the filters and/or ids select (one
+        statement); an empty selection is refused."""
+        selection = JobSelectionSerializer(data=request.data)
+        selection.is_valid(raise_exception=True)
+        retried = services.retry_jobs(**selection.validated_data)
+        return Response(RetryOutcomeSerializer({"retried": retried}).data)
 
 
 class JobStatsView(APIView):

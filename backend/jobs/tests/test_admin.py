@@ -17,11 +17,22 @@ JOBS_URL = "/admin/jobs/job/"
 EVENTS_URL = "/admin/jobs/jobevent/"
 
 
-def run_action(client: Client, jobs: list[Job]):
+def run_action(client: Client, jobs: list[Job], action: str = "retry_selected_jobs", **extra):
     return client.post(
         JOBS_URL,
-        {"action": "retry_failed_jobs", "_selected_action": [str(job.pk) for job in jobs]},
+        {"action": action, "_selected_action": [str(job.pk) for job in jobs], **extra},
     )
+
+
+def test_retry_action_asks_first_naming_how_many_jobs_it_will_retry(admin_client):
+    jobs = [failed_job(), failed_job(), succeeded_job()]
+
+    response = run_action(admin_client, jobs)
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Retry 2 of the 3 selected job(s)?" in page
+    assert all(fresh(job).status != Job.Status.QUEUED for job in jobs)
 
 
 def test_retry_action_requeues_failed_jobs_and_reports_retried_and_skipped(admin_client):
@@ -29,11 +40,11 @@ def test_retry_action_requeues_failed_jobs_and_reports_retried_and_skipped(admin
     done = succeeded_job()
     queued = queued_job("demo.slow")
 
-    response = run_action(admin_client, [first, second, done, queued])
+    response = run_action(admin_client, [first, second, done, queued], confirm="yes")
 
     assert response.status_code == 302
     texts = [str(message) for message in get_messages(response.wsgi_request)]
-    assert texts == ["Retried 2 failed job(s); skipped 2 that were not failed."]
+    assert texts == ["Retried 2 job(s); skipped 2 that were neither failed nor cancelled."]
     for job in (first, second):
         job = fresh(job)
         assert job.status == Job.Status.QUEUED
@@ -55,7 +66,7 @@ def test_retry_action_needs_the_change_permission(client):
     client.force_login(viewer)
 
     assert client.get(JOBS_URL).status_code == 200
-    run_action(client, [job])
+    run_action(client, [job], confirm="yes")
 
     job = fresh(job)
     assert job.status == Job.Status.FAILED
@@ -180,3 +191,20 @@ def test_event_search_by_job_id_and_message(admin_client, term):
     assert str(other.pk) not in page
     if term != "not-a-uuid":
         assert str(job.pk) in page
+
+
+def test_cancel_action_asks_then_cancels_queued_and_asks_running_jobs_to_stop(admin_client):
+    queued, running, done = queued_job(), running_job(), succeeded_job()
+
+    page = run_action(admin_client, [queued, running, done], "cancel_selected_jobs")
+    assert "Cancel 2 of the 3 selected job(s)?" in page.content.decode()
+    assert fresh(queued).status == Job.Status.QUEUED
+
+    response = run_action(
+        admin_client, [queued, running, done], "cancel_selected_jobs", confirm="yes"
+    )
+    texts = [str(message) for message in get_messages(response.wsgi_request)]
+    assert texts == ["Cancelled 1 queued job(s); asked 1 running job(s) to stop."]
+    assert fresh(queued).status == Job.Status.CANCELLED
+    assert fresh(running).cancel_requested_at is not None
+    assert fresh(done).status == Job.Status.SUCCEEDED

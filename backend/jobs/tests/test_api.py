@@ -23,28 +23,12 @@ from jobs.tests.factories import (
     queued_job,
     running_job,
     succeeded_job,
+    timeline,
 )
 
 pytestmark = pytest.mark.django_db
 
-JOB_KEYS = {
-    "id",
-    "type",
-    "payload",
-    "status",
-    "priority",
-    "available_at",
-    "attempts",
-    "max_attempts",
-    "idempotency_key",
-    "locked_by",
-    "locked_until",
-    "last_error",
-    "result",
-    "created_at",
-    "updated_at",
-    "finished_at",
-}
+JOB_KEYS = {field.name for field in Job._meta.concrete_fields}
 EVENT_KEYS = {"id", "job", "type", "attempt", "worker_id", "message", "data", "created_at"}
 
 
@@ -59,6 +43,10 @@ def post_job(api: APIClient, body: object):
 
 def nothing_written() -> bool:
     return not Job.objects.exists() and not JobEvent.objects.exists()
+
+
+def local_iso(value: datetime) -> str:
+    return timezone.localtime(value).isoformat()
 
 
 def local_offset(value: datetime) -> str:
@@ -126,6 +114,9 @@ def test_config_describes_job_types_worker_and_limits(api, settings):
         "backoff_base_seconds": settings.JOB_WORKER_BACKOFF_BASE_SECONDS,
         "backoff_max_seconds": settings.JOB_WORKER_BACKOFF_MAX_SECONDS,
         "max_attempts_default": settings.JOB_WORKER_MAX_ATTEMPTS_DEFAULT,
+        "heartbeat_seconds": 14.0,
+        "timeout_seconds": settings.JOB_WORKER_TIMEOUT_SECONDS,
+        "queues": settings.JOB_WORKER_QUEUES,
     }
     assert body["limits"] == {
         "priority_min": -32768,
@@ -133,6 +124,9 @@ def test_config_describes_job_types_worker_and_limits(api, settings):
         "max_attempts_max": 100,
         "idempotency_key_max_length": 255,
         "max_body_bytes": settings.JOB_API_MAX_BODY_BYTES,
+        "timeout_seconds_max": 7 * 24 * 3600,
+        "queue_name_max_length": 64,
+        "bulk_ids_max": 1000,
     }
     assert body["pagination"] == {
         "jobs": {"default_limit": 25, "max_limit": 100},
@@ -531,7 +525,7 @@ def test_retry_of_a_job_that_is_not_failed_is_409(api, succeed):
     assert response.status_code == 409
     job = fresh(job)
     assert response.json() == {
-        "detail": f"Only failed jobs can be retried; job is {job.status}.",
+        "detail": f"Only failed or cancelled jobs can be retried; job is {job.status}.",
         "status": job.status,
     }
     assert not job.events.filter(type="manual_retry").exists()
@@ -555,7 +549,13 @@ def test_stats_count_jobs_by_status_and_date_the_oldest_queued_job(api):
     queued_job(now=now - timedelta(seconds=2))
     body = api.get("/api/jobs/stats/").json()
     assert body["total"] == 4
-    assert body["by_status"] == {"queued": 2, "running": 0, "succeeded": 1, "failed": 1}
+    assert body["by_status"] == {
+        "queued": 2,
+        "running": 0,
+        "succeeded": 1,
+        "failed": 1,
+        "cancelled": 0,
+    }
     assert datetime.fromisoformat(body["oldest_queued_at"]) == oldest.created_at
 
 
@@ -759,6 +759,9 @@ def test_schema_documents_every_endpoint(api):
         "/api/jobs/{id}/",
         "/api/jobs/{id}/events/",
         "/api/jobs/{id}/retry/",
+        "/api/jobs/{id}/cancel/",
+        "/api/jobs/cancel/",
+        "/api/jobs/retry/",
         "/api/jobs/stats/",
         "/api/jobs/throughput/",
         "/api/job-events/",
@@ -775,6 +778,7 @@ def test_schema_documents_every_endpoint(api):
         "running",
         "succeeded",
         "failed",
+        "cancelled",
     ]
     assert set(schema["components"]["schemas"]["Job"]["properties"]) == JOB_KEYS
     assert set(schema["components"]["schemas"]["JobEvent"]["properties"]) == EVENT_KEYS
@@ -784,3 +788,150 @@ def test_swagger_ui_is_served(api):
     response = api.get("/api/docs/")
     assert response.status_code == 200
     assert b"swagger" in response.content.lower()
+
+
+# --- Queues, timeouts and cancellation ---------------------------------------------------------
+
+
+def test_create_takes_a_queue_and_a_timeout(api):
+    response = post_job(api, {"type": "demo.success", "queue": "emails", "timeout_seconds": 30})
+    assert response.status_code == 201
+    body = response.json()
+    assert (body["queue"], body["timeout_seconds"], body["cancel_requested_at"]) == (
+        "emails",
+        30,
+        None,
+    )
+    assert post_job(api, {"type": "demo.success"}).json()["queue"] == "default"
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("queue", ""),
+        ("queue", "has space"),
+        ("queue", "-leading-dash"),
+        ("queue", "q" * 65),
+        ("timeout_seconds", 0),
+        ("timeout_seconds", 7 * 24 * 3600 + 1),
+        ("timeout_seconds", "30"),
+    ],
+)
+def test_create_refuses_a_bad_queue_or_timeout_naming_the_field(api, field, value):
+    response = post_job(api, {"type": "demo.success", field: value})
+    assert response.status_code == 400
+    assert list(response.json()) == [field]
+    assert nothing_written()
+
+
+def test_list_filters_by_queue(api):
+    emails = queued_job(queue="emails")
+    queued_job()
+    response = api.get("/api/jobs/?queue=emails")
+    assert [job["id"] for job in response.json()["results"]] == [str(emails.pk)]
+    assert api.get("/api/jobs/?queue=bad%20name").status_code == 400
+
+
+def test_cancel_of_a_queued_job_answers_200_with_the_cancelled_job(api):
+    job = queued_job()
+    response = api.post(f"/api/jobs/{job.pk}/cancel/")
+    assert response.status_code == 200
+    assert response.json()["status"] == "cancelled"
+    assert timeline(job)[-1] == "cancelled"
+
+
+def test_cancel_of_a_running_job_answers_202_and_keeps_it_running(api):
+    job = running_job()
+    response = api.post(f"/api/jobs/{job.pk}/cancel/")
+    assert response.status_code == 202
+    body = response.json()
+    assert body["status"] == "running" and body["cancel_requested_at"] is not None
+
+
+@pytest.mark.parametrize("make", [succeeded_job, failed_job])
+def test_cancel_of_a_finished_job_is_409_with_its_status(api, make):
+    job = make()
+    response = api.post(f"/api/jobs/{job.pk}/cancel/")
+    assert response.status_code == 409
+    assert response.json() == {
+        "detail": f"Only queued or running jobs can be cancelled; job is {job.status}.",
+        "status": job.status,
+    }
+
+
+def test_cancel_of_an_unknown_job_is_404(api):
+    assert api.post(f"/api/jobs/{uuid.uuid4()}/cancel/").status_code == 404
+
+
+def test_retry_accepts_a_cancelled_job(api):
+    job = queued_job()
+    api.post(f"/api/jobs/{job.pk}/cancel/")
+    response = api.post(f"/api/jobs/{job.pk}/retry/")
+    assert response.status_code == 200
+    assert response.json()["status"] == "queued"
+
+
+def post_bulk(api, action: str, body: object):
+    return api.post(f"/api/jobs/{action}/", data=json.dumps(body), content_type="application/json")
+
+
+def test_bulk_cancel_by_filter_says_what_changed(api):
+    queued = [queued_job("demo.slow") for _ in range(2)]
+    running = running_job("demo.slow")
+    other = queued_job("demo.fail")
+    response = post_bulk(api, "cancel", {"type": "slow"})
+    assert response.status_code == 200
+    assert response.json() == {"cancelled": 2, "cancel_requested": 1}
+    assert [fresh(job).status for job in queued] == ["cancelled", "cancelled"]
+    assert fresh(running).cancel_requested_at is not None
+    assert fresh(other).status == "queued"
+
+
+def test_bulk_retry_by_ids_retries_failed_and_cancelled_jobs(api):
+    failed = failed_job()
+    cancelled = queued_job()
+    services.cancel_job(job_id=cancelled.pk)
+    done = succeeded_job()
+    response = post_bulk(api, "retry", {"ids": [str(failed.pk), str(cancelled.pk), str(done.pk)]})
+    assert response.json() == {"retried": 2}
+    assert [fresh(job).status for job in (failed, cancelled, done)] == [
+        "queued",
+        "queued",
+        "succeeded",
+    ]
+
+
+@pytest.mark.parametrize("action", ["cancel", "retry"])
+@pytest.mark.parametrize("body", [{}, {"status": "", "type": "", "queue": ""}])
+def test_bulk_actions_refuse_an_empty_selection(api, action, body):
+    queued_job()
+    response = post_bulk(api, action, body)
+    assert response.status_code == 400
+    assert "empty selection" in response.json()["non_field_errors"][0]
+    assert Job.objects.get().status == "queued"
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "message"),
+    [
+        ({"ids": ["not-a-uuid"]}, "ids", "Item 0: Must be a valid UUID."),
+        ({"ids": []}, "ids", "This list may not be empty."),
+        ({"status": "sleeping"}, "status", '"sleeping" is not a valid choice.'),
+        ({"type": "x", "everything": True}, "everything", "Unknown field."),
+    ],
+)
+def test_bulk_actions_name_the_bad_field(api, body, field, message):
+    response = post_bulk(api, "cancel", body)
+    assert response.status_code == 400
+    assert response.json() == {field: [message]}
+
+
+def test_stats_count_cancelled_jobs_and_date_the_oldest_due_job(api):
+    now = timezone.now()
+    queued_job(available_at=now + timedelta(days=1), now=now - timedelta(hours=1))
+    due = queued_job(available_at=now - timedelta(minutes=5), now=now - timedelta(minutes=10))
+    services.cancel_job(job_id=queued_job().pk)
+    body = api.get("/api/jobs/stats/").json()
+    assert body["by_status"]["cancelled"] == 1
+    assert body["oldest_due_at"] == local_iso(due.available_at)
+    assert body["oldest_queued_at"] == local_iso(now - timedelta(hours=1))

@@ -213,6 +213,9 @@ PROTECTED = [
     ("GET", "/api/jobs/{id}/", 200),
     ("GET", "/api/jobs/{id}/events/", 200),
     ("POST", "/api/jobs/{id}/retry/", 200),
+    ("POST", "/api/jobs/{id}/cancel/", 200),  # the job retry just queued
+    ("POST", "/api/jobs/retry/", 200),
+    ("POST", "/api/jobs/cancel/", 200),
     ("GET", "/api/job-events/", 200),
     ("GET", "/api/schema/", 200),
     ("GET", "/api/docs/", 200),
@@ -244,11 +247,15 @@ def test_the_tables_cover_every_api_route():
 @pytest.mark.django_db(transaction=True)
 def test_every_protected_endpoint_needs_a_valid_token(production_server, api_token):
     failed = failed_job()  # retry answers 200 only for a failed job
-    create_body = {"type": "demo.success", "payload": {"sleep_seconds": 0}}
+    bodies = {
+        "/api/jobs/": {"type": "demo.success", "payload": {"sleep_seconds": 0}},
+        "/api/jobs/retry/": {"ids": [str(failed.pk)]},
+        "/api/jobs/cancel/": {"ids": [str(failed.pk)]},
+    }
     wrong = secrets.token_hex(20)
     for method, template, expected in PROTECTED:
         path = template.format(id=failed.pk)
-        body = create_body if template == "/api/jobs/" and method == "POST" else None
+        body = bodies.get(template) if method == "POST" else None
         anonymous = production_server.request(method, path, body=body)
         assert anonymous[0] == 401, (method, path, anonymous)
         assert anonymous[1].get("www-authenticate") == "Token", (method, path)
