@@ -69,10 +69,11 @@ def pgbench_script() -> str:
 def pgbench_variables() -> dict[str, str]:
     """The parameters the worker sends from Python, as pgbench ``-D`` variables.
 
-    pgbench variables are per connection, not per statement, so the claim and the complete
-    share ``message`` and ``data``: both events carry the claim's (the complete's own are
-    "Job succeeded" and ``{}``, a few bytes apart). pgbench cannot bind an SQL NULL, so the
-    no-op result is the JSON ``null``.
+    pgbench variables are per connection, not per statement, and both statements name
+    their event's text ``message`` and ``data``, so the succeeded event carries the claim's
+    ("Job claimed" and the lease, some 70 bytes more per job than a worker writes; within
+    noise when measured against ``{}``). pgbench cannot bind an SQL NULL, so the no-op
+    result is the JSON ``null``.
     """
     from jobs.models import JobEventType
     from jobs.services import MESSAGES
