@@ -71,8 +71,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--pgbench-protocol",
         choices=PROTOCOLS,
         default="extended",
-        help="pgbench --protocol for the raw-SQL limit: extended plans every statement like "
-        "the services do, prepared plans once per connection (default extended)",
+        help="pgbench --protocol for the raw-SQL limit: extended plans every execution as "
+        "the services' statements are; prepared plans once per connection (default extended)",
     )
     parser.add_argument(
         "--scale-max",
