@@ -176,7 +176,8 @@ def profile_api(token: str, count: int) -> Profile:
         profiler.disable()
     finally:
         connection.settings_dict["CONN_MAX_AGE"] = saved
-    # (file, line, function) -> (primitive calls, calls, own time, cumulative time, callers)
+    # (file, line, function) -> (primitive calls, calls, own time, cumulative time, callers);
+    # the attribute is undocumented and missing from typeshed's stub.
     stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     total = max(
         (ct for (_, _, name), (_, _, _, ct, _) in stats.items() if name == "get_response"),

@@ -153,7 +153,7 @@ def claim_sql_latency(db: Database, count: int) -> ClaimSqlLatency:
             cur.execute(
                 "EXPLAIN (ANALYZE, FORMAT JSON) " + QUERIES["claim_job"].sql, _claim_params()
             )
-            plan = cur.fetchone()[0]  # type: ignore[index]
+            (plan,) = cur.fetchall()[0]
         times.append(plan[0]["Execution Time"] / 1000)
     p50, p99 = p50_p99_ms(times)
     return ClaimSqlLatency(runs=count, p50_ms=p50, p99_ms=p99)
