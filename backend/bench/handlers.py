@@ -1,13 +1,14 @@
 """Benchmark-only handler module, loaded by the benchmark's workers via JOB_HANDLER_MODULES.
 
 ``bench.noop`` does nothing, so a worker run measures the queue's own cost per job. With
-``BENCH_FORCE_ORM_PATH=1`` in the environment (set only by ``bench.run --orm-path``), the
-services take their ORM path on PostgreSQL too, so both paths can be timed side by side.
+``BENCH_DRIVER=orm`` in the environment (set only by ``bench.workers`` for the ORM-path
+runs), the process runs the services on ``OrmDriver`` on PostgreSQL too, so both drivers
+can be timed side by side.
 """
 
 import os
 
-from jobs import handlers, services
+from jobs import drivers, handlers
 
 
 @handlers.register("bench.noop", description="Benchmark: does nothing and succeeds.")
@@ -15,5 +16,6 @@ def noop(context: handlers.JobContext) -> None:
     return None
 
 
-if os.environ.get("BENCH_FORCE_ORM_PATH") == "1":
-    services._on_postgres = lambda: False
+# Imported from the app registry's ready(), before any worker thread claims a job.
+if os.environ.get("BENCH_DRIVER") == "orm":
+    drivers.set_driver(drivers.OrmDriver())

@@ -1,0 +1,396 @@
+"""What every scenario shares: paths, timing helpers, the benchmark database and its data.
+
+The benchmark talks to PostgreSQL through its own psycopg connection (``Database``) for
+setup, data generation and measurement, and through the project's code (Django, the
+worker processes, gunicorn) for what it measures.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import psycopg
+from psycopg import sql as pgsql
+
+BACKEND_DIR = Path(__file__).resolve().parent.parent
+REPO_DIR = BACKEND_DIR.parent
+RESULTS_DIR = REPO_DIR / "bench-results"
+JOB_TYPE = "bench.noop"
+# The drivers a scenario can run the services on, and what the results call each: "cte" is
+# the PostgreSQL driver (one data-modifying CTE per transition), "orm" the ORM driver.
+PATHS = {"postgres": "cte", "orm": "orm"}
+
+
+# --- Timing helpers ---------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """Nearest-rank percentile; ``nan`` for no values."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = max(math.ceil(pct / 100 * len(ordered)), 1)
+    return ordered[rank - 1]
+
+
+def ms(seconds: float) -> float:
+    return round(seconds * 1000, 2)
+
+
+def p50_p99_ms(seconds: Sequence[float]) -> tuple[float, float]:
+    return ms(percentile(seconds, 50)), ms(percentile(seconds, 99))
+
+
+def ratio(value: float, base: float) -> float | None:
+    if not base or math.isnan(base) or math.isnan(value):
+        return None
+    return round(value / base, 2)
+
+
+def timed_calls(fn: Callable[[], object], count: int) -> list[float]:
+    """Seconds taken by each of ``count`` calls of ``fn``, after one untimed warm-up call."""
+    fn()
+    latencies = []
+    for _ in range(count):
+        start = time.perf_counter()
+        fn()
+        latencies.append(time.perf_counter() - start)
+    return latencies
+
+
+def load_average() -> list[float]:
+    return [round(value, 2) for value in os.getloadavg()]
+
+
+def log(message: str) -> None:
+    print(f"[bench {datetime.now(UTC):%H:%M:%S}] {message}", file=sys.stderr, flush=True)
+
+
+def wait_for(predicate: Callable[[], bool], *, timeout: float, interval: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# --- Environment and processes ----------------------------------------------------------
+
+
+def bench_environment(database: str) -> dict[str, str]:
+    """Environment for this process's Django and for the workers and gunicorn it starts."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"GUNICORN_CMD_ARGS", "DJANGO_SETTINGS_MODULE"}
+    }
+    env.update(
+        DATABASE_ENGINE="postgres",
+        POSTGRES_DB=database,
+        POSTGRES_HOST=os.environ.get("POSTGRES_HOST", "127.0.0.1"),
+        POSTGRES_PORT=os.environ.get("POSTGRES_PORT", "5432"),
+        POSTGRES_USER=os.environ.get("POSTGRES_USER", "postgres"),
+        POSTGRES_PASSWORD=os.environ.get("POSTGRES_PASSWORD", "postgres"),
+        POSTGRES_CONN_MAX_AGE="0",
+        # Production-like request handling: no browsable API, no debug toolbar, token auth.
+        DEBUG="false",
+        DJANGO_SECRET_KEY="bench-" + secrets.token_hex(24),
+        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
+        # Plain HTTP on the loopback, as behind a proxy that terminates TLS.
+        DJANGO_SECURE_SSL_REDIRECT="false",
+        JOB_HANDLER_MODULES="bench.handlers",
+        JOB_WORKER_LOG_LEVEL="INFO",
+        # Only the idle poll (nothing claimable): lets every thread notice the bulk insert
+        # within 20 ms instead of 500 ms. A busy worker never sleeps.
+        JOB_WORKER_POLL_INTERVAL_MS="20",
+        BENCH_DRIVER="",
+        PYTHONUNBUFFERED="1",
+    )
+    env["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    return env
+
+
+@contextmanager
+def started(procs: list[subprocess.Popen[bytes]]) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Make sure every process this benchmark started is gone when the block ends."""
+    try:
+        yield procs
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+# --- Database plumbing ------------------------------------------------------------------
+
+
+def conninfo_from(env: dict[str, str]) -> dict[str, Any]:
+    return {
+        "host": env["POSTGRES_HOST"],
+        "port": env["POSTGRES_PORT"],
+        "user": env["POSTGRES_USER"],
+        "password": env["POSTGRES_PASSWORD"],
+        "dbname": env["POSTGRES_DB"],
+        "connect_timeout": 5,
+    }
+
+
+class Database:
+    """A plain psycopg connection (no Django) for setup, data generation and measurement."""
+
+    def __init__(self, conninfo: dict[str, Any]) -> None:
+        self.conninfo = conninfo
+        # ClientCursor inlines parameters, as Django's cursor does, so EXPLAIN sees the
+        # same literals as the services' statements.
+        self.conn = psycopg.connect(
+            **conninfo, autocommit=True, cursor_factory=psycopg.ClientCursor
+        )
+
+    def execute(self, sql: str, params: Any = None) -> None:
+        with self.conn.cursor() as cur:
+            cur.execute(sql, params)
+
+    def rows(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        with self.conn.cursor() as cur:
+            cur.execute(sql, params)
+            return cur.fetchall()
+
+    def scalar(self, sql: str, params: Any = None) -> Any:
+        return self.rows(sql, params)[0][0]
+
+    def explain(self, sql: str, params: Any = None, *, rollback: bool = False) -> list[str]:
+        """``EXPLAIN (ANALYZE, BUFFERS)`` lines; data-modifying statements are rolled back."""
+        with self.conn.transaction(force_rollback=rollback), self.conn.cursor() as cur:
+            cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
+            return [row[0] for row in cur.fetchall()]
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _drop(conn: psycopg.Connection[Any], name: str) -> None:
+    ident = pgsql.Identifier(name)
+    conn.execute(pgsql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(ident))
+
+
+def recreate_database(conninfo: dict[str, Any], name: str) -> None:
+    with psycopg.connect(**{**conninfo, "dbname": "postgres"}, autocommit=True) as conn:
+        _drop(conn, name)
+        conn.execute(pgsql.SQL("CREATE DATABASE {}").format(pgsql.Identifier(name)))
+
+
+def drop_database(conninfo: dict[str, Any], name: str) -> None:
+    with psycopg.connect(**{**conninfo, "dbname": "postgres"}, autocommit=True) as conn:
+        _drop(conn, name)
+
+
+def reset_tables(db: Database) -> None:
+    db.execute("TRUNCATE jobs_jobevent, jobs_job RESTART IDENTITY")
+
+
+def queued_count(db: Database) -> int:
+    return db.scalar("SELECT count(*) FROM jobs_job WHERE status = 'queued'")
+
+
+# Jobs and their ``created`` events in one statement, so a backlog of any size appears at
+# once; ``available_at``, ``priority`` and ``created_at`` are SQL expressions of the series
+# number ``g``. This generates data; the services' own insert is what enqueue measures.
+_ENQUEUE_SQL = """
+WITH ins AS (
+    INSERT INTO jobs_job (id, type, payload, status, priority, available_at, attempts,
+        max_attempts, last_error, created_at, updated_at)
+    SELECT gen_random_uuid(), %(type)s, jsonb_build_object('n', g), 'queued', {priority},
+           {available_at}, 0, 3, '', {created_at}, {created_at}
+    FROM generate_series(1, %(count)s) AS g
+    RETURNING id, created_at
+)
+INSERT INTO jobs_jobevent (job_id, type, attempt, message, data, created_at)
+SELECT id, 'created', 0, 'Job created', jsonb_build_object('type', %(type)s::text), created_at
+FROM ins
+"""
+
+
+def enqueue_bulk(
+    db: Database,
+    count: int,
+    *,
+    priority: str = "50",
+    available_at: str = "now()",
+    created_at: str = "now()",
+) -> None:
+    sql = _ENQUEUE_SQL.format(priority=priority, available_at=available_at, created_at=created_at)
+    db.execute(sql, {"type": JOB_TYPE, "count": count})
+
+
+# Finished jobs (5 % failed after 3 attempts) with created, claimed and succeeded/failed
+# events, dated in the past so they never mix with the live measurements.
+_FINISHED_SQL = """
+WITH ins AS (
+    INSERT INTO jobs_job (id, type, payload, status, priority, available_at, attempts,
+        max_attempts, last_error, result, created_at, updated_at, finished_at)
+    SELECT gen_random_uuid(), %(type)s, jsonb_build_object('n', g),
+           CASE WHEN g %% 20 = 0 THEN 'failed' ELSE 'succeeded' END, 50, t,
+           CASE WHEN g %% 20 = 0 THEN 3 ELSE 1 END, 3,
+           CASE WHEN g %% 20 = 0 THEN 'Intentional failure' ELSE '' END,
+           CASE WHEN g %% 20 = 0 THEN NULL ELSE '{"ok": true}'::jsonb END,
+           t, t + interval '1 second', t + interval '1 second'
+    FROM generate_series(%(first)s, %(last)s) AS g,
+         LATERAL (SELECT now() - interval '60 days' + g * interval '1 second' AS t) AS ts
+    RETURNING id, status, attempts, created_at
+)
+INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at)
+SELECT ins.id, e.type, CASE WHEN e.type = 'created' THEN 0 ELSE ins.attempts END,
+       CASE WHEN e.type = 'created' THEN NULL ELSE 'bench-seed' END, e.message, e.data,
+       ins.created_at + e.delay
+FROM ins CROSS JOIN LATERAL (VALUES
+    ('created', 'Job created', jsonb_build_object('type', %(type)s::text), interval '0'),
+    ('claimed', 'Job claimed', '{"lease_seconds": 30}'::jsonb, interval '100 ms'),
+    (ins.status, CASE WHEN ins.status = 'failed' THEN 'Intentional failure'
+                      ELSE 'Job succeeded' END, '{}'::jsonb, interval '1 second')
+) AS e(type, message, data, delay)
+"""
+
+
+def add_finished_jobs(db: Database, first: int, last: int, batch: int = 100_000) -> None:
+    for start in range(first, last + 1, batch):
+        end = min(start + batch - 1, last)
+        db.execute(_FINISHED_SQL, {"type": JOB_TYPE, "first": start, "last": end})
+
+
+def vacuum_analyze(db: Database) -> None:
+    # This server may run with autovacuum off; do what autovacuum would do after a load,
+    # so the planner has statistics and index-only scans a visibility map.
+    db.execute("VACUUM (ANALYZE) jobs_job")
+    db.execute("ANALYZE jobs_jobevent")
+
+
+def server_info(db: Database) -> dict[str, str]:
+    names = [
+        "server_version",
+        "shared_buffers",
+        "synchronous_commit",
+        "fsync",
+        "autovacuum",
+        "max_connections",
+        "jit",
+    ]
+    rows = db.rows("SELECT name, setting, unit FROM pg_settings WHERE name = ANY(%s)", [names])
+    return {
+        name: f"{int(setting) * 8 // 1024}MB" if unit == "8kB" else setting
+        for name, setting, unit in rows
+    }
+
+
+# --- Table sizes ------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class TableSize:
+    table: str
+    rows: int
+    n_live_tup: int
+    n_dead_tup: int
+    heap_bytes: int
+    indexes_bytes: int
+    total_bytes: int
+
+
+@dataclass(kw_only=True)
+class IndexSize:
+    table: str
+    total_bytes: int
+
+
+def table_sizes(db: Database) -> list[TableSize | IndexSize]:
+    """Rows, dead tuples and sizes of both tables, and the size of the claim's index."""
+    rows = db.rows(
+        """
+        SELECT s.relname, s.n_live_tup, s.n_dead_tup, pg_relation_size(s.relid),
+               pg_indexes_size(s.relid), pg_total_relation_size(s.relid)
+        FROM pg_stat_user_tables AS s
+        WHERE s.relname IN ('jobs_job', 'jobs_jobevent') ORDER BY s.relname
+        """
+    )
+    sizes: list[TableSize | IndexSize] = [
+        TableSize(
+            table=name,
+            rows=db.scalar(f"SELECT count(*) FROM {name}"),
+            n_live_tup=live,
+            n_dead_tup=dead,
+            heap_bytes=heap,
+            indexes_bytes=indexes,
+            total_bytes=total,
+        )
+        for name, live, dead, heap, indexes, total in rows
+    ]
+    sizes.append(
+        IndexSize(
+            table="job_claim_idx", total_bytes=db.scalar("SELECT pg_relation_size('job_claim_idx')")
+        )
+    )
+    return sizes
+
+
+# --- Drain runs (workers and pgbench) ---------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class EventWindow:
+    """A drained backlog, timed from its events: first ``claimed`` to last ``succeeded``."""
+
+    span_seconds: float
+    claimed_events: int
+    succeeded_events: int
+    jobs_succeeded: int
+    jobs_per_second: float
+
+
+def event_window(db: Database) -> EventWindow:
+    first, last, claimed, succeeded, distinct = db.rows(
+        """
+        SELECT min(created_at) FILTER (WHERE type = 'claimed'),
+               max(created_at) FILTER (WHERE type = 'succeeded'),
+               count(*) FILTER (WHERE type = 'claimed'),
+               count(*) FILTER (WHERE type = 'succeeded'),
+               count(DISTINCT job_id) FILTER (WHERE type = 'succeeded')
+        FROM jobs_jobevent
+        """
+    )[0]
+    span = (last - first).total_seconds() if first and last else math.nan
+    return EventWindow(
+        span_seconds=round(span, 3),
+        claimed_events=claimed,
+        succeeded_events=succeeded,
+        jobs_succeeded=distinct,
+        jobs_per_second=round(succeeded / span, 1) if span and span > 0 else math.nan,
+    )
+
+
+class DrainRun(Protocol):
+    jobs_per_second: float
+    samples_jobs_per_second: list[float]
+
+
+def best_of[Run: DrainRun](samples: list[Run]) -> Run:
+    """The fastest of repeated runs (background load only ever slows a run down)."""
+    best = max(samples, key=lambda item: item.jobs_per_second)
+    return replace(best, samples_jobs_per_second=[item.jobs_per_second for item in samples])

@@ -1,0 +1,246 @@
+"""Enqueue: how fast jobs go in, through the API and through the service.
+
+* ``POST /api/jobs/`` under gunicorn (``bench.server``) from ``concurrency`` keep-alive
+  clients, once with ``POSTGRES_CONN_MAX_AGE=0`` (a connection per request, the default)
+  and once with ``60``; each run is preceded by 200 untimed requests.
+* Where one POST's time goes: cProfile over in-process requests through Django's test
+  client (same middleware and view, no HTTP server).
+* ``services.create_job`` called in a loop in this process, on the PostgreSQL driver and,
+  with ``--orm-path``, on the ORM driver (``jobs.drivers.use_driver``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .common import JOB_TYPE, PATHS, Database, load_average, log, ms, p50_p99_ms, reset_tables
+from .server import Client, ServerShape, api_server, api_token
+
+
+@dataclass(kw_only=True)
+class HttpLoad:
+    label: str
+    concurrency: int
+    requests: int
+    seconds: float
+    requests_per_second: float
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+    status_codes: dict[int, int]
+    load_average: list[float]
+
+
+@dataclass(kw_only=True)
+class InProcessCreate:
+    path: str
+    calls: int
+    calls_per_second: float
+    p50_ms: float
+    p99_ms: float
+
+
+@dataclass(kw_only=True)
+class Profile:
+    requests: int
+    ms_per_request_unprofiled: float
+    ms_per_request_profiled: float
+    database_wait_share: float
+    shares_percent: dict[str, float]
+
+
+@dataclass(kw_only=True)
+class EnqueueResult:
+    server: str
+    http: list[HttpLoad] = field(default_factory=list)
+    in_process: list[InProcessCreate] = field(default_factory=list)
+    profile: Profile | None = None
+
+
+def http_load(
+    port: int, token: str, *, label: str, concurrency: int, total: int, seconds: float
+) -> HttpLoad:
+    """POST ``total`` jobs from ``concurrency`` keep-alive clients (or stop at ``seconds``)."""
+    counter = itertools.count()
+    latencies: list[float] = []
+    statuses: Counter[int] = Counter()
+    lock = threading.Lock()
+    deadline = time.perf_counter() + seconds
+
+    def client_loop() -> None:
+        client = Client(port, token)
+        mine: list[float] = []
+        codes: Counter[int] = Counter()
+        try:
+            while (index := next(counter)) < total and time.perf_counter() < deadline:
+                body = json.dumps({"type": JOB_TYPE, "payload": {"n": index}}).encode()
+                start = time.perf_counter()
+                code, _ = client.request("POST", "/api/jobs/", body)
+                mine.append(time.perf_counter() - start)
+                codes[code] += 1
+        finally:
+            client.close()
+            with lock:
+                latencies.extend(mine)
+                statuses.update(codes)
+
+    threads = [threading.Thread(target=client_loop) for _ in range(concurrency)]
+    began = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - began
+    p50, p99 = p50_p99_ms(latencies)
+    return HttpLoad(
+        label=label,
+        concurrency=concurrency,
+        requests=len(latencies),
+        seconds=round(wall, 2),
+        requests_per_second=round(len(latencies) / wall, 1),
+        p50_ms=p50,
+        p99_ms=p99,
+        max_ms=ms(max(latencies)),
+        status_codes=dict(statuses),
+        load_average=load_average(),
+    )
+
+
+def create_in_process(count: int, *, driver: str) -> InProcessCreate:
+    from jobs import services
+    from jobs.drivers import OrmDriver, PostgresDriver, use_driver
+
+    latencies = []
+    with use_driver(OrmDriver() if driver == "orm" else PostgresDriver()):
+        services.create_job(type=JOB_TYPE)  # connection and warm-up
+        began = time.perf_counter()
+        for index in range(count):
+            start = time.perf_counter()
+            services.create_job(type=JOB_TYPE, payload={"n": index})
+            latencies.append(time.perf_counter() - start)
+        wall = time.perf_counter() - began
+    p50, p99 = p50_p99_ms(latencies)
+    return InProcessCreate(
+        path=PATHS[driver],
+        calls=count,
+        calls_per_second=round(count / wall, 1),
+        p50_ms=p50,
+        p99_ms=p99,
+    )
+
+
+# (label, file suffix, function name) of the parts of a POST /api/jobs/ worth naming.
+_PROFILE_PARTS = [
+    ("create_job (service + SQL)", "jobs/services.py", "create_job"),
+    ("token authentication (1 query)", "rest_framework/authentication.py", "authenticate"),
+    ("request validation (is_valid)", "rest_framework/serializers.py", "is_valid"),
+    ("response serializer (.data)", "rest_framework/serializers.py", "data"),
+]
+
+
+def profile_api(token: str, count: int) -> Profile:
+    """Where one ``POST /api/jobs/`` spends its time: cProfile over in-process requests.
+
+    Django's test client runs the same middleware and view without the HTTP server; the
+    connection is kept between requests, as in the ``CONN_MAX_AGE=60`` server. Profiling
+    inflates Python time relative to database waits; read the shares, not the totals.
+    """
+    import cProfile
+    import pstats
+
+    from django.db import connection
+    from django.test import Client as TestClient
+
+    client = TestClient(HTTP_AUTHORIZATION=f"Token {token}", HTTP_HOST="127.0.0.1")
+    body = json.dumps({"type": JOB_TYPE, "payload": {"n": 1}})
+    saved = connection.settings_dict["CONN_MAX_AGE"]
+    connection.settings_dict["CONN_MAX_AGE"] = 60
+    try:
+        for _ in range(20):
+            client.post("/api/jobs/", body, content_type="application/json")
+        began = time.perf_counter()
+        for _ in range(count):
+            client.post("/api/jobs/", body, content_type="application/json")
+        plain = (time.perf_counter() - began) / count
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(count):
+            client.post("/api/jobs/", body, content_type="application/json")
+        profiler.disable()
+    finally:
+        connection.settings_dict["CONN_MAX_AGE"] = saved
+    # (file, line, function) -> (primitive calls, calls, own time, cumulative time, callers);
+    # the attribute is undocumented and missing from typeshed's stub.
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    total = max(
+        (ct for (_, _, name), (_, _, _, ct, _) in stats.items() if name == "get_response"),
+        default=math.nan,
+    )
+    waits = sum(
+        tt for (_, _, name), (_, _, tt, _, _) in stats.items() if name in {"wait", "wait_c"}
+    )
+    shares = {
+        label: round(
+            max(
+                (
+                    ct
+                    for (file, _, name), (_, _, _, ct, _) in stats.items()
+                    if name == function and file.endswith(suffix)
+                ),
+                default=0.0,
+            )
+            / total
+            * 100,
+            1,
+        )
+        for label, suffix, function in _PROFILE_PARTS
+    }
+    shares["everything else (middleware, DRF dispatch, rendering)"] = round(
+        100 - sum(shares.values()), 1
+    )
+    return Profile(
+        requests=count,
+        ms_per_request_unprofiled=ms(plain),
+        ms_per_request_profiled=ms(total / count),
+        database_wait_share=round(waits / total * 100, 1),
+        shares_percent=shares,
+    )
+
+
+def run_enqueue(
+    db: Database,
+    env: dict[str, str],
+    *,
+    shape: ServerShape,
+    concurrency: int,
+    requests: int,
+    creates: int,
+    drivers: list[str],
+    log_dir: Path,
+) -> EnqueueResult:
+    reset_tables(db)
+    token = api_token()
+    result = EnqueueResult(server=shape.describe())
+    for conn_max_age in (0, 60):
+        log(f"enqueue: gunicorn with POSTGRES_CONN_MAX_AGE={conn_max_age}")
+        label = f"POSTGRES_CONN_MAX_AGE={conn_max_age}"
+        with api_server(env, shape, conn_max_age=conn_max_age, log_dir=log_dir) as port:
+            http_load(port, token, label=label, concurrency=concurrency, total=200, seconds=10)
+            result.http.append(
+                http_load(
+                    port, token, label=label, concurrency=concurrency, total=requests, seconds=60
+                )
+            )
+    log("enqueue: profiling POST /api/jobs/ in-process")
+    result.profile = profile_api(token, 300)
+    for driver in drivers:
+        log(f"enqueue: create_job in-process, {driver} driver")
+        result.in_process.append(create_in_process(creates, driver=driver))
+    return result
