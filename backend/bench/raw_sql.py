@@ -77,7 +77,7 @@ def pgbench_variables() -> dict[str, str]:
     noise when measured against ``{}``). pgbench cannot bind an SQL NULL, so the no-op
     result is the JSON ``null``.
     """
-    from jobs.models import JobEventType
+    from jobs.models import DEFAULT_QUEUE, JobEventType
     from jobs.services import MESSAGES
 
     locked_until = (datetime.now(UTC) + LEASE).isoformat()
@@ -85,6 +85,7 @@ def pgbench_variables() -> dict[str, str]:
     return {
         # PostgreSQL reads the timestamp 'now' as the transaction's start, i.e. now().
         "now": "now",
+        "queue": DEFAULT_QUEUE,
         "locked_until": locked_until,
         "message": MESSAGES[JobEventType.CLAIMED],
         "data": json.dumps(lease, separators=(",", ":")),
