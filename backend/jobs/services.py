@@ -173,14 +173,18 @@ def claim_next_job(
     """
     now = _now(now)
     lease, locked_until = _lease_until(now, lease_seconds)
-    data = {"lease_seconds": lease, "locked_until": locked_until.isoformat()}
     return get_driver().claim_job(
         queue=queue,
         worker_id=worker_id,
         now=now,
         locked_until=locked_until,
-        event=Event(MESSAGES[JobEventType.CLAIMED], data),
+        event=_claimed_event(lease, locked_until),
     )
+
+
+def _claimed_event(lease: int, locked_until: datetime) -> Event:
+    data = {"lease_seconds": lease, "locked_until": locked_until.isoformat()}
+    return Event(MESSAGES[JobEventType.CLAIMED], data)
 
 
 # --- Worker writes guarded by ownership -------------------------------------------------
@@ -207,8 +211,43 @@ def complete_job(
         Owner(job_id, worker_id, attempt),
         result_json=result_json,
         now=_now(now),
-        event=Event(MESSAGES[JobEventType.SUCCEEDED], {}),
+        event=_completed_event(),
     )
+
+
+def complete_and_claim_next(
+    *,
+    job_id: UUID | str,
+    worker_id: str,
+    attempt: int,
+    result: Any = None,
+    queue: str = DEFAULT_QUEUE,
+    lease_seconds: int | None = None,
+    now: datetime | None = None,
+) -> tuple[JobRow | None, JobRow | None]:
+    """``complete_job`` then ``claim_next_job`` for the same worker, in one transaction
+    (one statement on PostgreSQL): ``(completed, claimed)``.
+
+    Each half keeps its own invariants: ``completed`` is ``None`` when the worker no longer
+    owned the attempt (nothing of it is written), ``claimed`` is ``None`` when no job of
+    ``queue`` was due. An unstorable ``result`` raises ``UnstorableValue`` before any write.
+    """
+    now = _now(now)
+    result_json = None if result is None else to_storable_json(result)
+    lease, locked_until = _lease_until(now, lease_seconds)
+    return get_driver().complete_and_claim(
+        Owner(job_id, worker_id, attempt),
+        result_json=result_json,
+        completed=_completed_event(),
+        queue=queue,
+        locked_until=locked_until,
+        claimed=_claimed_event(lease, locked_until),
+        now=now,
+    )
+
+
+def _completed_event() -> Event:
+    return Event(MESSAGES[JobEventType.SUCCEEDED], {})
 
 
 def fail_job(

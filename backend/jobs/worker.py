@@ -231,6 +231,7 @@ class WorkerThread(threading.Thread):
         self.abandoned = False
         self.died: BaseException | None = None
         self.current: Attempt | None = None
+        self._next: JobRow | None = None  # claimed together with the last completion
         self._cursor = 0
 
     def run(self) -> None:
@@ -290,21 +291,38 @@ class WorkerThread(threading.Thread):
                 stop.wait(self.config.poll_interval_seconds)
 
     def run_once(self) -> bool:
-        """Claim and run one job. Returns whether a job was claimed."""
+        """Claim and run jobs until a claim finds none. Returns whether one was claimed.
+
+        A success is recorded together with the next claim (``complete_and_claim_next``),
+        so a busy thread pays one round trip and one commit per job.
+        """
         job = self.claim()
         if job is None:
             return False
-        logger.debug(
-            "action=claimed job_id=%s type=%s queue=%s attempt=%d worker_id=%s",
-            job.id,
-            job.type,
-            job.queue,
-            job.attempts,
-            self.worker_id,
-        )
-        self.execute(job)
-        self.jobs_processed += 1
+        while job is not None:
+            logger.debug(
+                "action=claimed job_id=%s type=%s queue=%s attempt=%d worker_id=%s",
+                job.id,
+                job.type,
+                job.queue,
+                job.attempts,
+                self.worker_id,
+            )
+            self.execute(job)
+            self.jobs_processed += 1
+            job, self._next = self._next, None
         return True
+
+    def _next_queue(self) -> str | None:
+        """The queue to claim from together with a completion, or ``None`` to claim
+        nothing (stopping, abandoned, or no queue with jobs)."""
+        if self.runner.stop_event.is_set() or self.abandoned:
+            return None
+        queues = self.runner.queues.current()
+        if not queues:
+            return None
+        self._cursor = (self._cursor + 1) % len(queues)
+        return queues[(self._cursor - 1) % len(queues)]
 
     def claim(self) -> JobRow | None:
         """The next job of this thread's queues, taking the queues in turn."""
@@ -391,13 +409,27 @@ class WorkerThread(threading.Thread):
 
         if failure is None:
             try:
-                row = self._record(services.complete_job, attempt.owner, result=result)
+                row = self._complete(attempt, result)
             except UnstorableValue as exc:
                 error = f"Handler returned a result that cannot be stored: {exc}"
                 return self._fail(attempt, error, services.ErrorDetails(reason="unstorable_result"))
             return ("succeeded", row, None) if row is not None else self._stale(attempt)
         reason = "cancelled" if attempt.state.cancel_requested else ""
         return self._fail(attempt, error_message(failure), error_details(failure, reason=reason))
+
+    def _complete(self, attempt: Attempt, result: Any) -> JobRow | None:
+        queue = self._next_queue()
+        if queue is None:
+            row: JobRow | None = self._record(services.complete_job, attempt.owner, result=result)
+            return row
+        row, self._next = self._record(
+            services.complete_and_claim_next,
+            attempt.owner,
+            result=result,
+            queue=queue,
+            lease_seconds=self.config.lease_seconds,
+        )
+        return row
 
     def _fail(
         self, attempt: Attempt, error: str, details: services.ErrorDetails
@@ -429,7 +461,7 @@ class WorkerThread(threading.Thread):
         )
         return "stale", None, None
 
-    def _record(self, write: Callable[..., JobRow | None], owner: Owner, **kwargs: Any) -> Any:
+    def _record(self, write: Callable[..., Any], owner: Owner, **kwargs: Any) -> Any:
         return self._retrying(
             lambda: write(
                 job_id=owner.job_id, worker_id=owner.worker_id, attempt=owner.attempt, **kwargs

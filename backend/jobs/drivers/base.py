@@ -187,6 +187,21 @@ class Driver(Protocol):
         """The owner's attempt becomes succeeded with ``result``; ``succeeded`` event."""
         ...
 
+    def complete_and_claim(
+        self,
+        owner: Owner,
+        *,
+        result_json: str | None,
+        completed: Event,
+        queue: str,
+        locked_until: datetime,
+        claimed: Event,
+        now: datetime,
+    ) -> tuple[JobRow | None, JobRow | None]:
+        """``complete_job`` then ``claim_job`` (same worker id), atomically: the completed
+        row (``None`` if not owned) and the claimed one (``None`` if nothing was due)."""
+        ...
+
     def fail_job(self, owner: Owner, failure: Failure, *, now: datetime) -> JobRow | None:
         """End the owner's attempt as ``failure`` says (cancelled, requeued or failed)."""
         ...

@@ -167,6 +167,28 @@ class OrmDriver:
             _owner_event(owner, JobEventType.SUCCEEDED, event, now)
         return job_row(job)
 
+    def complete_and_claim(
+        self,
+        owner: Owner,
+        *,
+        result_json: str | None,
+        completed: Event,
+        queue: str,
+        locked_until: datetime,
+        claimed: Event,
+        now: datetime,
+    ) -> tuple[JobRow | None, JobRow | None]:
+        with transaction.atomic():
+            done = self.complete_job(owner, result_json=result_json, now=now, event=completed)
+            next_job = self.claim_job(
+                queue=queue,
+                worker_id=owner.worker_id,
+                now=now,
+                locked_until=locked_until,
+                event=claimed,
+            )
+        return done, next_job
+
     def fail_job(self, owner: Owner, failure: Failure, *, now: datetime) -> JobRow | None:
         def changes(job: Job) -> dict[str, Any]:
             retrying = job.cancel_requested_at is None and job.attempts < job.max_attempts

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import psycopg
 from django.db import connection
 
+from ..conf import app_settings
 from . import sql
 from .base import CancelOutcome, ExpiredLease, Heartbeat, JobRow, to_json
 
@@ -36,6 +39,31 @@ def _event_params(event: Event, prefix: str = "") -> dict[str, Any]:
     return {f"{prefix}message": event.message, f"{prefix}data": to_json(event.data)}
 
 
+def _completion_params(owner: Owner, result_json: str | None, event: Event) -> dict[str, Any]:
+    return {
+        "id": owner.job_id,
+        "worker_id": owner.worker_id,
+        "attempts": owner.attempt,
+        "result_json": result_json,
+        **_event_params(event, "completed_"),
+    }
+
+
+def _claim_params(queue: str, locked_until: datetime, event: Event) -> dict[str, Any]:
+    return {"queue": queue, "locked_until": locked_until, **_event_params(event, "claimed_")}
+
+
+# complete_and_claim's halves are skipped with NULLs (see queries.sql).
+_NO_COMPLETION = {
+    "id": None,
+    "attempts": None,
+    "result_json": None,
+    "completed_message": None,
+    "completed_data": None,
+}
+_NO_CLAIM = {"queue": None, "locked_until": None, "claimed_message": None, "claimed_data": None}
+
+
 def _selection_params(selection: Selection) -> dict[str, Any]:
     type_pattern = None
     if selection.type:
@@ -50,12 +78,34 @@ def _selection_params(selection: Selection) -> dict[str, Any]:
     }
 
 
+@contextmanager
+def _cursor() -> Iterator[psycopg.Cursor[Any]]:
+    """A plain psycopg cursor on Django's connection for this thread.
+
+    Server-side binding (Django's own cursors inline parameters into the text, which
+    costs a parse and plan per call), prepared once per connection unless
+    ``JOB_DB_PREPARED_STATEMENTS`` is off (PgBouncer before 1.21 in transaction mode
+    cannot carry prepared statements); Django's error wrapping keeps the worker's
+    DatabaseError handling and reconnects working.
+    """
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        yield cursor
+
+
+def _prepare() -> bool:
+    return bool(app_settings.JOB_DB_PREPARED_STATEMENTS)
+
+
 class PostgresDriver:
     name = "postgres"
 
+    def _execute(self, cursor: psycopg.Cursor[Any], query: str, params: dict[str, Any]) -> None:
+        cursor.execute(QUERIES[query].sql, params, prepare=_prepare())
+
     def _fetchone(self, query: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
-        with connection.cursor() as cursor:
-            cursor.execute(QUERIES[query].sql, params)
+        with _cursor() as cursor:
+            self._execute(cursor, query, params)
             row: tuple[Any, ...] | None = cursor.fetchone()
             return row
 
@@ -88,28 +138,51 @@ class PostgresDriver:
         # Only reachable if the key's job keeps being deleted between the two queries.
         raise LookupError(f"could not create or find the job with key {job.idempotency_key!r}")
 
+    def _complete_and_claim(self, params: dict[str, Any]) -> dict[str, JobRow]:
+        with _cursor() as cursor:
+            self._execute(cursor, "complete_and_claim", params)
+            return {part: _job_row(values) for part, *values in cursor.fetchall()}
+
     def claim_job(
         self, *, queue: str, worker_id: str, now: datetime, locked_until: datetime, event: Event
     ) -> JobRow | None:
         params = {
-            "queue": queue,
+            **_NO_COMPLETION,
             "worker_id": worker_id,
+            **_claim_params(queue, locked_until, event),
             "now": now,
-            "locked_until": locked_until,
-            **_event_params(event),
         }
-        return self._job("claim_job", params)
-
-    def active_queues(self) -> list[str]:
-        with connection.cursor() as cursor:
-            cursor.execute(QUERIES["active_queues"].sql)
-            return [queue for (queue,) in cursor.fetchall()]
+        return self._complete_and_claim(params).get("claimed")
 
     def complete_job(
         self, owner: Owner, *, result_json: str | None, now: datetime, event: Event
     ) -> JobRow | None:
-        params = {**_owner_params(owner), "result": result_json, "now": now}
-        return self._job("complete_job", params | _event_params(event))
+        params = {**_completion_params(owner, result_json, event), **_NO_CLAIM, "now": now}
+        return self._complete_and_claim(params).get("completed")
+
+    def complete_and_claim(
+        self,
+        owner: Owner,
+        *,
+        result_json: str | None,
+        completed: Event,
+        queue: str,
+        locked_until: datetime,
+        claimed: Event,
+        now: datetime,
+    ) -> tuple[JobRow | None, JobRow | None]:
+        params = {
+            **_completion_params(owner, result_json, completed),
+            **_claim_params(queue, locked_until, claimed),
+            "now": now,
+        }
+        rows = self._complete_and_claim(params)
+        return rows.get("completed"), rows.get("claimed")
+
+    def active_queues(self) -> list[str]:
+        with _cursor() as cursor:
+            self._execute(cursor, "active_queues", {})
+            return [queue for (queue,) in cursor.fetchall()]
 
     def fail_job(self, owner: Owner, failure: Failure, *, now: datetime) -> JobRow | None:
         params = {
@@ -139,8 +212,8 @@ class PostgresDriver:
             "locked_until": locked_until,
             "now": now,
         }
-        with connection.cursor() as cursor:
-            cursor.execute(QUERIES["heartbeat"].sql, params)
+        with _cursor() as cursor:
+            self._execute(cursor, "heartbeat", params)
             return [Heartbeat(*row) for row in cursor.fetchall()]
 
     def record_progress(self, owner: Owner, *, now: datetime, event: Event) -> bool:
@@ -148,8 +221,8 @@ class PostgresDriver:
         return self._fetchone("record_progress", params) is not None
 
     def lock_expired_leases(self, *, now: datetime, limit: int) -> list[ExpiredLease]:
-        with connection.cursor() as cursor:
-            cursor.execute(QUERIES["lock_expired_leases"].sql, {"now": now, "limit": limit})
+        with _cursor() as cursor:
+            self._execute(cursor, "lock_expired_leases", {"now": now, "limit": limit})
             return [ExpiredLease(*row) for row in cursor.fetchall()]
 
     def release_expired_leases(
@@ -169,9 +242,10 @@ class PostgresDriver:
             }
             for release in releases
         ]
-        with connection.cursor() as cursor:
-            cursor.execute(
-                QUERIES["release_expired_leases"].sql,
+        with _cursor() as cursor:
+            self._execute(
+                cursor,
+                "release_expired_leases",
                 {"releases": to_json(payload), "now": now, "worker_id": worker_id},
             )
 

@@ -26,17 +26,36 @@ UNION ALL
 SELECT * FROM jobs_job
 WHERE idempotency_key = :idempotency_key AND NOT EXISTS (SELECT 1 FROM inserted);
 
--- name: claim_job
--- The first eligible job of one queue in claim order (priority desc, available_at,
--- created_at, id), skipping rows another claimer holds, so each attempt has exactly one
--- owner; it becomes running under a lease, with a claimed event.
--- A loose index scan over job_claim_idx: `level` walks the queue's distinct priorities
--- from the top, one index probe each, and for each level one probe finds its first due
--- row (within a level rows are in available_at order, so a level whose first row is not
--- due has no due row). Not-yet-due rows of a higher priority cost a probe per level, not a
--- walk over every one of them. MATERIALIZED keeps the locking subquery from being inlined
--- into the UPDATE and run again.
-WITH RECURSIVE level AS (
+-- name: complete_and_claim
+-- One statement for a worker thread's two hot writes: complete its attempt (:id, :attempts)
+-- and claim the next job of :queue. Either half may be skipped: a NULL :id completes
+-- nothing (a plain claim), a NULL :queue claims nothing (a plain complete). The
+-- parameters are named like the returned columns, so pgbench's \aset feeds the claimed
+-- row straight into the next call, as a worker thread does. Fused, a
+-- finished job and the next claim cost one round trip and one commit instead of two.
+-- Completing: the ownership guard lets only the running attempt with this locked_by and
+-- attempts number succeed; a stale worker's call matches no row and writes nothing.
+-- Claiming: the first eligible job of one queue in claim order (priority desc,
+-- available_at, created_at, id), skipping rows another claimer holds, so each attempt has
+-- exactly one owner; it becomes running under a lease, with a claimed event.
+-- The claim is a loose index scan over job_claim_idx: `level` walks the queue's distinct
+-- priorities from the top, one index probe each, and for each level one probe finds its
+-- first due row (within a level rows are in available_at order, so a level whose first
+-- row is not due has no due row). Not-yet-due rows of a higher priority cost a probe per
+-- level, not a walk over every one of them. MATERIALIZED keeps the locking subquery from
+-- being inlined into the UPDATE and run again.
+WITH RECURSIVE completed AS (
+    UPDATE jobs_job
+    SET status = 'succeeded', result = :result_json::jsonb, locked_by = NULL,
+        locked_until = NULL, finished_at = :now, updated_at = :now
+    WHERE id = :id AND status = 'running' AND locked_by = :worker_id AND attempts = :attempts
+    RETURNING *
+), completed_event AS (
+    INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at)
+    SELECT id, 'succeeded', attempts, :worker_id, :completed_message,
+        :completed_data::jsonb, :now
+    FROM completed
+), level AS (
     (SELECT priority FROM jobs_job
         WHERE status = 'queued' AND queue = :queue
         ORDER BY priority DESC LIMIT 1)
@@ -63,11 +82,14 @@ WITH RECURSIVE level AS (
     FROM candidate
     WHERE job.id = candidate.id
     RETURNING job.*
-), event AS (
+), claimed_event AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at)
-    SELECT id, 'claimed', attempts, locked_by, :message, :data::jsonb, :now FROM claimed
+    SELECT id, 'claimed', attempts, locked_by, :claimed_message, :claimed_data::jsonb, :now
+    FROM claimed
 )
-SELECT * FROM claimed;
+SELECT 'completed' AS part, * FROM completed
+UNION ALL
+SELECT 'claimed', * FROM claimed;
 
 -- name: active_queues
 -- The queues that have queued jobs: a loose index scan over job_claim_idx's first column,
@@ -82,24 +104,8 @@ WITH RECURSIVE active AS (
 )
 SELECT queue FROM active WHERE queue IS NOT NULL;
 
--- name: complete_job
--- Ownership guard: only the running attempt with this locked_by and attempts number
--- succeeds; a stale worker's call matches no row and writes nothing.
-WITH done AS (
-    UPDATE jobs_job
-    SET status = 'succeeded', result = :result::jsonb, locked_by = NULL, locked_until = NULL,
-        finished_at = :now, updated_at = :now
-    WHERE id = :job_id AND status = 'running' AND locked_by = :worker_id
-        AND attempts = :attempt
-    RETURNING *
-), event AS (
-    INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at)
-    SELECT id, 'succeeded', attempts, :worker_id, :message, :data::jsonb, :now FROM done
-)
-SELECT * FROM done;
-
 -- name: fail_job
--- Ownership guard as complete_job. A cancel was requested: cancelled, with a cancelled
+-- Ownership guard as complete_and_claim's completion. A cancel was requested: cancelled, with a cancelled
 -- event. Else attempts left: back to queued at :retry_at with a retry_scheduled event;
 -- none left: failed for good with a failed event.
 WITH failed AS (
@@ -130,7 +136,7 @@ WITH failed AS (
 SELECT * FROM failed;
 
 -- name: renew_lease
--- Ownership guard as complete_job: a stale worker cannot extend a lease it lost.
+-- Ownership guard as complete_and_claim's completion: a stale worker cannot extend a lease it lost.
 WITH renewed AS (
     UPDATE jobs_job SET locked_until = :locked_until, updated_at = :now
     WHERE id = :job_id AND status = 'running' AND locked_by = :worker_id

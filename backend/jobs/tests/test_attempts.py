@@ -284,16 +284,16 @@ class WorkerBug(BaseException):
 def test_a_thread_that_dies_fails_its_job_at_once_and_is_replaced(register_handler, monkeypatch):
     register_handler("test.ok", lambda context: "fine")
     doomed = queued_job("test.ok", priority=100, max_attempts=1)
-    original = services.complete_job
+    original = WorkerThread._complete
     calls = []
 
-    def complete_once_broken(**kwargs):
-        calls.append(kwargs["job_id"])
+    def complete_once_broken(self, attempt, result):
+        calls.append(attempt.job.id)
         if len(calls) == 1:
             raise WorkerBug("the worker's own code failed")
-        return original(**kwargs)
+        return original(self, attempt, result)
 
-    monkeypatch.setattr(services, "complete_job", complete_once_broken)
+    monkeypatch.setattr(WorkerThread, "_complete", complete_once_broken)
     with running(threads=1, lease_seconds=60) as runner:
         wait_until(lambda: status_of(doomed) == Status.FAILED, 10, "the job failed")
         later = queued_job("test.ok")

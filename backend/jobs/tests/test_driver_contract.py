@@ -471,14 +471,18 @@ def failing_event_insert():
 
 # Transactional: each service call must be atomic on its own, not inside a test transaction.
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("step", ["claimed", "succeeded", "retry_scheduled", "created"])
+@pytest.mark.parametrize(
+    "step", ["claimed", "succeeded", "retry_scheduled", "created", "fused-claimed"]
+)
 def test_state_change_is_rolled_back_when_its_event_cannot_be_written(failing_event_insert, step):
     job = None if step == "created" else queued_job(max_attempts=2)
-    if step in {"succeeded", "retry_scheduled"}:
+    if step in {"succeeded", "retry_scheduled", "fused-claimed"}:
         claim()
+    if step == "fused-claimed":
+        queued_job()  # the next claim: its refused event must undo the completion too
     snapshot = list(Job.objects.values().order_by("pk"))
     events = JobEvent.objects.count()
-    failing_event_insert(step)
+    failing_event_insert(step.removeprefix("fused-"))
     with pytest.raises(Exception, match="event refused"):
         if step == "created":
             services.create_job(type="demo.success")
@@ -486,6 +490,8 @@ def test_state_change_is_rolled_back_when_its_event_cannot_be_written(failing_ev
             services.claim_next_job(worker_id="worker-b")
         elif step == "succeeded":
             services.complete_job(job_id=job.pk, worker_id="worker-a", attempt=1)
+        elif step == "fused-claimed":
+            services.complete_and_claim_next(job_id=job.pk, worker_id="worker-a", attempt=1)
         else:
             services.fail_job(job_id=job.pk, worker_id="worker-a", attempt=1, error="e")
     assert list(Job.objects.values().order_by("pk")) == snapshot
@@ -834,3 +840,38 @@ def test_progress_refuses_data_it_cannot_store_and_escapes_its_message():
         services.record_progress(**owner, message="m", data={"x": "\x00"})
     assert services.record_progress(**owner, message="half\x00way")
     assert fresh(job).events.order_by("-id").first().message == "half\\u0000way"
+
+
+# --- complete and claim in one go --------------------------------------------------------------
+
+
+def test_complete_and_claim_next_completes_then_claims_from_the_queue():
+    queued_job(queue="q", priority=9)
+    job = claim(queue="q")
+    nxt = queued_job(queue="q")
+    queued_job(queue="other")
+    done, claimed = services.complete_and_claim_next(
+        job_id=job.pk, worker_id="worker-a", attempt=1, result={"n": 1}, queue="q"
+    )
+    assert (done.status, done.result) == (Status.SUCCEEDED, {"n": 1})
+    assert (claimed.pk, claimed.status, claimed.locked_by) == (nxt.pk, Status.RUNNING, "worker-a")
+    assert done == job_row(fresh(done)) and claimed == job_row(fresh(claimed))
+    assert timeline(job)[-1] == Event.SUCCEEDED
+    assert timeline(nxt) == [Event.CREATED, Event.CLAIMED]
+
+
+def test_complete_and_claim_next_with_nothing_due_only_completes():
+    queued_job()
+    job = claim()
+    done, claimed = services.complete_and_claim_next(job_id=job.pk, worker_id="worker-a", attempt=1)
+    assert done.status == Status.SUCCEEDED and claimed is None
+
+
+def test_a_stale_completion_writes_nothing_but_the_claim_still_happens(stolen_job):
+    before = stolen_job.events.count()
+    other = queued_job()
+    done, claimed = services.complete_and_claim_next(
+        job_id=stolen_job.pk, worker_id="worker-a", attempt=1, result="late"
+    )
+    assert done is None and claimed.pk == other.pk
+    _unchanged(stolen_job, before)

@@ -27,13 +27,14 @@ def test_job_row_fields_are_the_table_columns_in_order():
         assert [column[0] for column in cursor.description] == columns
 
 
-def test_queries_sql_names_only_model_tables_statuses_and_timeline():
+def test_queries_sql_names_only_model_tables_statuses_and_event_types():
     tables = {Job._meta.db_table, JobEvent._meta.db_table}
-    # Besides statuses and event types: the empty error, and the manual_retry data keys.
+    # Besides statuses and event types: the empty error, the manual_retry data keys and
+    # complete_and_claim's labels for its two halves.
     values = (
         set(Status.values)
         | set(Event.values)
-        | {"", "previous_status", "previous_attempts", "previous_error"}
+        | {"", "previous_status", "previous_attempts", "previous_error", "completed"}
     )
     for query in QUERIES.values():
         text = query.text
