@@ -29,6 +29,9 @@ DEFAULTS: dict[str, Any] = {
     # Modules imported at start-up so their @jobs.handlers.register handlers exist.
     "JOB_HANDLER_MODULES": [],
     "JOB_API_MAX_BODY_BYTES": 256 * 1024,
+    # Creating a job due now sends a PostgreSQL notification that wakes an idle worker at
+    # once (the workers poll anyway; off: wait up to JOB_WORKER_POLL_INTERVAL_MS).
+    "JOB_NOTIFY": True,
     # Prepare the hot statements once per connection (PostgreSQL). Turn off behind a
     # PgBouncer older than 1.21 in transaction mode, which cannot carry them.
     "JOB_DB_PREPARED_STATEMENTS": True,

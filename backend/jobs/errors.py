@@ -29,3 +29,13 @@ class EmptySelection(JobQueueError):
             "Give ids or at least one filter (status, type, queue): "
             "an empty selection would act on every job."
         )
+
+
+class DuplicateIdempotencyKey(JobQueueError):
+    """One bulk create named the same idempotency key twice; nothing was written."""
+
+    def __init__(self, key: str, first: int, again: int) -> None:
+        super().__init__(f"Idempotency key {key!r} is also used by item {first}.")
+        self.key = key
+        self.first = first
+        self.index = again

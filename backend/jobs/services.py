@@ -31,7 +31,7 @@ from . import selectors
 from .conf import app_settings
 from .drivers import JobRow, Owner, get_driver
 from .drivers.base import CancelOutcome, Event, Failure, Heartbeat, NewJob, Release, Selection
-from .errors import EmptySelection, InvalidTransition
+from .errors import DuplicateIdempotencyKey, EmptySelection, InvalidTransition
 from .models import DEFAULT_QUEUE, JobEventType, JobStatus
 from .storable import UnstorableValue, json_problem, storable_text, to_storable_json
 
@@ -132,26 +132,83 @@ def create_job(
     the partial unique index decides, and the loser returns the winner's row. A payload
     the database cannot store raises ``UnstorableValue`` and nothing is written.
     """
-    now = _now(now)
-    payload = {} if payload is None else payload
-    problem = json_problem(payload)
-    if problem is not None:
-        raise UnstorableValue(f"payload: {problem}")
-    job = NewJob(
-        id=uuid4(),
+    spec = NewJobSpec(
         type=type,
         payload=payload,
         priority=priority,
-        available_at=now if available_at is None else available_at,
-        max_attempts=(
-            app_settings.JOB_WORKER_MAX_ATTEMPTS_DEFAULT if max_attempts is None else max_attempts
-        ),
+        available_at=available_at,
+        max_attempts=max_attempts,
         idempotency_key=idempotency_key,
-        created_at=now,
         queue=queue,
         timeout_seconds=timeout_seconds,
     )
-    return get_driver().create_job(job, event=Event(MESSAGES[JobEventType.CREATED], {"type": type}))
+    (result,) = create_jobs([spec], now=now)
+    return result
+
+
+@dataclass(frozen=True)
+class NewJobSpec:
+    """One job to enqueue: ``create_job``'s arguments, for ``create_jobs``."""
+
+    type: str
+    payload: dict[str, Any] | None = None
+    priority: int = 50
+    available_at: datetime | None = None
+    max_attempts: int | None = None
+    idempotency_key: str | None = None
+    queue: str = DEFAULT_QUEUE
+    timeout_seconds: int | None = None
+
+
+def create_jobs(
+    specs: Sequence[NewJobSpec], *, now: datetime | None = None
+) -> list[tuple[JobRow, bool]]:
+    """Enqueue many jobs at once, all or nothing; ``(job, created)`` per spec, in order.
+
+    One statement on PostgreSQL writes every job and its ``created`` event. Each
+    idempotency key is honoured as in ``create_job`` (an existing key returns its job with
+    ``created=False``); the same key twice in one call raises ``DuplicateIdempotencyKey``
+    and a payload the database cannot store raises ``UnstorableValue``, both before any
+    write and naming the spec's index. Idle workers are woken for the jobs due now.
+    """
+    now = _now(now)
+    seen: dict[str, int] = {}
+    jobs = []
+    for index, spec in enumerate(specs):
+        payload = {} if spec.payload is None else spec.payload
+        problem = json_problem(payload)
+        if problem is not None:
+            raise UnstorableValue(f"payload: {problem}", index=index)
+        if spec.idempotency_key is not None:
+            if spec.idempotency_key in seen:
+                raise DuplicateIdempotencyKey(
+                    spec.idempotency_key, seen[spec.idempotency_key], index
+                )
+            seen[spec.idempotency_key] = index
+        jobs.append(
+            NewJob(
+                id=uuid4(),
+                type=spec.type,
+                payload=payload,
+                priority=spec.priority,
+                available_at=now if spec.available_at is None else spec.available_at,
+                max_attempts=(
+                    app_settings.JOB_WORKER_MAX_ATTEMPTS_DEFAULT
+                    if spec.max_attempts is None
+                    else spec.max_attempts
+                ),
+                idempotency_key=spec.idempotency_key,
+                created_at=now,
+                queue=spec.queue,
+                timeout_seconds=spec.timeout_seconds,
+                event_data={"type": spec.type},
+            )
+        )
+    if not jobs:
+        return []
+    return get_driver().create_jobs(
+        jobs, message=MESSAGES[JobEventType.CREATED], now=now, notify=app_settings.JOB_NOTIFY
+    )
 
 
 # --- Claim ------------------------------------------------------------------------------

@@ -19,7 +19,12 @@ _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 class UnstorableValue(ValueError):
-    """A value the database cannot hold; the message says what and where."""
+    """A value the database cannot hold; the message says what and where (``index``: the
+    item of a bulk call it belongs to)."""
+
+    def __init__(self, message: str, *, index: int | None = None) -> None:
+        super().__init__(message)
+        self.index = index
 
 
 def text_problem(text: str) -> str | None:

@@ -78,6 +78,7 @@ class NewJob:
     created_at: datetime
     queue: str
     timeout_seconds: int | None
+    event_data: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,9 +166,13 @@ class Driver(Protocol):
 
     name: str
 
-    def create_job(self, job: NewJob, *, event: Event) -> tuple[JobRow, bool]:
-        """Insert ``job`` and its ``created`` event; with a known idempotency key, write
-        nothing and return the existing row and ``False``."""
+    def create_jobs(
+        self, jobs: list[NewJob], *, message: str, now: datetime, notify: bool
+    ) -> list[tuple[JobRow, bool]]:
+        """Insert ``jobs`` and a ``created`` event each (``message``, the job's
+        ``event_data``), all or nothing; a job whose idempotency key exists is not written
+        and its existing row comes back with ``False``. Results are in input order. With
+        ``notify``, idle workers of the queues that got due jobs are woken (PostgreSQL)."""
         ...
 
     def claim_job(

@@ -63,35 +63,58 @@ def _owner_event(owner: Owner, type: str, event: Event, now: datetime) -> None:
 class OrmDriver:
     name = "orm"
 
-    def create_job(self, job: NewJob, *, event: Event) -> tuple[JobRow, bool]:
-        key = job.idempotency_key
-        if key is not None:
-            existing = Job.objects.filter(idempotency_key=key).first()
-            if existing is not None:
-                return job_row(existing), False
-        row = Job(
-            id=job.id,
-            type=job.type,
-            payload=job.payload,
-            priority=job.priority,
-            available_at=job.available_at,
-            max_attempts=job.max_attempts,
-            idempotency_key=key,
-            created_at=job.created_at,
-            updated_at=job.created_at,
-            queue=job.queue,
-            timeout_seconds=job.timeout_seconds,
-        )
-        try:
-            with transaction.atomic():
-                row.save(force_insert=True)
-                _event(job.id, JobEventType.CREATED, 0, event, created_at=job.created_at).save()
-        except IntegrityError:
-            existing = None if key is None else Job.objects.filter(idempotency_key=key).first()
-            if existing is None:
-                raise
-            return job_row(existing), False
-        return job_row(row), True
+    def create_jobs(
+        self, jobs: list[NewJob], *, message: str, now: datetime, notify: bool
+    ) -> list[tuple[JobRow, bool]]:
+        keys = [job.idempotency_key for job in jobs if job.idempotency_key is not None]
+        with transaction.atomic():
+            existing = {
+                job.idempotency_key: job for job in Job.objects.filter(idempotency_key__in=keys)
+            }
+            new = [
+                Job(
+                    id=job.id,
+                    type=job.type,
+                    payload=job.payload,
+                    priority=job.priority,
+                    available_at=job.available_at,
+                    max_attempts=job.max_attempts,
+                    idempotency_key=job.idempotency_key,
+                    created_at=now,
+                    updated_at=now,
+                    queue=job.queue,
+                    timeout_seconds=job.timeout_seconds,
+                )
+                for job in jobs
+                if job.idempotency_key not in existing
+            ]
+            try:
+                with transaction.atomic():
+                    Job.objects.bulk_create(new)
+                    JobEvent.objects.bulk_create(
+                        _event(
+                            job.id,
+                            JobEventType.CREATED,
+                            0,
+                            Event(message, job.event_data),
+                            created_at=now,
+                        )
+                        for job in jobs
+                        if job.idempotency_key not in existing
+                    )
+            except IntegrityError:
+                # A concurrent create took one of the keys: nothing of this call was
+                # written; the caller sees the winners' rows on the next read.
+                if not keys:
+                    raise
+                return self.create_jobs(jobs, message=message, now=now, notify=notify)
+        created = {job.id: job for job in new}
+        return [
+            (job_row(created[job.id]), True)
+            if job.id in created
+            else (job_row(existing[job.idempotency_key]), False)
+            for job in jobs
+        ]
 
     def claim_job(
         self, *, queue: str, worker_id: str, now: datetime, locked_until: datetime, event: Event

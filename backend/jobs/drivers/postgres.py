@@ -31,6 +31,26 @@ def _job_row(values: Sequence[Any]) -> JobRow:
     return row
 
 
+# The channel create_jobs notifies and the worker's listener listens on.
+NOTIFY_CHANNEL = "jobs_job_created"
+
+
+def _new_job(position: int, job: NewJob) -> dict[str, Any]:
+    return {
+        "position": position,
+        "id": str(job.id),
+        "type": job.type,
+        "payload": job.payload,
+        "priority": job.priority,
+        "available_at": job.available_at.isoformat(),
+        "max_attempts": job.max_attempts,
+        "idempotency_key": job.idempotency_key,
+        "queue": job.queue,
+        "timeout_seconds": job.timeout_seconds,
+        "event_data": job.event_data,
+    }
+
+
 def _owner_params(owner: Owner) -> dict[str, Any]:
     return {"job_id": owner.job_id, "worker_id": owner.worker_id, "attempt": owner.attempt}
 
@@ -113,30 +133,39 @@ class PostgresDriver:
         row = self._fetchone(query, params)
         return None if row is None else _job_row(row)
 
-    def create_job(self, job: NewJob, *, event: Event) -> tuple[JobRow, bool]:
+    def create_jobs(
+        self, jobs: list[NewJob], *, message: str, now: datetime, notify: bool
+    ) -> list[tuple[JobRow, bool]]:
         params = {
-            "id": job.id,
-            "type": job.type,
-            "payload": to_json(job.payload),
-            "priority": job.priority,
-            "available_at": job.available_at,
-            "max_attempts": job.max_attempts,
-            "idempotency_key": job.idempotency_key,
-            "now": job.created_at,
-            "queue": job.queue,
-            "timeout_seconds": job.timeout_seconds,
-            **_event_params(event),
+            "jobs": to_json([_new_job(position, job) for position, job in enumerate(jobs)]),
+            "message": message,
+            "now": now,
+            "notify": notify,
+            "channel": NOTIFY_CHANNEL,
         }
-        for _ in range(3):
-            row = self._job("create_job", params)
-            if row is None and job.idempotency_key is not None:
-                # A concurrent create with this key committed while the statement waited
-                # on it; the statement's snapshot predates that row, a new query sees it.
-                row = self._job("job_by_idempotency_key", {"key": job.idempotency_key})
-            if row is not None:
-                return row, row.id == job.id
-        # Only reachable if the key's job keeps being deleted between the two queries.
-        raise LookupError(f"could not create or find the job with key {job.idempotency_key!r}")
+        with _cursor() as cursor:
+            self._execute(cursor, "create_jobs", params)
+            found = [(_job_row(values), created) for created, *values in cursor.fetchall()]
+        inserted = {row.id: row for row, created in found if created}
+        existing = {row.idempotency_key: row for row, created in found if not created}
+        # Rows without a key are always inserted, so every missing job has a key.
+        missing = [
+            str(job.idempotency_key)
+            for job in jobs
+            if job.id not in inserted and job.idempotency_key not in existing
+        ]
+        if missing:
+            # A concurrent create with one of these keys committed while the statement
+            # waited on it; the statement's snapshot predates that row, a new query sees it.
+            with _cursor() as cursor:
+                self._execute(cursor, "jobs_by_idempotency_keys", {"keys": missing})
+                existing.update((row.idempotency_key, row) for row in map(_job_row, cursor))
+        return [
+            (inserted[job.id], True)
+            if job.id in inserted
+            else (existing[job.idempotency_key], False)
+            for job in jobs
+        ]
 
     def _complete_and_claim(self, params: dict[str, Any]) -> dict[str, JobRow]:
         with _cursor() as cursor:

@@ -5,26 +5,41 @@
 -- Statuses and event types are the values of jobs.models.JobStatus / JobEventType
 -- (test_driver_contract checks every literal here against them).
 
--- name: create_job
--- Insert the job and its created event, unless its idempotency key exists: then write
--- nothing and return the job that holds the key. ON CONFLICT infers the partial unique
--- index job_idempotency_key_unique; rows without a key never conflict.
-WITH inserted AS (
+-- name: create_jobs
+-- Insert the jobs of :jobs (a JSON array, in order) and a created event for each, one
+-- statement for one job or a thousand. A job whose idempotency key already exists is not
+-- written: its existing row comes back instead, flagged created = false. ON CONFLICT
+-- infers the partial unique index job_idempotency_key_unique; rows without a key never
+-- conflict. One pg_notify per queue that got due jobs wakes idle workers when the
+-- transaction commits (a notification is only a hint: workers poll anyway).
+WITH new AS (
+    SELECT * FROM jsonb_to_recordset(:jobs::jsonb) AS new(
+        position integer, id uuid, type text, payload jsonb, priority smallint,
+        available_at timestamptz, max_attempts integer, idempotency_key text, queue text,
+        timeout_seconds integer, event_data jsonb)
+), inserted AS (
     INSERT INTO jobs_job (id, type, payload, status, priority, available_at, attempts,
         max_attempts, idempotency_key, last_error, created_at, updated_at, queue,
         timeout_seconds)
-    VALUES (:id, :type, :payload::jsonb, 'queued', :priority, :available_at, 0,
-        :max_attempts, :idempotency_key, '', :now, :now, :queue, :timeout_seconds)
+    SELECT id, type, payload, 'queued', priority, available_at, 0, max_attempts,
+        idempotency_key, '', :now, :now, queue, timeout_seconds
+    -- Keys in one order: concurrent batches sharing keys wait instead of deadlocking.
+    FROM new ORDER BY idempotency_key, position
     ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
 ), event AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, message, data, created_at)
-    SELECT id, 'created', 0, :message, :data::jsonb, :now FROM inserted
+    SELECT new.id, 'created', 0, :message, new.event_data, :now
+    FROM new JOIN inserted ON inserted.id = new.id
+    ORDER BY new.position
+), notified AS (
+    SELECT pg_notify(:channel, queue)
+    FROM (SELECT DISTINCT queue FROM inserted WHERE :notify AND available_at <= :now) AS due
 )
-SELECT * FROM inserted
+SELECT true AS created, inserted.* FROM inserted, (SELECT count(*) FROM notified) AS sent
 UNION ALL
-SELECT * FROM jobs_job
-WHERE idempotency_key = :idempotency_key AND NOT EXISTS (SELECT 1 FROM inserted);
+SELECT false, job.* FROM new JOIN jobs_job AS job ON job.idempotency_key = new.idempotency_key
+WHERE NOT EXISTS (SELECT 1 FROM inserted WHERE inserted.id = new.id);
 
 -- name: complete_and_claim
 -- One statement for a worker thread's two hot writes: complete its attempt (:id, :attempts)
@@ -274,5 +289,5 @@ SELECT count(*) FILTER (WHERE status = 'cancelled'),
     count(*) FILTER (WHERE status = 'running')
 FROM changed;
 
--- name: job_by_idempotency_key
-SELECT * FROM jobs_job WHERE idempotency_key = :key;
+-- name: jobs_by_idempotency_keys
+SELECT * FROM jobs_job WHERE idempotency_key = ANY(:keys::text[]);

@@ -96,6 +96,28 @@ def test_concurrent_creates_with_one_idempotency_key_yield_one_job():
 
 
 @pytest.mark.postgres
+def test_concurrent_bulk_creates_sharing_keys_yield_one_job_per_key():
+    keys = [f"key-{n}" for n in range(20)]
+
+    def create(index: int):
+        # Each thread takes the keys in its own order, with a key of its own at the end.
+        mine = keys[index:] + keys[:index] + [f"own-{index}"]
+        specs = [services.NewJobSpec(type="demo.success", idempotency_key=key) for key in mine]
+        return [
+            (row.idempotency_key, row.pk, created) for row, created in services.create_jobs(specs)
+        ]
+
+    results = [item for batch in in_threads(6, create) for item in batch]
+    by_key: dict[str, set] = {}
+    for key, pk, _ in results:
+        by_key.setdefault(key, set()).add(pk)
+    assert all(len(pks) == 1 for pks in by_key.values())  # every caller saw the same job
+    assert sum(created for _, _, created in results) == len(keys) + 6
+    assert Job.objects.count() == len(keys) + 6
+    assert JobEvent.objects.filter(type=Event.CREATED).count() == len(keys) + 6
+
+
+@pytest.mark.postgres
 def test_concurrent_cleanup_passes_handle_each_expired_job_once():
     past = timezone.now() - timedelta(seconds=1)
     queued_jobs(40, now=past)

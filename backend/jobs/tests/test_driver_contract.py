@@ -875,3 +875,56 @@ def test_a_stale_completion_writes_nothing_but_the_claim_still_happens(stolen_jo
     )
     assert done is None and claimed.pk == other.pk
     _unchanged(stolen_job, before)
+
+
+# --- bulk create --------------------------------------------------------------------------------
+
+
+def test_create_jobs_writes_every_job_and_one_created_event_each_in_order():
+    specs = [
+        services.NewJobSpec(type="demo.success", payload={"n": n}, queue="q") for n in range(5)
+    ]
+    results = services.create_jobs(specs)
+    assert [created for _, created in results] == [True] * 5
+    assert [row.payload for row, _ in results] == [{"n": n} for n in range(5)]
+    assert all(row == job_row(fresh(row)) for row, _ in results)
+    assert JobEvent.objects.filter(type=Event.CREATED).count() == 5
+    assert all(timeline(row) == [Event.CREATED] for row, _ in results)
+
+
+def test_create_jobs_returns_existing_jobs_for_known_keys_without_writing_them():
+    first, _ = services.create_job(type="demo.success", idempotency_key="known")
+    results = services.create_jobs(
+        [
+            services.NewJobSpec(type="demo.fail", idempotency_key="known"),
+            services.NewJobSpec(type="demo.fail", idempotency_key="new"),
+        ]
+    )
+    assert [(row.type, created) for row, created in results] == [
+        ("demo.success", False),
+        ("demo.fail", True),
+    ]
+    assert results[0][0].pk == first.pk
+    assert Job.objects.count() == 2 and JobEvent.objects.count() == 2
+
+
+def test_create_jobs_refuses_a_key_used_twice_and_writes_nothing():
+    specs = [services.NewJobSpec(type="demo.success", idempotency_key=key) for key in "aba"]
+    with pytest.raises(errors.DuplicateIdempotencyKey) as excinfo:
+        services.create_jobs(specs)
+    assert (excinfo.value.first, excinfo.value.index) == (0, 2)
+    assert not Job.objects.exists()
+
+
+def test_create_jobs_is_all_or_nothing_when_one_payload_cannot_be_stored():
+    specs = [services.NewJobSpec(type="demo.success", payload={"n": n}) for n in range(3)]
+    specs.append(services.NewJobSpec(type="demo.success", payload={"bad": "\x00"}))
+    with pytest.raises(UnstorableValue) as excinfo:
+        services.create_jobs(specs)
+    assert excinfo.value.index == 3
+    assert not Job.objects.exists() and not JobEvent.objects.exists()
+
+
+def test_create_jobs_of_nothing_writes_nothing():
+    assert services.create_jobs([]) == []
+    assert not Job.objects.exists()
