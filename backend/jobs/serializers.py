@@ -27,6 +27,8 @@ MAX_ATTEMPTS_MAX = 100
 TIMEOUT_SECONDS_MAX = 7 * 24 * 3600
 # Ids one bulk request may name; filters reach any number of jobs.
 BULK_IDS_MAX = 1000
+# Jobs one POST /api/jobs/bulk/ may create.
+BULK_CREATE_MAX = 1000
 
 
 def _max_length(field_name: str) -> int:
@@ -221,6 +223,67 @@ class JobCreateSerializer(serializers.Serializer[Any]):
 
 
 # An empty filter (`?status=&type=`, as a form submits it) filters nothing.
+
+
+class JobBulkCreateSerializer(serializers.Serializer[Any]):
+    """The body of `POST /api/jobs/bulk/`: up to BULK_CREATE_MAX jobs, validated as a
+    whole. Any bad item refuses the request; errors are keyed ``jobs[<index>].<field>``."""
+
+    jobs = JobCreateSerializer(
+        many=True,
+        help_text=f"1 to {BULK_CREATE_MAX} jobs, each as the body of POST /api/jobs/.",
+    )
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if not isinstance(data, Mapping):
+            raise serializers.ValidationError({"non_field_errors": ["Must be a JSON object."]})
+        errors: dict[str, list[str]] = {
+            str(key): ["Unknown field."] for key in data if key != "jobs"
+        }
+        items = data.get("jobs")
+        if not isinstance(items, list) or not 1 <= len(items) <= BULK_CREATE_MAX:
+            errors["jobs"] = [f"A list of 1 to {BULK_CREATE_MAX} jobs is required."]
+        if errors:
+            raise serializers.ValidationError(errors)
+        assert isinstance(items, list)
+        validated: list[dict[str, Any]] = []
+        keys: dict[str, int] = {}
+        # One item serializer for all items: DRF deep-copies the fields per instance, which
+        # would cost more than the insert itself for a thousand jobs.
+        item_serializer = JobCreateSerializer()
+        for index, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                errors[f"jobs[{index}]"] = ["Must be a JSON object."]
+                continue
+            try:
+                job = item_serializer.run_validation(item)
+            except serializers.ValidationError as exc:
+                detail = exc.detail if isinstance(exc.detail, dict) else {"": exc.detail}
+                for field, messages in detail.items():
+                    errors[f"jobs[{index}].{field}"] = [str(message) for message in messages]
+                continue
+            key = job["idempotency_key"]
+            if key is not None:
+                if key in keys:
+                    errors[f"jobs[{index}].idempotency_key"] = [f"Also used by jobs[{keys[key]}]."]
+                keys.setdefault(key, index)
+            validated.append(job)
+        if errors:
+            raise serializers.ValidationError(errors)
+        return {"jobs": validated}
+
+
+class BulkCreatedJobSerializer(serializers.Serializer[Any]):
+    id = serializers.UUIDField()
+    created = serializers.BooleanField(
+        help_text="False: the idempotency key was known; this is the existing job."
+    )
+
+
+class JobBulkCreateResultSerializer(serializers.Serializer[Any]):
+    created = serializers.IntegerField(help_text="Jobs written by this request.")
+    existing = serializers.IntegerField(help_text="Items whose idempotency key was known.")
+    jobs = BulkCreatedJobSerializer(many=True, help_text="One per item, in request order.")
 
 
 class JobListQuerySerializer(serializers.Serializer[Any]):
@@ -440,6 +503,7 @@ class LimitsSerializer(serializers.Serializer[dict[str, Any]]):
     timeout_seconds_max = serializers.IntegerField(help_text="Largest timeout_seconds accepted.")
     queue_name_max_length = serializers.IntegerField(help_text="Longest queue name.")
     bulk_ids_max = serializers.IntegerField(help_text="Most ids one bulk action may name.")
+    bulk_create_max = serializers.IntegerField(help_text="Most jobs one bulk create may hold.")
 
 
 class PageLimitsSerializer(serializers.Serializer[dict[str, Any]]):
@@ -470,6 +534,7 @@ def input_limits() -> dict[str, int]:
         "timeout_seconds_max": TIMEOUT_SECONDS_MAX,
         "queue_name_max_length": QUEUE_NAME_MAX_LENGTH,
         "bulk_ids_max": BULK_IDS_MAX,
+        "bulk_create_max": BULK_CREATE_MAX,
     }
 
 

@@ -10,6 +10,7 @@ urlpatterns = [
     path("jobs/", views.JobListCreateView.as_view(), name="job-list"),
     path("jobs/stats/", views.JobStatsView.as_view(), name="job-stats"),
     path("jobs/throughput/", views.JobThroughputView.as_view(), name="job-throughput"),
+    path("jobs/bulk/", views.JobBulkCreateView.as_view(), name="job-bulk-create"),
     path("jobs/cancel/", views.JobBulkCancelView.as_view(), name="job-bulk-cancel"),
     path("jobs/retry/", views.JobBulkRetryView.as_view(), name="job-bulk-retry"),
     path("jobs/<str:id>/", views.JobDetailView.as_view(), name="job-detail"),

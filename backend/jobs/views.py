@@ -34,6 +34,8 @@ from .serializers import (
     ConfigSerializer,
     ErrorSerializer,
     HealthSerializer,
+    JobBulkCreateResultSerializer,
+    JobBulkCreateSerializer,
     JobCreateSerializer,
     JobEventQuerySerializer,
     JobEventSerializer,
@@ -192,6 +194,38 @@ class JobListCreateView(FilteredListView):
         job, created = services.create_job(**serializer.validated_data)
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         return Response(JobSerializer(job).data, status=code)
+
+
+class JobBulkCreateView(APIView):
+    parser_classes = [JobJSONParser]
+
+    @extend_schema(
+        operation_id="jobs_bulk_create",
+        tags=["jobs"],
+        request=JobBulkCreateSerializer,
+        responses={
+            201: OpenApiResponse(JobBulkCreateResultSerializer, description="Jobs written."),
+            200: OpenApiResponse(
+                JobBulkCreateResultSerializer, description="Every key was known: none written."
+            ),
+            400: BAD_REQUEST,
+            413: OpenApiResponse(ErrorSerializer, description="Body over the size limit."),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        """Enqueue many jobs in one statement, all or nothing (idempotency keys per job)."""
+        body = JobBulkCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        specs = [services.NewJobSpec(**job) for job in body.validated_data["jobs"]]
+        results = services.create_jobs(specs)
+        created = sum(1 for _, was_created in results if was_created)
+        data = {
+            "created": created,
+            "existing": len(results) - created,
+            "jobs": [{"id": row.id, "created": was_created} for row, was_created in results],
+        }
+        code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return Response(JobBulkCreateResultSerializer(data).data, status=code)
 
 
 class JobDetailView(APIView):

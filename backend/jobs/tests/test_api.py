@@ -127,6 +127,7 @@ def test_config_describes_job_types_worker_and_limits(api, settings):
         "timeout_seconds_max": 7 * 24 * 3600,
         "queue_name_max_length": 64,
         "bulk_ids_max": 1000,
+        "bulk_create_max": 1000,
     }
     assert body["pagination"] == {
         "jobs": {"default_limit": 25, "max_limit": 100},
@@ -762,6 +763,7 @@ def test_schema_documents_every_endpoint(api):
         "/api/jobs/{id}/cancel/",
         "/api/jobs/cancel/",
         "/api/jobs/retry/",
+        "/api/jobs/bulk/",
         "/api/jobs/stats/",
         "/api/jobs/throughput/",
         "/api/job-events/",
@@ -935,3 +937,53 @@ def test_stats_count_cancelled_jobs_and_date_the_oldest_due_job(api):
     assert body["by_status"]["cancelled"] == 1
     assert body["oldest_due_at"] == local_iso(due.available_at)
     assert body["oldest_queued_at"] == local_iso(now - timedelta(hours=1))
+
+
+# --- Bulk create --------------------------------------------------------------------------------
+
+
+def test_bulk_create_writes_every_job_and_answers_ids_in_order(api):
+    body = {"jobs": [{"type": "demo.success", "payload": {"n": n}} for n in range(3)]}
+    response = post_bulk(api, "bulk", body)
+    assert response.status_code == 201
+    answer = response.json()
+    assert (answer["created"], answer["existing"]) == (3, 0)
+    ids = [item["id"] for item in answer["jobs"]]
+    assert [Job.objects.get(pk=pk).payload for pk in ids] == [{"n": n} for n in range(3)]
+    assert JobEvent.objects.filter(type="created").count() == 3
+
+
+def test_bulk_create_honours_known_keys_and_answers_200_when_nothing_is_new(api):
+    known = queued_job(idempotency_key="known")
+    response = post_bulk(api, "bulk", {"jobs": [{"type": "demo.fail", "idempotency_key": "known"}]})
+    assert response.status_code == 200
+    assert response.json() == {
+        "created": 0,
+        "existing": 1,
+        "jobs": [{"id": str(known.pk), "created": False}],
+    }
+
+
+@pytest.mark.parametrize(
+    ("jobs", "errors"),
+    [
+        (
+            [{"type": "demo.success"}, {"type": "nope"}, {"type": "demo.success", "priority": "1"}],
+            {"jobs[1].type", "jobs[2].priority"},
+        ),
+        ([{"type": "demo.success", "payload": {"a": "\x00"}}], {"jobs[0].payload"}),
+        (
+            [{"type": "demo.success", "idempotency_key": "k"}] * 2,
+            {"jobs[1].idempotency_key"},
+        ),
+        ([{"type": "demo.success"}, "not an object"], {"jobs[1]"}),
+        ([], {"jobs"}),
+        ([{"type": "demo.success"}] * 1001, {"jobs"}),
+    ],
+    ids=["bad-items", "unstorable", "duplicate-key", "not-object", "empty", "too-many"],
+)
+def test_bulk_create_refuses_the_whole_request_naming_each_bad_item(api, jobs, errors):
+    response = post_bulk(api, "bulk", {"jobs": jobs})
+    assert response.status_code == 400
+    assert set(response.json()) == errors
+    assert nothing_written()

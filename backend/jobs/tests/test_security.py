@@ -215,6 +215,7 @@ PROTECTED = [
     ("POST", "/api/jobs/{id}/retry/", 200),
     ("POST", "/api/jobs/{id}/cancel/", 200),  # the job retry just queued
     ("POST", "/api/jobs/retry/", 200),
+    ("POST", "/api/jobs/bulk/", 201),
     ("POST", "/api/jobs/cancel/", 200),
     ("GET", "/api/job-events/", 200),
     ("GET", "/api/schema/", 200),
@@ -250,6 +251,7 @@ def test_every_protected_endpoint_needs_a_valid_token(production_server, api_tok
     bodies = {
         "/api/jobs/": {"type": "demo.success", "payload": {"sleep_seconds": 0}},
         "/api/jobs/retry/": {"ids": [str(failed.pk)]},
+        "/api/jobs/bulk/": {"jobs": [{"type": "demo.success", "payload": {"sleep_seconds": 0}}]},
         "/api/jobs/cancel/": {"ids": [str(failed.pk)]},
     }
     wrong = secrets.token_hex(20)
@@ -266,7 +268,7 @@ def test_every_protected_endpoint_needs_a_valid_token(production_server, api_tok
         accepted = production_server.request(method, path, token=api_token, body=body)
         assert accepted[0] == expected, (method, path, accepted)
     # Nothing was written by the refused requests: one job created, by the token holder.
-    assert Job.objects.filter(type="demo.success").count() == 1
+    assert Job.objects.filter(type="demo.success").count() == 2  # create and bulk create
 
 
 @pytest.mark.slow
