@@ -32,6 +32,11 @@ DEFAULTS: dict[str, Any] = {
     # Creating a job due now sends a PostgreSQL notification that wakes an idle worker at
     # once (the workers poll anyway; off: wait up to JOB_WORKER_POLL_INTERVAL_MS).
     "JOB_NOTIFY": True,
+    # Worker processes LISTEN for those notifications (PostgreSQL). Off behind a pooler
+    # that cannot carry LISTEN, or point JOB_WORKER_LISTEN_OPTIONS (psycopg connection
+    # keywords, e.g. {"host": "postgres", "port": 5432}) straight at the server.
+    "JOB_WORKER_LISTEN": True,
+    "JOB_WORKER_LISTEN_OPTIONS": {},
     # Prepare the hot statements once per connection (PostgreSQL). Turn off behind a
     # PgBouncer older than 1.21 in transaction mode, which cannot carry them.
     "JOB_DB_PREPARED_STATEMENTS": True,

@@ -33,11 +33,13 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
+import psycopg
 from django.db import DatabaseError, InterfaceError, connection
 
 from . import selectors, services
 from .conf import app_settings
 from .drivers import JobRow, Owner
+from .drivers.postgres import NOTIFY_CHANNEL
 from .handlers import AttemptState, HandlerSpec, JobContext, get_handler
 from .models import JobStatus
 from .signals import attempt_finished, attempt_started
@@ -46,6 +48,7 @@ from .storable import UnstorableValue
 logger = logging.getLogger("jobs.worker")
 
 ALL_QUEUES = "*"
+LISTENER_APPLICATION_NAME = "job-queue-listener"
 DB_RETRY_MAX_SECONDS = 10.0
 # Thread deaths (a bug in the worker, never a handler's doing) tolerated per minute before
 # the process gives up and exits non-zero, so a supervisor restarts it.
@@ -203,6 +206,15 @@ class QueueSet:
         self._lock = threading.Lock()
         self._refreshed = -float("inf")
 
+    def serves(self, queue: str) -> bool:
+        """Whether jobs of ``queue`` are this process's; a ``*`` process learns it now."""
+        if not self.all_queues:
+            return queue in self.names
+        with self._lock:
+            if queue not in self.names:
+                self.names = sorted([*self.names, queue])
+        return True
+
     def current(self) -> list[str]:
         if not self.all_queues:
             return self.names
@@ -211,6 +223,75 @@ class QueueSet:
                 self.names = selectors.active_queues()
                 self._refreshed = time.monotonic()
             return self.names
+
+
+class Waker:
+    """Where idle threads wait for work: woken by a notification, or after the poll interval.
+
+    One notification wakes one thread; a woken thread that finds a job wakes the next, so a
+    burst of jobs fans out to as many threads as it keeps busy, and one job wakes one.
+    """
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+
+    def wait(self, timeout: float) -> None:
+        with self._condition:
+            self._condition.wait(timeout)
+
+    def wake_one(self) -> None:
+        with self._condition:
+            self._condition.notify()
+
+    def wake_all(self) -> None:
+        with self._condition:
+            self._condition.notify_all()
+
+
+class Listener(threading.Thread):
+    """LISTENs on a connection of its own for the notifications ``create_jobs`` sends and
+    wakes an idle thread for each queue this process serves.
+
+    Only a shortcut: the threads poll anyway, so a lost notification (a dropped
+    connection, PgBouncer in transaction mode, which cannot carry LISTEN) costs at most one
+    poll interval. It reconnects with capped backoff.
+    """
+
+    def __init__(self, runner: WorkerRunner) -> None:
+        super().__init__(name="job-listener", daemon=True)
+        self.runner = runner
+        self.listening = threading.Event()  # set while LISTEN is in place
+
+    def run(self) -> None:
+        failures = 0
+        while not self.runner.stop_event.is_set():
+            try:
+                self._listen()
+                failures = 0
+            except Exception as exc:  # any connection failure: retry, polling covers meanwhile
+                self.listening.clear()
+                failures += 1
+                delay = min(0.5 * 2 ** (failures - 1), DB_RETRY_MAX_SECONDS)
+                logger.warning(
+                    "action=listener_error retry_in=%.1fs error=%s", delay, error_message(exc)
+                )
+                self.runner.stop_event.wait(delay)
+
+    def _listen(self) -> None:
+        params = connection.get_connection_params()
+        # Django's own cursor class and adapters are for its connections, not this one.
+        for key in ("cursor_factory", "context", "prepare_threshold"):
+            params.pop(key, None)
+        params["application_name"] = LISTENER_APPLICATION_NAME
+        params.update(app_settings.JOB_WORKER_LISTEN_OPTIONS)
+        with psycopg.connect(**params, autocommit=True) as listen:
+            listen.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            self.listening.set()
+            logger.info("action=listening channel=%s", NOTIFY_CHANNEL)
+            while not self.runner.stop_event.is_set():
+                for notice in listen.notifies(timeout=1.0):
+                    if self.runner.queues.serves(notice.payload):
+                        self.runner.waker.wake_one()
 
 
 # --- Worker threads -------------------------------------------------------------------
@@ -288,7 +369,7 @@ class WorkerThread(threading.Thread):
             if not claimed:
                 if self.config.burst:
                     break
-                stop.wait(self.config.poll_interval_seconds)
+                self.runner.waker.wait(self.config.poll_interval_seconds)
 
     def run_once(self) -> bool:
         """Claim and run jobs until a claim finds none. Returns whether one was claimed.
@@ -299,6 +380,8 @@ class WorkerThread(threading.Thread):
         job = self.claim()
         if job is None:
             return False
+        # There may be more where this came from: let another idle thread look too.
+        self.runner.waker.wake_one()
         while job is not None:
             logger.debug(
                 "action=claimed job_id=%s type=%s queue=%s attempt=%d worker_id=%s",
@@ -622,6 +705,10 @@ class WorkerRunner:
         self.in_flight = InFlight()
         self.queues = QueueSet(config.queues, refresh_seconds=config.poll_interval_seconds)
         self.maintenance = Maintenance(self)
+        self.waker = Waker()
+        self.listener: Listener | None = None
+        if connection.vendor == "postgresql" and app_settings.JOB_WORKER_LISTEN:
+            self.listener = Listener(self)
         self._lock = threading.Lock()
         self._signals_received = 0
         self._deaths: list[float] = []
@@ -697,9 +784,12 @@ class WorkerRunner:
         for _ in range(self.config.threads):
             self._start_thread()
         self.maintenance.start()
+        if self.listener is not None and not self.config.burst:
+            self.listener.start()
 
     def stop(self) -> None:
         self.stop_event.set()
+        self.waker.wake_all()
 
     def install_signal_handlers(self) -> None:
         signal.signal(signal.SIGINT, self._on_signal)
@@ -733,6 +823,9 @@ class WorkerRunner:
         self.maintenance.finished.set()
         self.in_flight.changed.set()
         self.maintenance.join(timeout=self.config.lease_seconds)
+        if self.listener is not None and self.listener.is_alive():
+            self.stop_event.set()  # in burst mode nothing else stops it
+            self.listener.join(timeout=5)
 
     def run(self) -> int:
         """Run until stopped (or drained in burst mode). Returns the exit code."""

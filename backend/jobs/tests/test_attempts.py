@@ -18,7 +18,7 @@ from jobs import services
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import fresh, queued_job, timeline
 from jobs.tests.helpers import run_workers_in_burst, wait_until, worker_config
-from jobs.worker import WorkerConfig, WorkerRunner, WorkerThread
+from jobs.worker import LISTENER_APPLICATION_NAME, WorkerConfig, WorkerRunner, WorkerThread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -357,3 +357,42 @@ def test_progress_survives_the_loss_of_the_worker_s_connection(register_handler)
     job = fresh(job)
     assert job.status == Status.SUCCEEDED
     assert Event.PROGRESS in timeline(job) and Event.LEASE_RENEWED in timeline(job)
+
+
+# --- wake-up on enqueue -------------------------------------------------------------------------
+
+
+def claimed_after(job) -> float:
+    """Seconds from the job's creation to its claim."""
+    claimed = JobEvent.objects.get(job_id=job.pk, type=Event.CLAIMED).created_at
+    return (claimed - fresh(job).created_at).total_seconds()
+
+
+@pytest.mark.postgres
+def test_a_new_job_wakes_an_idle_worker_long_before_its_next_poll(register_handler):
+    register_handler("test.ok", lambda context: "fine")
+    with running(threads=2, poll_interval_seconds=5) as runner:
+        wait_until(runner.listener.listening.is_set, 10, "LISTEN")
+        time.sleep(0.2)  # both threads are now asleep in their 5 s poll
+        jobs = []
+        for _ in range(3):
+            jobs.append(queued_job("test.ok"))
+            wait_until(lambda: status_of(jobs[-1]) == Status.SUCCEEDED, 5, "the job")
+    assert max(claimed_after(job) for job in jobs) < 1
+
+
+@pytest.mark.postgres
+def test_polling_still_finds_jobs_when_notifications_are_lost(register_handler):
+    register_handler("test.ok", lambda context: "fine")
+    with running(threads=1, poll_interval_seconds=0.5) as runner:
+        wait_until(runner.listener.listening.is_set, 10, "LISTEN")
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE application_name = %s",
+                [LISTENER_APPLICATION_NAME],
+            )
+            assert cursor.fetchone()[0] == 1
+        job = queued_job("test.ok")
+        wait_until(lambda: status_of(job) == Status.SUCCEEDED, 5, "a poll finds it")
+        wait_until(runner.listener.listening.is_set, 10, "LISTEN again")  # it reconnects
