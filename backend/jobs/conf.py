@@ -37,6 +37,12 @@ DEFAULTS: dict[str, Any] = {
     # keywords, e.g. {"host": "postgres", "port": 5432}) straight at the server.
     "JOB_WORKER_LISTEN": True,
     "JOB_WORKER_LISTEN_OPTIONS": {},
+    # Above this many rows (planner estimate) finished counts in the stats are estimated
+    # from PostgreSQL's statistics instead of counted on every poll.
+    "JOB_STATS_EXACT_MAX_ROWS": 200_000,
+    # Stats are computed at most once per this many seconds per cache (Django's default
+    # cache; a shared one, e.g. Redis, makes it once for all API processes). 0: always.
+    "JOB_STATS_CACHE_SECONDS": 1,
     # Prepare the hot statements once per connection (PostgreSQL). Turn off behind a
     # PgBouncer older than 1.21 in transaction mode, which cannot carry them.
     "JOB_DB_PREPARED_STATEMENTS": True,

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
+from django.core.cache import cache
 from django.db.models import Count, Func, IntegerField, Min, Q, QuerySet
 from django.db.models.expressions import Combinable
 from django.utils import timezone
@@ -61,25 +62,69 @@ def event_feed(*, type: str | None = None, job_id: UUID | None = None) -> QueryS
     return events
 
 
+FINISHED = [JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED]
+
+
 def job_stats(*, now: datetime | None = None) -> dict[str, Any]:
-    """Queue counts in a single query: total, per status, overdue leases, pending retries."""
+    """Queue counts: total, per status, overdue leases, pending retries, backlog age.
+
+    Queued and running counts (and everything derived from them) are always exact: they
+    read only the live rows, through the status index. Finished counts and the total are
+    exact below ``JOB_STATS_EXACT_MAX_ROWS`` rows; above it, where counting would scan the
+    table on every poll, they are estimated from PostgreSQL's planner statistics and
+    ``estimated`` says so. One query (plus, on PostgreSQL, the table estimate).
+    """
     now = timezone.now() if now is None else now
-    row = Job.objects.aggregate(
-        total=Count("pk"),
-        **{status.value: Count("pk", filter=Q(status=status)) for status in JobStatus},
-        overdue_running=Count("pk", filter=Q(status=JobStatus.RUNNING, locked_until__lt=now)),
-        retries_pending=Count("pk", filter=Q(status=JobStatus.QUEUED, attempts__gt=0)),
-        oldest_queued_at=Min("created_at", filter=Q(status=JobStatus.QUEUED)),
-        oldest_due_at=Min("available_at", filter=Q(status=JobStatus.QUEUED, available_at__lte=now)),
-    )
+    live = Q(status__in=[JobStatus.QUEUED, JobStatus.RUNNING])
+    aggregates = {
+        JobStatus.QUEUED.value: Count("pk", filter=Q(status=JobStatus.QUEUED)),
+        JobStatus.RUNNING.value: Count("pk", filter=Q(status=JobStatus.RUNNING)),
+        "overdue_running": Count("pk", filter=Q(status=JobStatus.RUNNING, locked_until__lt=now)),
+        "retries_pending": Count("pk", filter=Q(status=JobStatus.QUEUED, attempts__gt=0)),
+        "oldest_queued_at": Min("created_at", filter=Q(status=JobStatus.QUEUED)),
+        "oldest_due_at": Min(
+            "available_at", filter=Q(status=JobStatus.QUEUED, available_at__lte=now)
+        ),
+    }
+    estimate = get_driver().status_estimate()
+    estimated = estimate is not None and estimate.rows > app_settings.JOB_STATS_EXACT_MAX_ROWS
+    if estimated:
+        assert estimate is not None
+        row = Job.objects.filter(live).aggregate(**aggregates)
+        finished_rows = max(estimate.rows - row["queued"] - row["running"], 0)
+        shares = {status: estimate.frequencies.get(status, 0.0) for status in FINISHED}
+        whole = sum(shares.values()) or 1.0
+        for status in FINISHED:
+            row[status.value] = round(finished_rows * shares[status] / whole)
+    else:
+        finished = {status.value: Count("pk", filter=Q(status=status)) for status in FINISHED}
+        row = Job.objects.aggregate(**aggregates, **finished)
+    by_status = {status.value: row[status.value] for status in JobStatus}
     return {
-        "total": row["total"],
-        "by_status": {status.value: row[status.value] for status in JobStatus},
+        "total": sum(by_status.values()),
+        "by_status": by_status,
         "overdue_running": row["overdue_running"],
         "retries_pending": row["retries_pending"],
         "oldest_queued_at": row["oldest_queued_at"],
         "oldest_due_at": row["oldest_due_at"],
+        "estimated": estimated,
     }
+
+
+def cached_job_stats() -> dict[str, Any]:
+    """``job_stats``, computed at most once per ``JOB_STATS_CACHE_SECONDS`` per cache: N
+    dashboards polling cost the database one stats query per interval, not N."""
+    ttl = app_settings.JOB_STATS_CACHE_SECONDS
+    if not ttl:
+        return job_stats()
+    stats: dict[str, Any] | None = cache.get(STATS_CACHE_KEY)
+    if stats is None:
+        stats = job_stats()
+        cache.set(STATS_CACHE_KEY, stats, ttl)
+    return stats
+
+
+STATS_CACHE_KEY = "jobs:job_stats"
 
 
 class EpochSeconds(Func):

@@ -361,6 +361,13 @@ class JobStatsSerializer(serializers.Serializer[dict[str, Any]]):
         allow_null=True,
         help_text="created_at of the oldest queued job, due or not (see oldest_due_at).",
     )
+    estimated = serializers.BooleanField(
+        help_text=(
+            "True when total and the finished counts (succeeded, failed, cancelled) are "
+            "estimated from PostgreSQL's planner statistics (a table above "
+            "JOB_STATS_EXACT_MAX_ROWS rows); queued and running are always exact."
+        )
+    )
     oldest_due_at = serializers.DateTimeField(
         allow_null=True,
         help_text=(

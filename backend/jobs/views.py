@@ -340,7 +340,7 @@ class JobStatsView(APIView):
     @extend_schema(operation_id="jobs_stats", tags=["jobs"], responses={200: JobStatsSerializer})
     def get(self, request: Request) -> Response:
         """Counts by status, overdue leases and pending retries, from one query."""
-        return Response(JobStatsSerializer(selectors.job_stats()).data)
+        return Response(JobStatsSerializer(selectors.cached_job_stats()).data)
 
 
 class JobThroughputView(APIView):

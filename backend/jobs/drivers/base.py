@@ -127,6 +127,14 @@ class CancelOutcome:
 
 
 @dataclass(frozen=True, slots=True)
+class StatusEstimate:
+    """The planner's idea of the jobs table: its row count and each status's share."""
+
+    rows: int
+    frequencies: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
 class Heartbeat:
     """A running attempt the heartbeat still holds, and whether a cancel was requested."""
 
@@ -184,6 +192,11 @@ class Driver(Protocol):
 
     def active_queues(self) -> list[str]:
         """The queues that have queued jobs, in name order."""
+        ...
+
+    def status_estimate(self) -> StatusEstimate | None:
+        """The table's estimated size and status shares, or ``None`` when the database
+        keeps no such statistics (then counts are exact)."""
         ...
 
     def complete_job(

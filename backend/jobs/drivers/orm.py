@@ -27,6 +27,7 @@ from .base import (
     Owner,
     Release,
     Selection,
+    StatusEstimate,
 )
 
 
@@ -157,6 +158,9 @@ class OrmDriver:
     def active_queues(self) -> list[str]:
         queued = Job.objects.filter(status=JobStatus.QUEUED)
         return list(queued.order_by("queue").values_list("queue", flat=True).distinct())
+
+    def status_estimate(self) -> StatusEstimate | None:
+        return None  # the embedded database is small: count
 
     def _update_owned(self, owner: Owner, changes: Callable[[Job], dict[str, Any]]) -> Job | None:
         """Lock the owner's row and apply ``changes(job)``; ``None`` if it is not owned."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -14,7 +15,7 @@ from django.db import connection
 
 from ..conf import app_settings
 from . import sql
-from .base import CancelOutcome, ExpiredLease, Heartbeat, JobRow, to_json
+from .base import CancelOutcome, ExpiredLease, Heartbeat, JobRow, StatusEstimate, to_json
 
 if TYPE_CHECKING:
     from .base import Event, Failure, NewJob, Owner, Release, Selection
@@ -121,7 +122,16 @@ class PostgresDriver:
     name = "postgres"
 
     def _execute(self, cursor: psycopg.Cursor[Any], query: str, params: dict[str, Any]) -> None:
+        started = time.monotonic()
         cursor.execute(QUERIES[query].sql, params, prepare=_prepare())
+        if connection.queries_logged:
+            # Django logs its own cursors' queries (DEBUG, assertNumQueries); so do we.
+            connection.queries_log.append(
+                {
+                    "sql": f"-- {query}\n{QUERIES[query].sql}",
+                    "time": f"{time.monotonic() - started:.3f}",
+                }
+            )
 
     def _fetchone(self, query: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
         with _cursor() as cursor:
@@ -182,6 +192,13 @@ class PostgresDriver:
             "now": now,
         }
         return self._complete_and_claim(params).get("claimed")
+
+    def status_estimate(self) -> StatusEstimate | None:
+        row = self._fetchone("status_estimate", {})
+        if row is None or row[0] < 0:  # never analyzed: no estimate
+            return None
+        rows, values, frequencies = row
+        return StatusEstimate(int(rows), dict(zip(values or [], frequencies or [], strict=True)))
 
     def complete_job(
         self, owner: Owner, *, result_json: str | None, now: datetime, event: Event

@@ -119,6 +119,15 @@ WITH RECURSIVE active AS (
 )
 SELECT queue FROM active WHERE queue IS NOT NULL;
 
+-- name: status_estimate
+-- The planner's statistics of jobs_job: its row count (-1 before the first ANALYZE) and
+-- the share of each common status value; autovacuum keeps them current in production.
+SELECT c.reltuples::bigint, s.most_common_vals::text::text[], s.most_common_freqs
+FROM pg_class AS c
+LEFT JOIN pg_stats AS s
+    ON s.schemaname = current_schema() AND s.tablename = c.relname AND s.attname = 'status'
+WHERE c.oid = 'jobs_job'::regclass;
+
 -- name: fail_job
 -- Ownership guard as complete_and_claim's completion. A cancel was requested: cancelled, with a cancelled
 -- event. Else attempts left: back to queued at :retry_at with a retry_scheduled event;

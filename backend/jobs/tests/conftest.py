@@ -87,3 +87,11 @@ def production_server(django_db_setup, django_db_blocker, tmp_path_factory, prod
         env = production_child_env(**production_server_env)
     with serve_api(tmp_path_factory.mktemp("prod") / "gunicorn.log", env) as server:
         yield server
+
+
+@pytest.fixture(autouse=True)
+def _fresh_stats_cache() -> None:
+    """Stats are cached for a second per process; each test starts without them."""
+    from django.core.cache import cache
+
+    cache.clear()

@@ -30,6 +30,10 @@ from jobs.worker import WorkerConfig, WorkerRunner
 BACKEND_DIR = Path(__file__).resolve().parents[2]
 
 
+# Queries one stats read makes: the counts, and on PostgreSQL the planner's table estimate.
+STATS_QUERIES = 2 if connection.vendor == "postgresql" else 1
+
+
 def worker_config(threads: int = 1, **overrides: Any) -> WorkerConfig:
     """A worker configuration for tests: polls every 50 ms, 30 s lease."""
     values: dict[str, Any] = {

@@ -8,6 +8,7 @@ from django.utils import timezone
 from jobs import selectors, services
 from jobs.models import Job
 from jobs.tests.factories import queued_job
+from jobs.tests.helpers import STATS_QUERIES
 
 pytestmark = pytest.mark.django_db
 
@@ -17,7 +18,7 @@ Status = Job.Status
 # --- stats --------------------------------------------------------------------------------
 
 
-def test_stats_counts_every_status_overdue_and_pending_retries_in_one_query(
+def test_stats_counts_every_status_overdue_and_pending_retries_in_one_count_query(
     django_assert_num_queries,
 ):
     now = timezone.now()
@@ -36,7 +37,8 @@ def test_stats_counts_every_status_overdue_and_pending_retries_in_one_query(
     d = services.claim_next_job(worker_id="d", now=now)
     services.fail_job(job_id=d.pk, worker_id="d", attempt=1, error="x", now=now)  # retry
 
-    with django_assert_num_queries(1):
+    # One count, plus the table estimate PostgreSQL keeps (it decides exact or estimated).
+    with django_assert_num_queries(STATS_QUERIES):
         stats = selectors.job_stats(now=now)
     assert stats["total"] == 5
     assert stats["by_status"] == {
@@ -61,4 +63,50 @@ def test_stats_on_empty_queue_lists_all_statuses_with_zero():
         "retries_pending": 0,
         "oldest_queued_at": None,
         "oldest_due_at": None,
+        "estimated": False,
     }
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_above_the_exact_limit_finished_counts_come_from_the_planner_and_say_so(settings):
+    from django.db import connection
+
+    from jobs.tests.factories import failed_job, queued_job, succeeded_job
+
+    for _ in range(12):
+        succeeded_job()
+    for _ in range(4):
+        failed_job()
+    for _ in range(3):
+        queued_job()
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE jobs_job")
+    settings.JOB_STATS_EXACT_MAX_ROWS = 10
+    stats = selectors.job_stats()
+    assert stats["estimated"] is True
+    # A small table is sampled whole, so the estimate is exact here; queued is counted.
+    assert stats["by_status"] == {
+        "queued": 3,
+        "running": 0,
+        "succeeded": 12,
+        "failed": 4,
+        "cancelled": 0,
+    }
+    assert stats["total"] == 19
+    settings.JOB_STATS_EXACT_MAX_ROWS = 1000
+    assert selectors.job_stats()["estimated"] is False
+
+
+def test_cached_stats_are_computed_once_per_interval(settings, django_assert_num_queries):
+    from jobs.tests.factories import queued_job
+
+    settings.JOB_STATS_CACHE_SECONDS = 60
+    queued_job()
+    first = selectors.cached_job_stats()
+    queued_job()
+    with django_assert_num_queries(0):
+        again = selectors.cached_job_stats()
+    assert again == first and again["by_status"]["queued"] == 1
+    settings.JOB_STATS_CACHE_SECONDS = 0
+    assert selectors.cached_job_stats()["by_status"]["queued"] == 2
