@@ -294,6 +294,26 @@ JOB_WORKER_LOG_LEVEL = env_str("JOB_WORKER_LOG_LEVEL", "INFO").upper()
 JOB_WORKER_QUEUES = env_list("JOB_WORKER_QUEUES", "*")
 # Seconds an attempt may run when neither the job nor its type sets a timeout; 0: none.
 JOB_WORKER_TIMEOUT_SECONDS = env_int("JOB_WORKER_TIMEOUT_SECONDS", 0, minimum=0)
+# Wake idle workers with LISTEN/NOTIFY when a job is created (PostgreSQL); workers poll
+# anyway. LISTEN needs a session: behind PgBouncer in transaction mode, point the
+# listener straight at PostgreSQL with POSTGRES_LISTEN_HOST/PORT, or turn it off.
+JOB_NOTIFY = env_bool("JOB_NOTIFY", True)
+JOB_WORKER_LISTEN = env_bool("JOB_WORKER_LISTEN", True)
+JOB_WORKER_LISTEN_OPTIONS = {
+    key: value
+    for key, value in (
+        ("host", env_str("POSTGRES_LISTEN_HOST", "")),
+        ("port", env_str("POSTGRES_LISTEN_PORT", "")),
+    )
+    if value
+}
+# Prepared statements on the worker's hot path; off behind PgBouncer before 1.21 in
+# transaction mode, which cannot carry them.
+JOB_DB_PREPARED_STATEMENTS = env_bool("JOB_DB_PREPARED_STATEMENTS", True)
+# Stats: exact counts up to this many rows, planner estimates above; computed at most once
+# per JOB_STATS_CACHE_SECONDS per cache (0: on every request).
+JOB_STATS_EXACT_MAX_ROWS = env_int("JOB_STATS_EXACT_MAX_ROWS", 200_000, minimum=0)
+JOB_STATS_CACHE_SECONDS = env_int("JOB_STATS_CACHE_SECONDS", 1, minimum=0)
 # Extra modules that register handlers with @jobs.handlers.register, imported at startup.
 JOB_HANDLER_MODULES = env_list("JOB_HANDLER_MODULES", "")
 
