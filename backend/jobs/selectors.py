@@ -147,6 +147,10 @@ class EpochSeconds(Func):
         )
 
 
+# The events that finish a job (until a manual retry): what the throughput chart counts.
+FINISHED_EVENT_TYPES = (JobEventType.SUCCEEDED, JobEventType.FAILED, JobEventType.CANCELLED)
+
+
 def throughput(
     *, now: datetime | None = None, minutes: int = 15, bucket_seconds: int = 60
 ) -> dict[str, Any]:
@@ -155,9 +159,9 @@ def throughput(
     Buckets are ``bucket_seconds`` wide and aligned to multiples of ``bucket_seconds``
     since the Unix epoch, so they stay put between polls; there are
     ``ceil(minutes * 60 / bucket_seconds)`` of them and the newest one contains ``now``
-    (it is partial). Each counts the ``succeeded`` and ``failed`` events created in it,
-    zero when there were none. One query, grouped per bucket in the database; the
-    ``created_at`` range is served by ``jobs_jobevent_created_at_idx``.
+    (it is partial). Each counts the ``succeeded``, ``failed`` and ``cancelled`` events
+    created in it, zero when there were none. One query, grouped per bucket in the
+    database; the ``created_at`` range is served by ``jobs_jobevent_created_at_idx``.
     """
     now = timezone.now() if now is None else now
     count = -(-minutes * 60 // bucket_seconds)
@@ -168,7 +172,7 @@ def throughput(
     bucket: Combinable = (EpochSeconds("created_at") - first_start) / bucket_seconds
     rows = (
         JobEvent.objects.filter(
-            type__in=[JobEventType.SUCCEEDED, JobEventType.FAILED],
+            type__in=FINISHED_EVENT_TYPES,
             created_at__gte=start,
             created_at__lte=now,
         )
@@ -180,8 +184,7 @@ def throughput(
     buckets = [
         {
             "start": datetime.fromtimestamp(first_start + index * bucket_seconds, tz=UTC),
-            JobEventType.SUCCEEDED.value: 0,
-            JobEventType.FAILED.value: 0,
+            **{event_type.value: 0 for event_type in FINISHED_EVENT_TYPES},
         }
         for index in range(count)
     ]

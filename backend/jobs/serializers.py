@@ -443,6 +443,7 @@ class ThroughputBucketSerializer(serializers.Serializer[dict[str, Any]]):
     start = serializers.DateTimeField(help_text="The bucket covers [start, start + width).")
     succeeded = serializers.IntegerField(help_text="succeeded events in the bucket.")
     failed = serializers.IntegerField(help_text="failed events (attempts exhausted).")
+    cancelled = serializers.IntegerField(help_text="cancelled events (queued or running jobs).")
 
 
 class ThroughputSerializer(serializers.Serializer[dict[str, Any]]):

@@ -351,7 +351,7 @@ class JobThroughputView(APIView):
         responses={200: ThroughputSerializer, 400: BAD_REQUEST},
     )
     def get(self, request: Request) -> Response:
-        """Succeeded and failed events per time bucket over the last minutes."""
+        """Succeeded, failed and cancelled events per time bucket over the last minutes."""
         query = validated_query(ThroughputQuerySerializer, request)
         return Response(ThroughputSerializer(selectors.throughput(**query)).data)
 

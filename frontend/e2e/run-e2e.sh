@@ -84,6 +84,9 @@ export DATABASE_ENGINE=postgres POSTGRES_DB="$DB" POSTGRES_HOST="$PGHOST_" POSTG
 export DEBUG=true ENABLE_DJANGO_DEBUG_TOOLBAR=false PYTHONUNBUFFERED=1
 # Quick retries so the demo's retry/backoff path finishes within a test's time.
 export JOB_WORKER_BACKOFF_BASE_SECONDS=1 JOB_WORKER_POLL_INTERVAL_MS=200
+# A worker sees a cancel request at its next heartbeat (lease/3) and demo.slow checks in
+# every min(lease/3, 5 s): a 9 s lease ends a cancelled job within about 6 s, not 15 s.
+export JOB_WORKER_LEASE_SECONDS=9
 
 say "migrate"
 (cd "$BACKEND" && "$PY" manage.py migrate --noinput >"$LOGS/migrate.log" 2>&1) \

@@ -705,6 +705,18 @@ def test_throughput_buckets_of_other_widths():
     }
 
 
+def test_throughput_counts_cancelled_jobs_but_not_cancel_requests():
+    queued = queued_job(now=NOW - timedelta(minutes=1))
+    services.cancel_job(job_id=queued.pk, now=NOW - timedelta(seconds=30))  # 10:00:00
+    running = running_job("demo.slow", now=NOW - timedelta(minutes=1))
+    services.cancel_job(job_id=running.pk, now=NOW)  # still running: asked, not finished
+    result = selectors.throughput(now=NOW, minutes=2, bucket_seconds=60)
+    assert [(b["succeeded"], b["failed"], b["cancelled"]) for b in result["buckets"]] == [
+        (0, 0, 0),
+        (0, 0, 1),
+    ]
+
+
 def test_throughput_endpoint_zero_fills_the_default_window_in_one_query(
     api, django_assert_num_queries
 ):

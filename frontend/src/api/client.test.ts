@@ -46,8 +46,49 @@ describe('api client', () => {
         return HttpResponse.json({ count: 0, next: null, previous: null, results: [] });
       }),
     );
-    await api.listJobs({ status: 'failed', type: ' demo ', limit: 10, offset: 20 });
-    expect(Object.fromEntries(seen!)).toEqual({ status: 'failed', type: 'demo', limit: '10', offset: '20' });
+    await api.listJobs({ status: 'failed', type: ' demo ', queue: ' emails ', limit: 10, offset: 20 });
+    expect(Object.fromEntries(seen!)).toEqual({
+      status: 'failed',
+      type: 'demo',
+      queue: 'emails',
+      limit: '10',
+      offset: '20',
+    });
+  });
+
+  it('tells a cancelled job (200) from a cancel request on a running one (202)', async () => {
+    let code = 200;
+    server.use(
+      http.post(`${API}/jobs/${JOB_ID}/cancel/`, () =>
+        HttpResponse.json(makeJob({ status: code === 200 ? 'cancelled' : 'running' }), { status: code }),
+      ),
+    );
+    expect(await api.cancelJob(JOB_ID)).toMatchObject({ requested: false, job: { status: 'cancelled' } });
+    code = 202;
+    expect(await api.cancelJob(JOB_ID)).toMatchObject({ requested: true, job: { status: 'running' } });
+  });
+
+  it('posts the selection of a bulk action as its JSON body', async () => {
+    const bodies: unknown[] = [];
+    server.use(
+      http.post(`${API}/jobs/cancel/`, async ({ request }) => {
+        bodies.push(await request.json());
+        return HttpResponse.json({ cancelled: 2, cancel_requested: 1 });
+      }),
+      http.post(`${API}/jobs/retry/`, async ({ request }) => {
+        bodies.push(await request.json());
+        return HttpResponse.json({ retried: 4 });
+      }),
+    );
+    expect(await api.bulkCancel({ queue: 'emails', type: 'demo' })).toEqual({ cancelled: 2, cancel_requested: 1 });
+    expect(await api.bulkRetry({ ids: [JOB_ID] })).toEqual({ retried: 4 });
+    expect(bodies).toEqual([{ queue: 'emails', type: 'demo' }, { ids: [JOB_ID] }]);
+  });
+
+  it('surfaces the 400 the API gives an empty bulk selection', async () => {
+    const detail = 'Give ids or at least one filter (status, type, queue): an empty selection would act on every job.';
+    server.use(http.post(`${API}/jobs/retry/`, () => HttpResponse.json({ non_field_errors: [detail] }, { status: 400 })));
+    await expect(api.bulkRetry({})).rejects.toMatchObject({ status: 400, message: detail });
   });
 
   it('reports 201 as created and 200 as an idempotent hit', async () => {

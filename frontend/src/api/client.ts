@@ -5,6 +5,7 @@
 import { settings } from '../config';
 import type {
   ApiConfig,
+  CancelOutcome,
   EventFeedParams,
   EventPage,
   FieldErrors,
@@ -14,8 +15,10 @@ import type {
   JobEvent,
   JobListParams,
   JobPage,
+  JobSelection,
   JobStats,
   QueryParams,
+  RetryOutcome,
   Throughput,
   ThroughputParams,
 } from './types';
@@ -198,6 +201,7 @@ export function createApiClient(options: ClientOptions) {
         {
           status: params.status,
           type: params.type?.trim(),
+          queue: params.queue?.trim(),
           limit: params.limit,
           offset: params.offset,
         } satisfies QueryParams<'jobs_list'>,
@@ -229,6 +233,23 @@ export function createApiClient(options: ClientOptions) {
 
     async retryJob(id: string): Promise<Job> {
       return (await request<Job>(`jobs/${encodeURIComponent(id)}/retry/`, { method: 'POST' })).data;
+    },
+
+    /**
+     * Cancel one job. A queued job is cancelled at once (200); for a running one the API
+     * records a cancel request (202, `requested`) that its worker acts on within a heartbeat.
+     */
+    async cancelJob(id: string): Promise<{ job: Job; requested: boolean }> {
+      const res = await request<Job>(`jobs/${encodeURIComponent(id)}/cancel/`, { method: 'POST' });
+      return { job: res.data, requested: res.status === 202 };
+    },
+
+    async bulkCancel(selection: JobSelection): Promise<CancelOutcome> {
+      return (await request<CancelOutcome>('jobs/cancel/', { method: 'POST', body: selection })).data;
+    },
+
+    async bulkRetry(selection: JobSelection): Promise<RetryOutcome> {
+      return (await request<RetryOutcome>('jobs/retry/', { method: 'POST', body: selection })).data;
     },
   };
 }

@@ -2,22 +2,32 @@
  * Data hooks: the only place that knows query keys, polling and cache
  * invalidation. Components receive plain data from these.
  */
-import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import {
+  keepPreviousData,
+  useMutation,
+  useQueries,
+  useQuery,
+  useQueryClient,
+  type QueryClient,
+} from '@tanstack/react-query';
 import { useEffect, useRef } from 'react';
 import { useRefetchInterval } from '../polling/usePolling';
 import { api, ApiError } from './client';
-import type {
-  ApiConfig,
-  EventFeedParams,
-  Health,
-  Job,
-  JobCreateInput,
-  JobListParams,
-  PageLimits,
-  ThroughputParams,
+import {
+  isLive,
+  type ApiConfig,
+  type CancelOutcome,
+  type EventFeedParams,
+  type Health,
+  type Job,
+  type JobCreateInput,
+  type JobListParams,
+  type JobSelection,
+  type JobStatus,
+  type PageLimits,
+  type RetryOutcome,
+  type ThroughputParams,
 } from './types';
-
-export const TERMINAL_STATUSES = new Set(['succeeded', 'failed']);
 
 export const queryKeys = {
   health: ['health'] as const,
@@ -25,6 +35,7 @@ export const queryKeys = {
   stats: ['jobs', 'stats'] as const,
   throughput: (p: ThroughputParams) => ['jobs', 'throughput', p] as const,
   jobs: (p: JobListParams) => ['jobs', 'list', p] as const,
+  jobCount: (p: JobCountParams) => ['jobs', 'count', p] as const,
   job: (id: string) => ['jobs', 'detail', id] as const,
   jobEvents: (id: string) => ['jobs', 'detail', id, 'events'] as const,
   eventFeed: (p: EventFeedParams) => ['events', p] as const,
@@ -118,6 +129,45 @@ export function useJobs(params: JobListParams) {
   });
 }
 
+/** The filters of a job count: one status, with the list's type and queue filters. */
+export interface JobCountParams {
+  status: JobStatus;
+  type?: string | undefined;
+  queue?: string | undefined;
+}
+
+/**
+ * How many jobs match the list's filters in each of `statuses`, read from the list's
+ * `count` (one row per request), polled like the list. `counts` is undefined until every
+ * one has loaded, and nothing is fetched while `enabled` is false.
+ */
+export function useJobCounts(
+  filters: { type?: string | undefined; queue?: string | undefined },
+  statuses: readonly JobStatus[],
+  enabled = true,
+) {
+  const interval = useRefetchInterval();
+  return useQueries({
+    queries: statuses.map((status) => {
+      const params: JobCountParams = { status, type: filters.type, queue: filters.queue };
+      return {
+        queryKey: queryKeys.jobCount(params),
+        queryFn: ({ signal }: { signal: AbortSignal }) =>
+          api.listJobs({ ...params, limit: 1, offset: 0 }, signal).then((page) => page.count),
+        refetchInterval: interval,
+        refetchIntervalInBackground: false,
+        enabled,
+      };
+    }),
+    combine: (results) => ({
+      counts: results.every((r) => r.data !== undefined)
+        ? Object.fromEntries(statuses.map((s, i) => [s, results[i]!.data!]))
+        : undefined,
+      error: results.find((r) => r.error)?.error ?? null,
+    }),
+  });
+}
+
 export function useJob(id: string) {
   const interval = useRefetchInterval();
   return useQuery({
@@ -136,7 +186,7 @@ export function useJob(id: string) {
 export function useJobEvents(id: string, job: Job | undefined) {
   const interval = useRefetchInterval();
   const queryClient = useQueryClient();
-  const live = job === undefined || !TERMINAL_STATUSES.has(job.status);
+  const live = job === undefined || isLive(job.status);
   const version = job ? `${job.status}|${job.attempts}|${job.updated_at}` : null;
   const lastVersion = useRef<string | null>(null);
 
@@ -179,16 +229,62 @@ export function useCreateJob() {
   });
 }
 
+/** After one job changed: its timeline, the lists, counts and stats, and the feed. */
+function refreshAfterJobChange(queryClient: QueryClient, id: string) {
+  void queryClient.invalidateQueries({ queryKey: queryKeys.jobEvents(id) });
+  void queryClient.invalidateQueries({ queryKey: ['jobs', 'list'] });
+  void queryClient.invalidateQueries({ queryKey: ['jobs', 'count'] });
+  void queryClient.invalidateQueries({ queryKey: queryKeys.stats });
+  void queryClient.invalidateQueries({ queryKey: ['events'] });
+}
+
 export function useRetryJob(id: string) {
   const queryClient = useQueryClient();
   return useMutation<Job, ApiError, void>({
     mutationFn: () => api.retryJob(id),
     onSuccess: (job) => {
       queryClient.setQueryData(queryKeys.job(id), job);
-      void queryClient.invalidateQueries({ queryKey: queryKeys.jobEvents(id) });
-      void queryClient.invalidateQueries({ queryKey: ['jobs', 'list'] });
-      void queryClient.invalidateQueries({ queryKey: queryKeys.stats });
-      void queryClient.invalidateQueries({ queryKey: ['events'] });
+      refreshAfterJobChange(queryClient, id);
     },
+    // A 409 means the job moved on (someone else retried it): show where it is now.
+    onError: () => void queryClient.invalidateQueries({ queryKey: queryKeys.job(id), exact: true }),
+  });
+}
+
+/**
+ * Cancel one job. `requested` is true when the job was running: it keeps running (with
+ * `cancel_requested_at` set) until its worker sees the request, which polling then shows.
+ */
+export function useCancelJob(id: string) {
+  const queryClient = useQueryClient();
+  return useMutation<{ job: Job; requested: boolean }, ApiError, void>({
+    mutationFn: () => api.cancelJob(id),
+    onSuccess: ({ job }) => {
+      queryClient.setQueryData(queryKeys.job(id), job);
+      refreshAfterJobChange(queryClient, id);
+    },
+    onError: () => void queryClient.invalidateQueries({ queryKey: queryKeys.job(id), exact: true }),
+  });
+}
+
+/** After a bulk action: every job query (lists, counts, pages, stats) and the feed. */
+function refreshAfterBulkChange(queryClient: QueryClient) {
+  void queryClient.invalidateQueries({ queryKey: ['jobs'] });
+  void queryClient.invalidateQueries({ queryKey: ['events'] });
+}
+
+export function useBulkCancel() {
+  const queryClient = useQueryClient();
+  return useMutation<CancelOutcome, ApiError, JobSelection>({
+    mutationFn: (selection) => api.bulkCancel(selection),
+    onSettled: () => refreshAfterBulkChange(queryClient),
+  });
+}
+
+export function useBulkRetry() {
+  const queryClient = useQueryClient();
+  return useMutation<RetryOutcome, ApiError, JobSelection>({
+    mutationFn: (selection) => api.bulkRetry(selection),
+    onSettled: () => refreshAfterBulkChange(queryClient),
   });
 }

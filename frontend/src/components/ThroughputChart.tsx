@@ -6,7 +6,7 @@ import { useElementWidth } from '../lib/useElementWidth';
 const HEIGHT = 240;
 const MARGIN = { top: 12, right: 8, bottom: 28, left: 36 };
 
-/** Stacked bars of jobs finished per bucket: succeeded (green) with failed (red) on top. */
+/** Stacked bars of jobs finished per bucket: succeeded (green), failed (red), cancelled (grey). */
 export function ThroughputChart({ data }: { data: Throughput }) {
   // Drawn at the container's real pixel width so text stays legible on a phone.
   const [ref, width] = useElementWidth<HTMLElement>(640);
@@ -16,7 +16,8 @@ export function ThroughputChart({ data }: { data: Throughput }) {
   const model = shapeThroughput(data, plotW, plotH, 0.2, maxLabels);
   const minutes = Math.round((Date.parse(data.end) - Date.parse(data.start)) / 60_000);
   const summary =
-    `${model.totals.succeeded} succeeded and ${model.totals.failed} failed in the last ${minutes} minutes, ` +
+    `${model.totals.succeeded} succeeded, ${model.totals.failed} failed and ${model.totals.cancelled} cancelled ` +
+    `in the last ${minutes} minutes, ` +
     `in ${data.bucket_seconds}-second buckets.`;
 
   return (
@@ -44,8 +45,16 @@ export function ThroughputChart({ data }: { data: Throughput }) {
             );
           })}
           {model.bars.map((bar) => (
-            <g key={bar.start} data-testid="throughput-bar" data-succeeded={bar.succeeded} data-failed={bar.failed}>
-              <title>{`${formatExact(bar.start)}: ${bar.succeeded} succeeded, ${bar.failed} failed`}</title>
+            <g
+              key={bar.start}
+              data-testid="throughput-bar"
+              data-succeeded={bar.succeeded}
+              data-failed={bar.failed}
+              data-cancelled={bar.cancelled}
+            >
+              <title>
+                {`${formatExact(bar.start)}: ${bar.succeeded} succeeded, ${bar.failed} failed, ${bar.cancelled} cancelled`}
+              </title>
               {bar.succeededHeight > 0 && (
                 <rect
                   className="chart__bar chart__bar--succeeded"
@@ -62,6 +71,15 @@ export function ThroughputChart({ data }: { data: Throughput }) {
                   width={bar.width}
                   y={plotH - bar.succeededHeight - bar.failedHeight}
                   height={bar.failedHeight}
+                />
+              )}
+              {bar.cancelledHeight > 0 && (
+                <rect
+                  className="chart__bar chart__bar--cancelled"
+                  x={bar.x}
+                  width={bar.width}
+                  y={plotH - bar.succeededHeight - bar.failedHeight - bar.cancelledHeight}
+                  height={bar.cancelledHeight}
                 />
               )}
             </g>
@@ -87,6 +105,7 @@ export function ThroughputChart({ data }: { data: Throughput }) {
       <figcaption className="chart__legend">
         <span className="legend legend--succeeded">Succeeded {model.totals.succeeded}</span>
         <span className="legend legend--failed">Failed {model.totals.failed}</span>
+        <span className="legend legend--cancelled">Cancelled {model.totals.cancelled}</span>
         <span className="muted">per {data.bucket_seconds}s</span>
       </figcaption>
       <details className="chart__table">
@@ -99,6 +118,7 @@ export function ThroughputChart({ data }: { data: Throughput }) {
                 <th scope="col">Interval start</th>
                 <th scope="col">Succeeded</th>
                 <th scope="col">Failed</th>
+                <th scope="col">Cancelled</th>
               </tr>
             </thead>
             <tbody>
@@ -107,6 +127,7 @@ export function ThroughputChart({ data }: { data: Throughput }) {
                   <td>{formatExact(bar.start)}</td>
                   <td>{bar.succeeded}</td>
                   <td>{bar.failed}</td>
+                  <td>{bar.cancelled}</td>
                 </tr>
               ))}
             </tbody>

@@ -31,7 +31,25 @@ describe('buildCreateRequest', () => {
         available_at: null,
         max_attempts: 3,
         idempotency_key: 'key-1',
+        timeout_seconds: null,
       },
+    });
+  });
+
+  it('sends a queue and a timeout when given, and leaves the queue to the API when blank', () => {
+    const given = buildCreateRequest(values({ queue: ' emails ', timeoutSeconds: '90' }), config.limits, NOW);
+    expect(given.ok && given.input).toMatchObject({ queue: 'emails', timeout_seconds: 90 });
+    const blank = buildCreateRequest(values({ queue: '  ', timeoutSeconds: ' ' }), config.limits, NOW);
+    expect(blank.ok && 'queue' in blank.input).toBe(false);
+    expect(blank.ok && blank.input.timeout_seconds).toBeNull();
+  });
+
+  it('bounds the queue name and the timeout by the published limits', () => {
+    const limits = { ...config.limits, queue_name_max_length: 5, timeout_seconds_max: 60 };
+    expect(buildCreateRequest(values({ queue: 'q'.repeat(5), timeoutSeconds: '60' }), limits, NOW).ok).toBe(true);
+    expect(buildCreateRequest(values({ queue: 'q'.repeat(6), timeoutSeconds: '61' }), limits, NOW)).toEqual({
+      ok: false,
+      errors: { queue: ['At most 5 characters.'], timeout_seconds: ['Timeout must be between 1 and 60 seconds.'] },
     });
   });
 
@@ -60,6 +78,8 @@ describe('buildCreateRequest', () => {
         schedule: 'delay',
         delaySeconds: '-5',
         idempotencyKey: 'k'.repeat(256),
+        queue: 'no spaces',
+        timeoutSeconds: '0',
       }),
       config.limits,
       NOW,
@@ -73,16 +93,23 @@ describe('buildCreateRequest', () => {
         max_attempts: ['Max attempts must be between 1 and 100.'],
         available_at: ['Delay must be zero or more seconds.'],
         idempotency_key: ['At most 255 characters.'],
+        queue: ['Letters, digits and . _ : - only, starting with a letter or digit.'],
+        timeout_seconds: ['Timeout must be between 1 and 604800 seconds.'],
       },
     });
   });
 
   it('rejects non-integer numbers', () => {
-    const result = buildCreateRequest(values({ priority: '1.5', maxAttempts: 'abc' }), config.limits, NOW);
+    const result = buildCreateRequest(
+      values({ priority: '1.5', maxAttempts: 'abc', timeoutSeconds: '2.5' }),
+      config.limits,
+      NOW,
+    );
     expect(result.ok).toBe(false);
     if (!result.ok) {
       expect(result.errors.priority).toEqual(['Priority must be a whole number.']);
       expect(result.errors.max_attempts).toEqual(['Max attempts must be a whole number.']);
+      expect(result.errors.timeout_seconds).toEqual(['Timeout must be a whole number of seconds.']);
     }
   });
 

@@ -1,5 +1,6 @@
 import type { ApiConfig, JobCreateInput } from '../api/types';
 import { checkJsonObject } from './json';
+import { queueNameProblem } from './queue';
 
 export type Schedule = 'now' | 'delay' | 'at';
 
@@ -12,9 +13,22 @@ export interface CreateFormValues {
   availableAt: string; // value of <input type="datetime-local">, local time
   maxAttempts: string;
   idempotencyKey: string;
+  /** Blank: the API's default queue. */
+  queue: string;
+  /** Blank: the job type's default timeout, else the worker's. */
+  timeoutSeconds: string;
 }
 
-export const CREATE_FIELDS = ['type', 'payload', 'priority', 'available_at', 'max_attempts', 'idempotency_key'] as const;
+export const CREATE_FIELDS = [
+  'type',
+  'payload',
+  'priority',
+  'available_at',
+  'max_attempts',
+  'idempotency_key',
+  'queue',
+  'timeout_seconds',
+] as const;
 export type CreateField = (typeof CREATE_FIELDS)[number];
 export type FormErrors = Partial<Record<CreateField, string[]>>;
 
@@ -33,6 +47,8 @@ export function initialValues(config: ApiConfig | undefined): CreateFormValues {
     availableAt: '',
     maxAttempts: String(config?.worker.max_attempts_default ?? 3),
     idempotencyKey: '',
+    queue: '',
+    timeoutSeconds: '',
   };
 }
 
@@ -84,6 +100,18 @@ export function buildCreateRequest(values: CreateFormValues, limits: ApiConfig['
   if (key.length > limits.idempotency_key_max_length)
     add('idempotency_key', `At most ${limits.idempotency_key_max_length} characters.`);
 
+  const queue = values.queue.trim();
+  const queueProblem = queue === '' ? null : queueNameProblem(queue, limits.queue_name_max_length);
+  if (queueProblem) add('queue', queueProblem);
+
+  let timeoutSeconds: number | null = null;
+  if (values.timeoutSeconds.trim() !== '') {
+    timeoutSeconds = parseInteger(values.timeoutSeconds);
+    if (timeoutSeconds === null) add('timeout_seconds', 'Timeout must be a whole number of seconds.');
+    else if (timeoutSeconds < 1 || timeoutSeconds > limits.timeout_seconds_max)
+      add('timeout_seconds', `Timeout must be between 1 and ${limits.timeout_seconds_max} seconds.`);
+  }
+
   if (Object.keys(errors).length > 0 || !payload.ok || priority === null || maxAttempts === null) {
     return { ok: false, errors };
   }
@@ -96,6 +124,9 @@ export function buildCreateRequest(values: CreateFormValues, limits: ApiConfig['
       available_at: availableAt,
       max_attempts: maxAttempts,
       idempotency_key: key === '' ? null : key,
+      // The API defaults the queue when it is omitted (null is not a queue name).
+      ...(queue === '' ? {} : { queue }),
+      timeout_seconds: timeoutSeconds,
     },
   };
 }

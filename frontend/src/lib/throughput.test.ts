@@ -29,7 +29,18 @@ describe('shapeThroughput', () => {
       [75, 25],
     ]);
     expect(model.bars.map((b) => b.total)).toEqual([2, 4, 0, 8]);
-    expect(model.totals).toEqual({ succeeded: 11, failed: 3 });
+    expect(model.totals).toEqual({ succeeded: 11, failed: 3, cancelled: 0 });
+  });
+
+  it('stacks cancelled jobs on top and counts them towards the axis', () => {
+    const model = shapeThroughput(makeThroughput([[1, 1, 2], [0, 0, 8]]), 200, 100);
+    expect(model.yMax).toBe(8);
+    expect(model.bars.map((b) => [b.succeededHeight, b.failedHeight, b.cancelledHeight])).toEqual([
+      [12.5, 12.5, 25],
+      [0, 0, 100],
+    ]);
+    expect(model.bars.map((b) => b.total)).toEqual([4, 8]);
+    expect(model.totals).toEqual({ succeeded: 1, failed: 1, cancelled: 10 });
   });
 
   it('lays bars out left to right in equal slots with a gap', () => {
@@ -62,6 +73,6 @@ describe('shapeThroughput', () => {
   it('handles an empty bucket list', () => {
     const model = shapeThroughput({ bucket_seconds: 60, start: '', end: '', buckets: [] }, 600, 100);
     expect(model.bars).toEqual([]);
-    expect(model.totals).toEqual({ succeeded: 0, failed: 0 });
+    expect(model.totals).toEqual({ succeeded: 0, failed: 0, cancelled: 0 });
   });
 });

@@ -6,13 +6,15 @@ export interface ChartBar {
   label: string;
   succeeded: number;
   failed: number;
+  cancelled: number;
   total: number;
   /** Left edge and width in chart units (0..plotWidth). */
   x: number;
   width: number;
-  /** Heights in chart units (0..plotHeight); failed is stacked on succeeded. */
+  /** Heights in chart units (0..plotHeight): failed stacked on succeeded, cancelled on top. */
   succeededHeight: number;
   failedHeight: number;
+  cancelledHeight: number;
 }
 
 export interface ChartModel {
@@ -20,7 +22,7 @@ export interface ChartModel {
   /** Top of the y axis (a "nice" number >= the tallest bar, at least 1). */
   yMax: number;
   yTicks: number[];
-  totals: { succeeded: number; failed: number };
+  totals: { succeeded: number; failed: number; cancelled: number };
   /** Indices of bars whose time label is shown on the x axis. */
   labelledIndices: number[];
   plotWidth: number;
@@ -48,7 +50,7 @@ export function yAxis(max: number, intervals = 4): { yMax: number; yTicks: numbe
 
 /**
  * Turn the throughput endpoint's buckets (oldest first) into bar geometry for
- * a stacked succeeded/failed chart of `plotWidth` x `plotHeight` units.
+ * a stacked succeeded/failed/cancelled chart of `plotWidth` x `plotHeight` units.
  */
 export function shapeThroughput(
   data: Throughput,
@@ -61,7 +63,7 @@ export function shapeThroughput(
   const n = buckets.length;
   const slot = n > 0 ? plotWidth / n : plotWidth;
   const barWidth = slot * (1 - gapRatio);
-  const max = buckets.reduce((m, b) => Math.max(m, b.succeeded + b.failed), 0);
+  const max = buckets.reduce((m, b) => Math.max(m, b.succeeded + b.failed + b.cancelled), 0);
   const { yMax, yTicks } = yAxis(max);
   const scale = plotHeight / yMax;
 
@@ -70,11 +72,13 @@ export function shapeThroughput(
     label: formatClock(b.start),
     succeeded: b.succeeded,
     failed: b.failed,
-    total: b.succeeded + b.failed,
+    cancelled: b.cancelled,
+    total: b.succeeded + b.failed + b.cancelled,
     x: i * slot + (slot - barWidth) / 2,
     width: barWidth,
     succeededHeight: b.succeeded * scale,
     failedHeight: b.failed * scale,
+    cancelledHeight: b.cancelled * scale,
   }));
 
   const every = Math.max(1, Math.ceil(n / maxLabels));
@@ -88,6 +92,7 @@ export function shapeThroughput(
     totals: {
       succeeded: buckets.reduce((s, b) => s + b.succeeded, 0),
       failed: buckets.reduce((s, b) => s + b.failed, 0),
+      cancelled: buckets.reduce((s, b) => s + b.cancelled, 0),
     },
     labelledIndices,
     plotWidth,

@@ -52,6 +52,14 @@ export function formatClock(iso: string): string {
   return `${String(date.getHours()).padStart(2, '0')}:${String(date.getMinutes()).padStart(2, '0')}`;
 }
 
+/** "14:05:09" in local time, for a moment on the current page. */
+export function formatTimeOfDay(iso: string): string {
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return iso;
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
+}
+
 /** Value for an <input type="datetime-local"> from a Date (local time, minutes precision). */
 export function toDateTimeLocal(date: Date): string {
   const pad = (n: number) => String(n).padStart(2, '0');

@@ -3,7 +3,7 @@ import userEvent from '@testing-library/user-event';
 import { http, HttpResponse } from 'msw';
 import { describe, expect, it } from 'vitest';
 import type { JobCreateInput } from '../api/types';
-import { API, makeJob } from '../test/fixtures';
+import { API, config, makeJob } from '../test/fixtures';
 import { renderApp } from '../test/render';
 import { server } from '../test/server';
 
@@ -43,6 +43,8 @@ describe('Create page', () => {
     await userEvent.clear(attempts);
     await userEvent.type(attempts, '1');
     await userEvent.type(screen.getByLabelText('Idempotency key (optional)'), 'abc');
+    await userEvent.type(screen.getByLabelText('Queue (optional)'), 'emails');
+    await userEvent.type(screen.getByLabelText('Timeout in seconds (optional)'), '30');
     await userEvent.click(screen.getByRole('button', { name: 'Create job' }));
 
     const link = await screen.findByTestId('created-job-link');
@@ -56,6 +58,8 @@ describe('Create page', () => {
         available_at: null,
         max_attempts: 1,
         idempotency_key: 'abc',
+        queue: 'emails',
+        timeout_seconds: 30,
       },
     ]);
   });
@@ -82,6 +86,39 @@ describe('Create page', () => {
     const errorList = document.getElementById(describedBy[0]!);
     expect(errorList).toHaveTextContent('Ensure this value is less than or equal to 100.');
     expect(screen.getByRole('alert')).toHaveTextContent('Try again.');
+  });
+
+  it('checks the queue name and the timeout against /config/ before sending', async () => {
+    server.use(
+      http.get(`${API}/config/`, () =>
+        HttpResponse.json({ ...config, limits: { ...config.limits, timeout_seconds_max: 600 } }),
+      ),
+    );
+    const bodies = capturePosts(() => HttpResponse.json(makeJob(), { status: 201 }));
+    renderApp('/create');
+    const queue = await screen.findByLabelText('Queue (optional)');
+    expect(queue).toHaveAttribute('maxLength', String(config.limits.queue_name_max_length));
+    await userEvent.type(queue, 'bulk mail');
+    const timeout = screen.getByLabelText('Timeout in seconds (optional)');
+    expect(screen.getByText(/^1 to 600\. Blank: the job type’s default, else the worker’s \(no limit\)\.$/)).toBeInTheDocument();
+    await userEvent.type(timeout, '601');
+    await userEvent.click(screen.getByRole('button', { name: 'Create job' }));
+    expect(queue).toHaveAttribute('aria-invalid', 'true');
+    expect(queue).toHaveAccessibleDescription(/Letters, digits and \. _ : - only, starting with a letter or digit\./);
+    expect(timeout).toHaveAccessibleDescription(/Timeout must be between 1 and 600 seconds\./);
+    expect(bodies).toEqual([]);
+  });
+
+  it('shows the API’s queue error next to the field', async () => {
+    capturePosts(() => HttpResponse.json({ queue: ['Ensure this field has no more than 64 characters.'] }, { status: 400 }));
+    renderApp('/create');
+    await userEvent.type(await screen.findByLabelText('Queue (optional)'), 'emails');
+    await userEvent.click(screen.getByRole('button', { name: 'Create job' }));
+    await waitFor(() =>
+      expect(screen.getByLabelText('Queue (optional)')).toHaveAccessibleDescription(
+        /Ensure this field has no more than 64 characters\./,
+      ),
+    );
   });
 
   it('does not send an invalid form', async () => {

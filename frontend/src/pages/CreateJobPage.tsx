@@ -16,6 +16,7 @@ import {
   type FormErrors,
   type Schedule,
 } from '../lib/createForm';
+import { namedQueues } from '../lib/queue';
 import { toDateTimeLocal } from '../lib/time';
 
 function CreateForm({ config }: { config: ApiConfig }) {
@@ -29,6 +30,8 @@ function CreateForm({ config }: { config: ApiConfig }) {
   const unreachable = create.error?.unreachable ?? false;
   const errorsFor = (field: keyof FormErrors) => [...(clientErrors[field] ?? []), ...(server.fields[field] ?? [])];
   const selectedType = config.job_types.find((t) => t.type === values.type);
+  const knownQueues = namedQueues(config.worker.queues);
+  const workerTimeout = config.worker.timeout_seconds > 0 ? `${config.worker.timeout_seconds} s` : 'no limit';
 
   function set<K extends keyof CreateFormValues>(key: K, value: CreateFormValues[K]) {
     setValues((prev) => ({ ...prev, [key]: value }));
@@ -135,6 +138,55 @@ function CreateForm({ config }: { config: ApiConfig }) {
               maxLength={config.limits.idempotency_key_max_length}
               value={values.idempotencyKey}
               onChange={(e) => set('idempotencyKey', e.target.value)}
+            />
+          )}
+        </FormField>
+
+        <FormField
+          id="job-queue"
+          label="Queue (optional)"
+          errors={errorsFor('queue')}
+          hint={`Letters, digits and . _ : - (up to ${config.limits.queue_name_max_length}). Blank: the default queue.`}
+        >
+          {(p) => (
+            <>
+              <input
+                {...p}
+                type="text"
+                className="mono"
+                autoComplete="off"
+                spellCheck={false}
+                maxLength={config.limits.queue_name_max_length}
+                list={knownQueues.length > 0 ? 'job-queue-names' : undefined}
+                value={values.queue}
+                onChange={(e) => set('queue', e.target.value)}
+              />
+              {knownQueues.length > 0 && (
+                <datalist id="job-queue-names">
+                  {knownQueues.map((q) => (
+                    <option key={q} value={q} />
+                  ))}
+                </datalist>
+              )}
+            </>
+          )}
+        </FormField>
+
+        <FormField
+          id="job-timeout"
+          label="Timeout in seconds (optional)"
+          errors={errorsFor('timeout_seconds')}
+          hint={`1 to ${config.limits.timeout_seconds_max}. Blank: the job type’s default, else the worker’s (${workerTimeout}).`}
+        >
+          {(p) => (
+            <input
+              {...p}
+              type="number"
+              inputMode="numeric"
+              min={1}
+              max={config.limits.timeout_seconds_max}
+              value={values.timeoutSeconds}
+              onChange={(e) => set('timeoutSeconds', e.target.value)}
             />
           )}
         </FormField>

@@ -44,6 +44,20 @@ describe('Job detail page', () => {
     expect(items[1]).toHaveTextContent('host:1:thread-1:abcd');
     expect(items[2]).toHaveTextContent('Done');
     expect(screen.queryByRole('button', { name: 'Retry job' })).not.toBeInTheDocument();
+    expect(screen.queryByRole('button', { name: 'Cancel job' })).not.toBeInTheDocument();
+  });
+
+  it('shows the queue and the timeout, or which default applies', async () => {
+    const state = serve(makeJob({ queue: 'emails', timeout_seconds: 120 }), []);
+    const { queryClient } = renderApp(`/jobs/${JOB_ID}`);
+    const field = (label: string) => screen.getByText(label, { selector: 'dt' }).nextElementSibling!;
+    await waitFor(() => expect(field('Queue')).toHaveTextContent('emails'));
+    expect(field('Timeout')).toHaveTextContent('120 s');
+
+    state.job = makeJob({ timeout_seconds: null, updated_at: '2026-06-21T03:00:00+03:30' });
+    await queryClient.refetchQueries({ queryKey: ['jobs', 'detail', JOB_ID], exact: true });
+    await waitFor(() => expect(field('Queue')).toHaveTextContent('default'));
+    expect(field('Timeout')).toHaveTextContent('not set: the job type’s default, else the worker’s (no limit)');
   });
 
   it('counts down the lease of a running job', async () => {
@@ -99,6 +113,132 @@ describe('Job detail page', () => {
     renderApp(`/jobs/${JOB_ID}`);
     await userEvent.click(await screen.findByRole('button', { name: 'Retry job' }));
     expect(await screen.findByRole('alert')).toHaveTextContent('Only failed jobs can be retried; job is queued.');
+  });
+
+  it('cancels a queued job after a confirmation and then offers Retry', async () => {
+    const state = serve(makeJob({ status: 'queued' }), [makeEvent()]);
+    let posts = 0;
+    server.use(
+      http.post(`${API}/jobs/${JOB_ID}/cancel/`, () => {
+        posts += 1;
+        state.job = makeJob({ status: 'cancelled', finished_at: '2026-06-21T02:40:00+03:30' });
+        state.events = [...state.events, makeEvent({ id: 2, type: 'cancelled', message: 'Cancelled' })];
+        return HttpResponse.json(state.job);
+      }),
+    );
+    renderApp(`/jobs/${JOB_ID}`);
+    await userEvent.click(await screen.findByRole('button', { name: 'Cancel job' }));
+    const dialog = screen.getByRole('dialog', { name: `Cancel job ${JOB_ID.slice(0, 8)}?` });
+    expect(dialog).toHaveTextContent('It is queued: it will not run.');
+    expect(posts).toBe(0);
+
+    await userEvent.click(within(dialog).getByRole('button', { name: 'Cancel job' }));
+    await waitFor(() => expect(screen.queryByRole('dialog')).not.toBeInTheDocument());
+    expect(posts).toBe(1);
+    expect(screen.getByText('cancelled', { selector: '.page__title-row [data-status]' })).toBeInTheDocument();
+    const timeline = screen.getByRole('list', { name: 'Event timeline' });
+    await waitFor(() => expect(within(timeline).getByText('cancelled')).toBeInTheDocument());
+    expect(screen.getByText('None: the job was cancelled.')).toBeInTheDocument();
+    expect(screen.queryByRole('button', { name: 'Cancel job' })).not.toBeInTheDocument();
+    expect(screen.getByRole('button', { name: 'Retry job' })).toBeEnabled();
+  });
+
+  it('sends nothing when the confirmation is dismissed', async () => {
+    serve(makeJob({ status: 'queued' }), []);
+    let posts = 0;
+    server.use(
+      http.post(`${API}/jobs/${JOB_ID}/cancel/`, () => {
+        posts += 1;
+        return HttpResponse.json(makeJob({ status: 'cancelled' }));
+      }),
+    );
+    renderApp(`/jobs/${JOB_ID}`);
+    await userEvent.click(await screen.findByRole('button', { name: 'Cancel job' }));
+    await userEvent.click(screen.getByRole('button', { name: 'Keep job' }));
+    expect(screen.queryByRole('dialog')).not.toBeInTheDocument();
+    expect(posts).toBe(0);
+  });
+
+  it('shows a 202 as a cancel request and the job ending as cancelled as polling catches up', async () => {
+    const requestedAt = new Date(2026, 5, 21, 14, 5, 9).toISOString();
+    const running = { status: 'running', attempts: 1, locked_by: 'host:7:thread-2:ab12' } as const;
+    const state = serve(makeJob(running), [makeEvent(), makeEvent({ id: 2, type: 'claimed', attempt: 1 })]);
+    server.use(
+      http.post(`${API}/jobs/${JOB_ID}/cancel/`, () => {
+        state.job = makeJob({ ...running, cancel_requested_at: requestedAt, updated_at: requestedAt });
+        state.events = [...state.events, makeEvent({ id: 3, type: 'cancel_requested', attempt: 1 })];
+        return HttpResponse.json(state.job, { status: 202 });
+      }),
+    );
+    renderApp(`/jobs/${JOB_ID}`, { pollIntervalMs: 100 });
+    await userEvent.click(await screen.findByRole('button', { name: 'Cancel job' }));
+    const dialog = screen.getByRole('dialog');
+    expect(dialog).toHaveTextContent('It is running on host:7:thread-2:ab12');
+    expect(dialog).toHaveTextContent('within one heartbeat (every 10 s)');
+    await userEvent.click(within(dialog).getByRole('button', { name: 'Cancel job' }));
+
+    const notice = await screen.findByText(/waiting for the worker/);
+    expect(notice).toHaveTextContent('Cancel requested at 14:05:09, waiting for the worker');
+    expect(notice).toHaveAttribute('role', 'status');
+    expect(screen.queryByRole('button', { name: 'Cancel job' })).not.toBeInTheDocument();
+    expect(screen.getByText('Cancel requested', { selector: 'dt' })).toBeInTheDocument();
+
+    // The worker sees the request at its next heartbeat and ends the attempt.
+    state.job = makeJob({ ...running, status: 'cancelled', cancel_requested_at: requestedAt, locked_by: null });
+    state.events = [...state.events, makeEvent({ id: 4, type: 'cancelled', attempt: 1 })];
+    await waitFor(() =>
+      expect(screen.getByText('cancelled', { selector: '.page__title-row [data-status]' })).toBeInTheDocument(),
+    );
+    expect(screen.queryByText(/waiting for the worker/)).not.toBeInTheDocument();
+    const timeline = screen.getByRole('list', { name: 'Event timeline' });
+    await waitFor(() =>
+      expect(within(timeline).getAllByRole('listitem').map((i) => i.getAttribute('data-event-type'))).toEqual([
+        'created',
+        'claimed',
+        'cancel_requested',
+        'cancelled',
+      ]),
+    );
+    expect(screen.getByRole('button', { name: 'Retry job' })).toBeInTheDocument();
+  });
+
+  it('explains a 409 when the job finished before the cancel arrived', async () => {
+    const state = serve(makeJob({ status: 'running', attempts: 1 }), []);
+    server.use(
+      http.post(`${API}/jobs/${JOB_ID}/cancel/`, () => {
+        state.job = makeJob({ status: 'succeeded', attempts: 1, updated_at: '2026-06-21T03:00:00+03:30' });
+        return HttpResponse.json(
+          { detail: 'Only queued or running jobs can be cancelled; job is succeeded.', status: 'succeeded' },
+          { status: 409 },
+        );
+      }),
+    );
+    renderApp(`/jobs/${JOB_ID}`);
+    await userEvent.click(await screen.findByRole('button', { name: 'Cancel job' }));
+    await userEvent.click(within(screen.getByRole('dialog')).getByRole('button', { name: 'Cancel job' }));
+    expect(await within(screen.getByRole('dialog')).findByRole('alert')).toHaveTextContent(
+      'Only queued or running jobs can be cancelled; job is succeeded.',
+    );
+    // The page behind reloads the job, so it shows where the job really is.
+    await waitFor(() =>
+      expect(screen.getByText('succeeded', { selector: '.page__title-row [data-status]' })).toBeInTheDocument(),
+    );
+  });
+
+  it('retries a cancelled job', async () => {
+    const state = serve(makeJob({ status: 'cancelled' }), []);
+    server.use(
+      http.post(`${API}/jobs/${JOB_ID}/retry/`, () => {
+        state.job = makeJob({ status: 'queued', updated_at: '2026-06-21T03:00:00+03:30' });
+        return HttpResponse.json(state.job);
+      }),
+    );
+    renderApp(`/jobs/${JOB_ID}`);
+    await userEvent.click(await screen.findByRole('button', { name: 'Retry job' }));
+    await waitFor(() =>
+      expect(screen.getByText('queued', { selector: '.page__title-row [data-status]' })).toBeInTheDocument(),
+    );
+    expect(screen.getByRole('button', { name: 'Cancel job' })).toBeInTheDocument();
   });
 
   it('says when the job does not exist', async () => {

@@ -1,13 +1,15 @@
-import type { ReactNode } from 'react';
+import { useState, type ReactNode } from 'react';
 import { Link, useParams } from 'react-router';
-import { useJob, useJobEvents, useRetryJob } from '../api/hooks';
-import type { Job } from '../api/types';
+import { useCancelJob, useConfig, useJob, useJobEvents, useRetryJob } from '../api/hooks';
+import { isCancellable, isLive, isRetryable, type Job, type WorkerSettings } from '../api/types';
+import { ConfirmDialog } from '../components/ConfirmDialog';
 import { EventTimeline } from '../components/EventTimeline';
 import { JsonView } from '../components/JsonView';
 import { LeaseCountdown } from '../components/LeaseCountdown';
 import { RelativeTime } from '../components/RelativeTime';
 import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
 import { errorMessage } from '../lib/errors';
+import { formatExact, formatTimeOfDay } from '../lib/time';
 import { StatusBadge } from '../components/StatusBadge';
 import { ApiError } from '../api/client';
 
@@ -20,7 +22,18 @@ function Field({ label, children }: { label: string; children: ReactNode }) {
   );
 }
 
-function JobFields({ job }: { job: Job }) {
+/** The job's own timeout, or which default applies when it has none. */
+function Timeout({ job, worker }: { job: Job; worker: WorkerSettings | undefined }) {
+  if (job.timeout_seconds !== null) return <>{job.timeout_seconds} s</>;
+  const fallback = worker === undefined ? '' : worker.timeout_seconds > 0 ? `${worker.timeout_seconds} s` : 'no limit';
+  return (
+    <span className="muted">
+      not set: the job type’s default, else the worker’s{fallback && ` (${fallback})`}
+    </span>
+  );
+}
+
+function JobFields({ job, worker }: { job: Job; worker: WorkerSettings | undefined }) {
   return (
     <dl className="dl">
       <Field label="ID">
@@ -32,9 +45,15 @@ function JobFields({ job }: { job: Job }) {
       <Field label="Status">
         <StatusBadge status={job.status} />
       </Field>
+      <Field label="Queue">
+        <span className="mono">{job.queue}</span>
+      </Field>
       <Field label="Priority">{job.priority}</Field>
       <Field label="Attempts">
         {job.attempts} of {job.max_attempts}
+      </Field>
+      <Field label="Timeout">
+        <Timeout job={job} worker={worker} />
       </Field>
       <Field label="Idempotency key">
         {job.idempotency_key ? <span className="mono">{job.idempotency_key}</span> : <span className="muted">none</span>}
@@ -61,27 +80,92 @@ function JobFields({ job }: { job: Job }) {
       <Field label="Finished">
         <RelativeTime value={job.finished_at} />
       </Field>
+      {job.cancel_requested_at && (
+        <Field label="Cancel requested">
+          <RelativeTime value={job.cancel_requested_at} />
+        </Field>
+      )}
     </dl>
   );
 }
 
-function RetryButton({ job }: { job: Job }) {
+function conflictOrError(error: ApiError, action: string): string {
+  // A 409 names the job's current status; anything else is the request failing.
+  return error.status === 409 ? error.message : `${action} failed: ${errorMessage(error)}`;
+}
+
+/** Cancel (queued or running, after a confirmation) and Retry (failed or cancelled). */
+function JobActions({ job, worker }: { job: Job; worker: WorkerSettings | undefined }) {
   const retry = useRetryJob(job.id);
-  if (job.status !== 'failed' && !retry.isError) return null;
+  const cancel = useCancelJob(job.id);
+  const [confirming, setConfirming] = useState(false);
+  // Asking again while the worker has not answered changes nothing, so the button goes.
+  const canCancel = isCancellable(job.status) && job.cancel_requested_at === null;
+  const waiting = job.status === 'running' && job.cancel_requested_at !== null;
+  const heartbeat = worker ? ` (every ${Number(worker.heartbeat_seconds.toFixed(1))} s)` : '';
+
+  if (!canCancel && !waiting && !isRetryable(job.status) && !retry.isError && !cancel.isError) return null;
   return (
     <div className="actions">
-      {job.status === 'failed' && (
+      {canCancel && (
+        <button
+          type="button"
+          className="button button--danger"
+          onClick={() => {
+            cancel.reset();
+            setConfirming(true);
+          }}
+        >
+          Cancel job
+        </button>
+      )}
+      {isRetryable(job.status) && (
         <button type="button" className="button button--primary" disabled={retry.isPending} onClick={() => retry.mutate()}>
           {retry.isPending ? 'Retrying…' : 'Retry job'}
         </button>
       )}
-      {retry.isError && (
-        <p className="form-error" role="alert">
-          {retry.error instanceof ApiError && retry.error.status === 409
-            ? retry.error.message
-            : `Retry failed: ${errorMessage(retry.error)}`}
+      {waiting && job.cancel_requested_at && (
+        <p className="notice notice--info" role="status">
+          Cancel requested at{' '}
+          <time dateTime={job.cancel_requested_at} title={formatExact(job.cancel_requested_at)}>
+            {formatTimeOfDay(job.cancel_requested_at)}
+          </time>
+          , waiting for the worker: it sees the request within one heartbeat{heartbeat} and the attempt ends as
+          cancelled when the handler next checks in.
         </p>
       )}
+      {retry.isError && (
+        <p className="form-error" role="alert">
+          {conflictOrError(retry.error, 'Retry')}
+        </p>
+      )}
+      {cancel.isError && !confirming && (
+        <p className="form-error" role="alert">
+          {conflictOrError(cancel.error, 'Cancel')}
+        </p>
+      )}
+      <ConfirmDialog
+        open={confirming}
+        title={`Cancel job ${job.id.slice(0, 8)}?`}
+        confirmLabel="Cancel job"
+        pendingLabel="Cancelling…"
+        dismissLabel="Keep job"
+        danger
+        pending={cancel.isPending}
+        error={cancel.isError ? conflictOrError(cancel.error, 'Cancel') : null}
+        onDismiss={() => setConfirming(false)}
+        onConfirm={() => cancel.mutate(undefined, { onSuccess: () => setConfirming(false) })}
+      >
+        {job.status === 'queued' ? (
+          <p>It is queued: it will not run. You can retry it later.</p>
+        ) : (
+          <p>
+            It is running on <span className="mono">{job.locked_by ?? 'a worker'}</span>. The worker sees the request
+            within one heartbeat{heartbeat} and ends the attempt as cancelled the next time the handler checks in; a
+            handler that never checks in runs to its end or its timeout.
+          </p>
+        )}
+      </ConfirmDialog>
     </div>
   );
 }
@@ -90,6 +174,7 @@ export function JobDetailPage() {
   const { id = '' } = useParams();
   const job = useJob(id);
   const events = useJobEvents(id, job.data);
+  const worker = useConfig().data?.worker;
 
   if (job.isPending) return <Loading label="Loading job…" />;
   if (job.isError && !job.data) {
@@ -122,18 +207,18 @@ export function JobDetailPage() {
         <StatusBadge status={data.status} />
       </div>
       {job.isError && <StaleNote error={job.error} />}
-      <RetryButton job={data} />
+      <JobActions job={data} worker={worker} />
 
       <div className="detail-grid">
         <section className="panel" aria-labelledby="fields-heading">
           <h2 id="fields-heading">Fields</h2>
-          <JobFields job={data} />
+          <JobFields job={data} worker={worker} />
         </section>
 
         <section className="panel" aria-labelledby="timeline-heading">
           <h2 id="timeline-heading">
             Timeline{' '}
-            {(data.status === 'queued' || data.status === 'running') && <span className="live-pill">live</span>}
+            {isLive(data.status) && <span className="live-pill">live</span>}
           </h2>
           {events.isPending ? (
             <Loading label="Loading events…" />
@@ -168,7 +253,9 @@ export function JobDetailPage() {
                 ? 'The handler returned nothing.'
                 : data.status === 'failed'
                   ? 'None: the job failed.'
-                  : 'No result yet.'}
+                  : data.status === 'cancelled'
+                    ? 'None: the job was cancelled.'
+                    : 'No result yet.'}
             </p>
           ) : (
             <JsonView value={data.result} label="Result JSON" />

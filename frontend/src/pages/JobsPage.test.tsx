@@ -11,7 +11,8 @@ function serveJobs() {
   server.use(
     http.get(`${API}/jobs/`, ({ request }) => {
       const params = Object.fromEntries(new URL(request.url).searchParams);
-      seen.push(params);
+      // limit=1 is a bulk action's count (JobsPage.bulk.test.tsx), not the page.
+      if (params.limit !== '1') seen.push(params);
       const offset = Number(params.offset ?? 0);
       const status = (params.status as 'failed' | undefined) ?? 'succeeded';
       return HttpResponse.json(
@@ -31,8 +32,10 @@ describe('Jobs page', () => {
     renderApp('/jobs');
     const table = await screen.findByRole('table');
     expect(within(table).getAllByRole('columnheader').map((h) => h.textContent)).toEqual([
+      '',
       'Job',
       'Type',
+      'Queue',
       'Status',
       'Priority',
       'Attempts',
@@ -40,8 +43,10 @@ describe('Jobs page', () => {
       'Available',
       'Finished',
     ]);
+    expect(within(table).getByRole('checkbox', { name: 'Select all jobs on this page' })).not.toBeChecked();
     const row = within(table).getAllByRole('row')[1]!;
     expect(within(row).getByText('succeeded')).toHaveClass('badge--success');
+    expect(within(row).getAllByRole('cell')[3]).toHaveTextContent('default');
     expect(within(row).getByRole('link')).toHaveAttribute('href', '/jobs/00000000-0000-4000-8000-000000000000');
     const created = row.querySelector('time')!;
     expect(created).toHaveAttribute('title', expect.stringMatching(/^2026-06-2\d \d\d:\d\d:\d\d\.\d{3} [+-]\d\d:\d\d$/));
@@ -95,6 +100,31 @@ describe('Jobs page', () => {
     await screen.findByRole('table');
     expect(seen[0]).toEqual({ status: 'failed', limit: '10', offset: '20' });
     expect(screen.getByLabelText('Status')).toHaveValue('failed');
+  });
+
+  it('filters by queue through the URL and keeps a name the API would refuse out of it', async () => {
+    const seen = serveJobs();
+    const { router } = renderApp('/jobs?queue=emails');
+    await screen.findByRole('table');
+    expect(seen[0]).toEqual({ queue: 'emails', offset: '0' });
+    const input = screen.getByLabelText('Queue');
+    expect(input).toHaveValue('emails');
+
+    await userEvent.clear(input);
+    await userEvent.type(input, 'bulk mail');
+    expect(input).toHaveAttribute('aria-invalid', 'true');
+    expect(input).toHaveAccessibleDescription('Letters, digits and . _ : - only, starting with a letter or digit.');
+    await new Promise((r) => setTimeout(r, 400)); // past the debounce
+    expect(seen.every((p) => p.queue !== 'bulk mail')).toBe(true);
+    expect(router.state.location.search).toBe('?queue=emails');
+
+    await userEvent.clear(input);
+    await userEvent.type(input, 'bulk-mail');
+    await waitFor(() => expect(seen.at(-1)).toEqual({ queue: 'bulk-mail', offset: '0' }));
+    expect(input).toHaveAttribute('aria-invalid', 'false');
+    await userEvent.click(screen.getByRole('button', { name: 'Clear filters' }));
+    await waitFor(() => expect(seen.at(-1)).toEqual({ offset: '0' }));
+    expect(input).toHaveValue('');
   });
 
   it('shows an empty state', async () => {

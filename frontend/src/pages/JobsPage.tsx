@@ -1,27 +1,51 @@
 import { useEffect, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
-import { useJobs, usePageLimits } from '../api/hooks';
-import { JOB_STATUSES } from '../api/types';
+import { useBulkCancel, useBulkRetry, useConfig, useJobCounts, useJobs } from '../api/hooks';
+import { CANCELLABLE_STATUSES, JOB_STATUSES, RETRYABLE_STATUSES, type JobStatus } from '../api/types';
+import { BulkActions, BulkConfirm } from '../components/BulkActions';
+import { JobTable } from '../components/JobTable';
 import { Pagination } from '../components/Pagination';
-import { RelativeTime } from '../components/RelativeTime';
 import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
-import { StatusBadge } from '../components/StatusBadge';
+import {
+  describeFilters,
+  describeOutcome,
+  hasFilter,
+  jobs as jobCount,
+  planForFilters,
+  planForSelection,
+  type BulkAction,
+  type BulkPlan,
+  type ListFilters,
+} from '../lib/bulk';
+import { errorMessage } from '../lib/errors';
 import { pageSizeChoices, parsePageSize } from '../lib/paging';
 import { parseIntParam, parseStatus } from '../lib/params';
+import { namedQueues, queueNameProblem } from '../lib/queue';
 import { useDebounced } from '../lib/useDebounced';
+
+const ACTIONS: readonly BulkAction[] = ['retry', 'cancel'];
+// Every status a bulk action takes: counted one by one when no status is filtered.
+const ACTIONABLE_STATUSES: readonly JobStatus[] = [...RETRYABLE_STATUSES, ...CANCELLABLE_STATUSES];
+const NOTHING_SELECTED: ReadonlySet<string> = new Set();
 
 export function JobsPage() {
   const [params, setParams] = useSearchParams();
   const status = parseStatus(params.get('status'));
   const type = params.get('type') ?? '';
-  const pageLimits = usePageLimits('jobs');
+  const queue = params.get('queue') ?? '';
+  const config = useConfig().data;
+  const pageLimits = config?.pagination.jobs;
   // Without `limit` in the URL the API applies its default, which /config/ tells the pager.
   const limit = parsePageSize(params.get('limit'), pageLimits?.max_limit);
   const pageSize = limit ?? pageLimits?.default_limit;
   const offset = parseIntParam(params.get('offset'), 0, 0, Number.MAX_SAFE_INTEGER);
+  const queueMax = config?.limits.queue_name_max_length ?? Number.POSITIVE_INFINITY;
 
   const [typeInput, setTypeInput] = useState(type);
   const debouncedType = useDebounced(typeInput, 300);
+  const [queueInput, setQueueInput] = useState(queue);
+  const debouncedQueue = useDebounced(queueInput.trim(), 300);
+  const queueProblem = queueInput.trim() === '' ? null : queueNameProblem(queueInput.trim(), queueMax);
 
   function update(changes: Record<string, string | number | undefined>) {
     setParams(
@@ -42,8 +66,81 @@ export function JobsPage() {
     // eslint-disable-next-line react-hooks/exhaustive-deps -- only react to the debounced input
   }, [debouncedType]);
 
-  const jobs = useJobs({ status, type: type || undefined, limit, offset });
-  const filtered = status !== undefined || type !== '';
+  useEffect(() => {
+    // A name the API would refuse (400) stays in the input with its error, not in the URL.
+    const valid = debouncedQueue === '' || queueNameProblem(debouncedQueue, queueMax) === null;
+    if (valid && debouncedQueue !== queue) update({ queue: debouncedQueue, offset: 0 });
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- only react to the debounced input
+  }, [debouncedQueue]);
+
+  const filters: ListFilters = { status, type: type || undefined, queue: queue || undefined };
+  const filtered = hasFilter(filters);
+  const jobs = useJobs({ status, type: type || undefined, queue: queue || undefined, limit, offset });
+  const rows = jobs.data?.results ?? [];
+
+  // Selected rows belong to one view: another filter or page starts with none.
+  const view = JSON.stringify([status, type, queue, limit, offset]);
+  const [selection, setSelection] = useState<{ view: string; ids: ReadonlySet<string> }>({
+    view,
+    ids: NOTHING_SELECTED,
+  });
+  const selected = selection.view === view ? selection.ids : NOTHING_SELECTED;
+  const selectedCount = rows.filter((job) => selected.has(job.id)).length;
+  function select(ids: readonly string[], checked: boolean) {
+    const next = new Set(selected);
+    for (const id of ids) {
+      if (checked) next.add(id);
+      else next.delete(id);
+    }
+    setSelection({ view, ids: next });
+  }
+
+  // How many jobs an action on the filters would change: the list's own count when a
+  // status is filtered, else one count per status the actions take.
+  const perStatus = useJobCounts(filters, status === undefined ? ACTIONABLE_STATUSES : [], filtered && !status);
+  const listCount = jobs.data && !jobs.isPlaceholderData ? jobs.data.count : undefined;
+  const counts = status === undefined ? perStatus.counts : listCount === undefined ? undefined : { [status]: listCount };
+
+  const plans = ACTIONS.map((action) =>
+    selectedCount > 0
+      ? planForSelection(action, rows, selected, config?.limits.bulk_ids_max ?? Number.POSITIVE_INFINITY)
+      : planForFilters(action, filters, counts),
+  ).filter((plan) => plan.statuses.length > 0);
+
+  const retry = useBulkRetry();
+  const cancel = useBulkCancel();
+  const [confirming, setConfirming] = useState<BulkPlan | null>(null);
+  const [result, setResult] = useState<string | null>(null);
+  const running = confirming?.action === 'cancel' ? cancel : retry;
+  const heartbeat = config ? Number(config.worker.heartbeat_seconds.toFixed(1)) : undefined;
+
+  function start(plan: BulkPlan) {
+    retry.reset();
+    cancel.reset();
+    setResult(null);
+    setConfirming(plan);
+  }
+
+  function confirm() {
+    const plan = confirming;
+    if (!plan?.selection) return;
+    const done = (text: string) => {
+      setResult(text);
+      setConfirming(null);
+      if (plan.scope === 'selection') setSelection({ view, ids: NOTHING_SELECTED });
+    };
+    if (plan.action === 'retry')
+      retry.mutate(plan.selection, { onSuccess: (outcome) => done(describeOutcome({ action: 'retry', outcome })) });
+    else
+      cancel.mutate(plan.selection, {
+        onSuccess: (outcome) => done(describeOutcome({ action: 'cancel', outcome }, heartbeat)),
+      });
+  }
+
+  const knownQueues = config ? namedQueues(config.worker.queues) : [];
+  const caption =
+    `Jobs${status ? ` with status ${status}` : ''}` +
+    `${type ? ` whose type contains “${type}”` : ''}${queue ? ` in queue ${queue}` : ''}`;
 
   return (
     <div className="page">
@@ -69,13 +166,42 @@ export function JobsPage() {
             onChange={(e) => setTypeInput(e.target.value)}
           />
         </label>
+        <div className="field field--inline">
+          <label htmlFor="job-queue-filter">Queue</label>
+          <input
+            id="job-queue-filter"
+            type="search"
+            className="mono"
+            autoComplete="off"
+            spellCheck={false}
+            value={queueInput}
+            placeholder="exact name"
+            list={knownQueues.length > 0 ? 'job-queue-filter-names' : undefined}
+            aria-invalid={queueProblem !== null}
+            aria-describedby={queueProblem ? 'job-queue-filter-error' : undefined}
+            onChange={(e) => setQueueInput(e.target.value)}
+          />
+          {knownQueues.length > 0 && (
+            <datalist id="job-queue-filter-names">
+              {knownQueues.map((q) => (
+                <option key={q} value={q} />
+              ))}
+            </datalist>
+          )}
+          {queueProblem && (
+            <span id="job-queue-filter-error" className="field__errors">
+              {queueProblem}
+            </span>
+          )}
+        </div>
         {filtered && (
           <button
             type="button"
             className="button button--link"
             onClick={() => {
               setTypeInput('');
-              update({ status: undefined, type: undefined, offset: 0 });
+              setQueueInput('');
+              update({ status: undefined, type: undefined, queue: undefined, offset: 0 });
             }}
           >
             Clear filters
@@ -91,64 +217,37 @@ export function JobsPage() {
         ) : jobs.data ? (
           <>
             {jobs.isError && <StaleNote error={jobs.error} />}
-            {jobs.data.results.length === 0 ? (
+            <BulkActions
+              plans={plans}
+              selectedCount={selectedCount}
+              matching={
+                filtered
+                  ? `All ${jobCount(jobs.data.count)} matching the filters:`
+                  : `All ${jobCount(jobs.data.count)}:`
+              }
+              onStart={start}
+              onClearSelection={() => setSelection({ view, ids: NOTHING_SELECTED })}
+              result={result}
+              onDismissResult={() => setResult(null)}
+            />
+            {rows.length === 0 ? (
               <Empty>
-                {filtered ? 'No jobs match these filters.' : 'No jobs yet.'}{' '}
-                <Link to="/create">Create one</Link>.
+                {filtered ? 'No jobs match these filters.' : 'No jobs yet.'} <Link to="/create">Create one</Link>.
               </Empty>
             ) : (
-              <div className="table-wrap">
-                <table className="table" aria-busy={jobs.isPlaceholderData}>
-                  <caption id="jobs-table-caption" className="sr-only">
-                    Jobs{status ? ` with status ${status}` : ''}
-                    {type ? ` whose type contains “${type}”` : ''}
-                  </caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Job</th>
-                      <th scope="col">Type</th>
-                      <th scope="col">Status</th>
-                      <th scope="col" className="num">
-                        Priority
-                      </th>
-                      <th scope="col" className="num">
-                        Attempts
-                      </th>
-                      <th scope="col">Created</th>
-                      <th scope="col">Available</th>
-                      <th scope="col">Finished</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {jobs.data.results.map((job) => (
-                      <tr key={job.id} data-job-id={job.id}>
-                        <td>
-                          <Link to={`/jobs/${job.id}`} className="mono" title={job.id}>
-                            {job.id.slice(0, 8)}
-                          </Link>
-                        </td>
-                        <td className="mono">{job.type}</td>
-                        <td>
-                          <StatusBadge status={job.status} />
-                        </td>
-                        <td className="num">{job.priority}</td>
-                        <td className="num">
-                          {job.attempts}/{job.max_attempts}
-                        </td>
-                        <td>
-                          <RelativeTime value={job.created_at} />
-                        </td>
-                        <td>
-                          <RelativeTime value={job.available_at} />
-                        </td>
-                        <td>
-                          <RelativeTime value={job.finished_at} />
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
+              <JobTable
+                jobs={rows}
+                caption={caption}
+                busy={jobs.isPlaceholderData}
+                selected={selected}
+                onSelect={(id, checked) => select([id], checked)}
+                onSelectAll={(checked) =>
+                  select(
+                    rows.map((job) => job.id),
+                    checked,
+                  )
+                }
+              />
             )}
             {pageSize !== undefined && (
               <Pagination
@@ -164,6 +263,16 @@ export function JobsPage() {
           </>
         ) : null}
       </section>
+
+      <BulkConfirm
+        plan={confirming}
+        filters={describeFilters(filters)}
+        heartbeatSeconds={heartbeat}
+        pending={running.isPending}
+        error={running.isError ? errorMessage(running.error) : null}
+        onConfirm={confirm}
+        onDismiss={() => setConfirming(null)}
+      />
     </div>
   );
 }

@@ -12,10 +12,13 @@ describe('Overview page', () => {
       http.get(`${API}/jobs/stats/`, () =>
         HttpResponse.json({
           ...stats,
-          by_status: { queued: 4, running: 2, succeeded: 41, failed: 12 },
+          total: 60,
+          by_status: { queued: 4, running: 2, succeeded: 41, failed: 12, cancelled: 1 },
           overdue_running: 1,
           retries_pending: 3,
-          oldest_queued_at: new Date(Date.now() - 125_000).toISOString(),
+          // A job scheduled long ago is still queued, but the backlog is the oldest *due* one.
+          oldest_queued_at: new Date(Date.now() - 3_600_000).toISOString(),
+          oldest_due_at: new Date(Date.now() - 125_000).toISOString(),
         }),
       ),
       http.get(`${API}/jobs/throughput/`, ({ request }) => {
@@ -26,14 +29,16 @@ describe('Overview page', () => {
     renderApp('/');
     const list = await screen.findByRole('list', { name: 'Queue statistics' });
     const card = (label: string) => within(list).getByText(label).closest('li')!;
-    await waitFor(() => expect(card('Total jobs')).toHaveTextContent('53'));
+    await waitFor(() => expect(card('Total jobs')).toHaveTextContent('60'));
     expect(card('Queued')).toHaveTextContent('4');
     expect(card('Running')).toHaveTextContent('2');
     expect(card('Succeeded')).toHaveTextContent('41');
     expect(card('Failed')).toHaveTextContent('12');
+    expect(card('Cancelled')).toHaveTextContent('1');
+    expect(within(card('Cancelled')).getByRole('link')).toHaveAttribute('href', '/jobs?status=cancelled');
     expect(card('Overdue running')).toHaveTextContent('1');
     expect(card('Retries pending')).toHaveTextContent('3');
-    expect(card('Oldest queued')).toHaveTextContent(/2m 0[4-6]s/);
+    expect(card('Backlog age')).toHaveTextContent(/2m 0[4-6]s/);
     expect(within(card('Failed')).getByRole('link')).toHaveAttribute('href', '/jobs?status=failed');
 
     expect(await screen.findAllByTestId('throughput-bar')).toHaveLength(2);

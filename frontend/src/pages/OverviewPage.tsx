@@ -8,12 +8,16 @@ import { useNow } from '../lib/useNow';
 
 const THROUGHPUT_WINDOW = { minutes: 15, bucketSeconds: 60 };
 
-function OldestQueued({ stats }: { stats: JobStats }) {
+/**
+ * How long the oldest due job has waited (since its `available_at`). Jobs scheduled for
+ * later are not a backlog, so `oldest_due_at`, not `oldest_queued_at`.
+ */
+function BacklogAge({ stats }: { stats: JobStats }) {
   const now = useNow();
-  if (!stats.oldest_queued_at) return <>—</>;
+  if (!stats.oldest_due_at) return <>—</>;
   return (
-    <time dateTime={stats.oldest_queued_at} title={formatExact(stats.oldest_queued_at)}>
-      {formatDuration(now - Date.parse(stats.oldest_queued_at))}
+    <time dateTime={stats.oldest_due_at} title={formatExact(stats.oldest_due_at)}>
+      {formatDuration(now - Date.parse(stats.oldest_due_at))}
     </time>
   );
 }
@@ -47,6 +51,12 @@ export function OverviewPage() {
               />
               <StatCard label="Failed" value={stats.data.by_status.failed} tone="danger" to="/jobs?status=failed" />
               <StatCard
+                label="Cancelled"
+                value={stats.data.by_status.cancelled}
+                tone="muted"
+                to="/jobs?status=cancelled"
+              />
+              <StatCard
                 label="Overdue running"
                 value={stats.data.overdue_running}
                 tone={stats.data.overdue_running > 0 ? 'warning' : 'neutral'}
@@ -58,7 +68,11 @@ export function OverviewPage() {
                 tone={stats.data.retries_pending > 0 ? 'warning' : 'neutral'}
                 hint="queued after a failed attempt"
               />
-              <StatCard label="Oldest queued" value={<OldestQueued stats={stats.data} />} hint="age of the oldest queued job" />
+              <StatCard
+                label="Backlog age"
+                value={<BacklogAge stats={stats.data} />}
+                hint="how long the oldest due job has waited"
+              />
             </ul>
           </>
         ) : null}
