@@ -141,6 +141,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/jobs/bulk/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Enqueue many jobs in one statement, all or nothing (idempotency keys per job). */
+        post: operations["jobs_bulk_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/jobs/cancel/": {
         parameters: {
             query?: never;
@@ -221,6 +238,12 @@ export interface components {
     schemas: {
         /** @enum {unknown} */
         BlankEnum: "";
+        BulkCreatedJob: {
+            /** Format: uuid */
+            id: string;
+            /** @description False: the idempotency key was known; this is the existing job. */
+            created: boolean;
+        };
         CancelOutcome: {
             /** @description Queued jobs that became cancelled. */
             cancelled: number;
@@ -277,6 +300,22 @@ export interface components {
             readonly timeout_seconds: number | null;
             /** Format: date-time */
             readonly cancel_requested_at: string | null;
+        };
+        /**
+         * @description The body of `POST /api/jobs/bulk/`: up to BULK_CREATE_MAX jobs, validated as a
+         *     whole. Any bad item refuses the request; errors are keyed ``jobs[<index>].<field>``.
+         */
+        JobBulkCreateRequest: {
+            /** @description 1 to 1000 jobs, each as the body of POST /api/jobs/. */
+            jobs: components["schemas"]["JobCreateRequest"][];
+        };
+        JobBulkCreateResult: {
+            /** @description Jobs written by this request. */
+            created: number;
+            /** @description Items whose idempotency key was known. */
+            existing: number;
+            /** @description One per item, in request order. */
+            jobs: components["schemas"]["BulkCreatedJob"][];
         };
         /** @description The body of `POST /api/jobs/`. Unknown keys are refused, not ignored. */
         JobCreateRequest: {
@@ -371,6 +410,8 @@ export interface components {
              * @description created_at of the oldest queued job, due or not (see oldest_due_at).
              */
             oldest_queued_at: string | null;
+            /** @description True when total and the finished counts (succeeded, failed, cancelled) are estimated from PostgreSQL's planner statistics (a table above JOB_STATS_EXACT_MAX_ROWS rows); queued and running are always exact. */
+            estimated: boolean;
             /**
              * Format: date-time
              * @description available_at of the oldest queued job that is due: how long the backlog has waited. Jobs scheduled for later do not count.
@@ -418,6 +459,8 @@ export interface components {
             queue_name_max_length: number;
             /** @description Most ids one bulk action may name. */
             bulk_ids_max: number;
+            /** @description Most jobs one bulk create may hold. */
+            bulk_create_max: number;
         };
         PageLimits: {
             /** @description Page size when `limit` is omitted. */
@@ -907,6 +950,61 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RetryConflict"];
+                };
+            };
+        };
+    };
+    jobs_bulk_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JobBulkCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description Every key was known: none written. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobBulkCreateResult"];
+                };
+            };
+            /** @description Jobs written. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobBulkCreateResult"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail?: string;
+                    } & {
+                        [key: string]: string[];
+                    };
+                };
+            };
+            /** @description Body over the size limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

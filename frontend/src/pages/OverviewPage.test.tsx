@@ -45,6 +45,28 @@ describe('Overview page', () => {
     expect(seen[0]).toEqual({ minutes: '15', bucket_seconds: '60' });
   });
 
+  it('marks estimated counts of a very large table with ≈ and says why', async () => {
+    server.use(
+      http.get(`${API}/jobs/stats/`, () =>
+        HttpResponse.json({
+          ...stats,
+          total: 10_000_004,
+          by_status: { queued: 4, running: 0, succeeded: 9_000_000, failed: 1_000_000, cancelled: 0 },
+          estimated: true,
+        }),
+      ),
+      http.get(`${API}/jobs/throughput/`, () => HttpResponse.json(makeThroughput([[0, 0]]))),
+    );
+    renderApp('/');
+    const list = await screen.findByRole('list', { name: 'Queue statistics' });
+    const card = (label: string) => within(list).getByText(label).closest('li')!;
+    await waitFor(() => expect(card('Total jobs')).toHaveTextContent('≈10,000,004'));
+    expect(card('Total jobs')).toHaveTextContent("estimated from the database's statistics");
+    expect(card('Succeeded')).toHaveTextContent('≈9,000,000');
+    expect(card('Queued')).toHaveTextContent('4');
+    expect(card('Queued')).not.toHaveTextContent('≈');
+  });
+
   it('shows the unreachable banner and clears it when the API returns', async () => {
     server.use(
       http.get(`${API}/health/`, () => HttpResponse.error()),

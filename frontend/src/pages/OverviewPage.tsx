@@ -40,19 +40,29 @@ export function OverviewPage() {
           <>
             {stats.isError && <StaleNote error={stats.error} />}
             <ul className="stats" aria-label="Queue statistics">
-              <StatCard label="Total jobs" value={stats.data.total} to="/jobs" />
+              <StatCard
+                label="Total jobs"
+                value={approximate(stats.data.total, stats.data.estimated)}
+                hint={stats.data.estimated ? ESTIMATED_HINT : undefined}
+                to="/jobs"
+              />
               <StatCard label="Queued" value={stats.data.by_status.queued} tone="neutral" to="/jobs?status=queued" />
               <StatCard label="Running" value={stats.data.by_status.running} tone="running" to="/jobs?status=running" />
               <StatCard
                 label="Succeeded"
-                value={stats.data.by_status.succeeded}
+                value={approximate(stats.data.by_status.succeeded, stats.data.estimated)}
                 tone="success"
                 to="/jobs?status=succeeded"
               />
-              <StatCard label="Failed" value={stats.data.by_status.failed} tone="danger" to="/jobs?status=failed" />
+              <StatCard
+                label="Failed"
+                value={approximate(stats.data.by_status.failed, stats.data.estimated)}
+                tone="danger"
+                to="/jobs?status=failed"
+              />
               <StatCard
                 label="Cancelled"
-                value={stats.data.by_status.cancelled}
+                value={approximate(stats.data.by_status.cancelled, stats.data.estimated)}
                 tone="muted"
                 to="/jobs?status=cancelled"
               />
@@ -98,3 +108,11 @@ export function OverviewPage() {
     </div>
   );
 }
+
+const ESTIMATED_HINT = "estimated from the database's statistics";
+
+/** Finished counts of a very large table are estimates; say so with "≈". */
+function approximate(value: number, estimated: boolean): string {
+  return estimated ? `≈${value.toLocaleString()}` : value.toLocaleString();
+}
+

@@ -62,6 +62,7 @@ export const stats: JobStats = {
   retries_pending: 0,
   oldest_queued_at: null,
   oldest_due_at: null,
+  estimated: false,
 };
 
 export const config: ApiConfig = {
@@ -92,6 +93,7 @@ export const config: ApiConfig = {
     timeout_seconds_max: 604800,
     queue_name_max_length: 64,
     bulk_ids_max: 1000,
+    bulk_create_max: 1000,
   },
   pagination: {
     jobs: { default_limit: 25, max_limit: 100 },
