@@ -279,6 +279,11 @@ UNFOLD = {
     "SITE_HEADER": "Job Queue",
 }
 
+# --- Tasks (django.tasks) -------------------------------------------------------------------
+# @task functions become jobs of this queue. No QUEUES list: any valid queue name, as in the
+# REST API (a project that wants Django to refuse unknown queues lists them here).
+TASKS = {"default": {"BACKEND": "jobs.backends.JobQueueBackend", "QUEUES": []}}
+
 # --- Worker -----------------------------------------------------------------------------
 
 JOB_WORKER_THREADS = env_int("JOB_WORKER_THREADS", 4, minimum=1)
@@ -307,5 +312,12 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
         "jobs": {"handlers": ["console"], "level": JOB_WORKER_LOG_LEVEL, "propagate": False},
+        # Django logs every task start and finish at INFO; the worker logs its attempts at
+        # DEBUG already, so only failures (ERROR) are shown unless the level is lowered.
+        "django.tasks": {
+            "handlers": ["console"],
+            "level": env_str("DJANGO_TASKS_LOG_LEVEL", "WARNING").upper(),
+            "propagate": False,
+        },
     },
 }
