@@ -554,13 +554,37 @@ def _running_result(context: JobContext, task: JobQueueTask) -> TaskResult[..., 
     return build_task_result(job, history, task=task, backend=task.backend)
 
 
+@dataclass(frozen=True)
+class _Claim:
+    """The claimed event a first attempt's history holds, as the claimed row tells it."""
+
+    worker_id: str | None
+    created_at: datetime
+    type: str = JobEventType.CLAIMED
+    message: str = ""
+    data: Any = None
+
+
+def _history_at_claim(job: JobRow) -> list[Any]:
+    """The attempt history of a job just claimed by this worker.
+
+    A first attempt whose ``available_at`` is still its ``created_at`` was never claimed
+    before (a retry, a lease expiry and a manual retry all move ``available_at`` past the
+    creation): its history is this claim, which the row holds (the claim sets
+    ``updated_at`` to the event's time), so the common case costs no query.
+    """
+    if job.attempts == 1 and job.available_at == job.created_at:
+        return [_Claim(worker_id=job.locked_by, created_at=job.updated_at)]
+    return list(selectors.attempt_history(job.id))
+
+
 def _on_attempt_started(sender: object, *, job: JobRow, **kwargs: Any) -> None:
-    """A task's attempt starts: build its RUNNING TaskResult (one query) and send
-    ``task_started``; the result is kept for the task's context and ``task_finished``."""
+    """A task's attempt starts: build its RUNNING TaskResult and send ``task_started``;
+    the result is kept for the task's context and ``task_finished``."""
     task = registered_task(job.type)
     if task is None:
         return
-    history = selectors.attempt_history(job.id)
+    history = _history_at_claim(job)
     result = build_task_result(job, history, task=task, backend=task.backend)
     with _running_lock:
         _running[(job.id, job.attempts)] = _Running(result, history)
