@@ -21,6 +21,7 @@ from .common import JOB_TYPE, REPO_DIR, IndexSize, TableSize, load_average, rati
 from .enqueue import EnqueueResult
 from .raw_sql import RawSqlRun
 from .scale import ScaleResult
+from .tasks import TasksResult
 from .workers import WorkerRun
 
 
@@ -59,6 +60,7 @@ class Results:
     workers: list[WorkerRun] | None = None
     enqueue: EnqueueResult | None = None
     scale: ScaleResult | None = None
+    tasks: TasksResult | None = None
     targets: list[Target] = field(default_factory=list)
 
 
@@ -165,6 +167,15 @@ def evaluate_targets(results: Results) -> list[Target]:
                 target=f"stats under 50 ms at {large.finished_jobs:,} finished",
                 measured=f"{stats} ms (p50)",
                 met=stats < 50,
+            )
+        )
+    if results.tasks:
+        value = results.tasks.worker_ratio
+        targets.append(
+            Target(
+                target="django.tasks worker throughput within 15 % of the @register path",
+                measured=pct(value),
+                met=value >= 0.85,
             )
         )
     return targets
@@ -328,9 +339,28 @@ def _scale(scale: ScaleResult) -> list[str]:
     return out
 
 
+def _tasks(tasks: TasksResult) -> list[str]:
+    register, task = tasks.register, tasks.tasks
+    return [
+        "",
+        f"5. django.tasks vs @register: {register.jobs:,} no-op jobs enqueued in-process, "
+        f"then drained by 1 proc x {register.threads} thr (best of "
+        f"{len(register.samples_jobs_per_second)})",
+        f"   {'measure':<34}{'@register':>10}{'django.tasks':>14}{'ratio':>8}",
+        f"   {'worker jobs/s':<34}{fmt(register.jobs_per_second):>10}"
+        f"{fmt(task.jobs_per_second):>14}{pct(tasks.worker_ratio):>8}",
+        f"   {'enqueue calls/s (in-process)':<34}{fmt(register.enqueue_per_second):>10}"
+        f"{fmt(task.enqueue_per_second):>14}{pct(tasks.enqueue_ratio):>8}",
+        f"   samples jobs/s: @register {register.samples_jobs_per_second}, "
+        f"django.tasks {task.samples_jobs_per_second}",
+        "   @register = services.create_job + a registered handler; django.tasks = "
+        "Task.enqueue() + the task through the registry, with task_started/task_finished.",
+    ]
+
+
 def _sizes(sizes: dict[str, list[TableSize | IndexSize]]) -> list[str]:
     mb = 1024 * 1024
-    out = ["", "5. Sizes"]
+    out = ["", "6. Sizes"]
     for when, items in sizes.items():
         out.append(f"   {when}")
         out.append(
@@ -359,6 +389,8 @@ def render(results: Results) -> str:
         out += _enqueue(results.enqueue)
     if results.scale:
         out += _scale(results.scale)
+    if results.tasks:
+        out += _tasks(results.tasks)
     if results.sizes:
         out += _sizes(results.sizes)
     if results.targets:
