@@ -35,6 +35,7 @@ from uuid import UUID
 
 from asgiref.sync import sync_to_async
 from django.core import checks
+from django.core.signals import setting_changed
 from django.db import transaction
 from django.tasks import TaskContext, TaskResult, TaskResultStatus
 from django.tasks.backends.base import BaseTaskBackend
@@ -267,13 +268,16 @@ def _as_stored(task: JobQueueTask, job: StoredJob) -> JobQueueTask:
     Built without validation: a stored job stays readable after QUEUES changes or when the
     API gave it a queue or priority the backend would refuse.
     """
-    values = {field.name: getattr(task, field.name) for field in fields(task)}
-    values.update(
-        priority=task_priority(job.priority),
-        queue_name=job.queue,
+    stored_values = {
+        "priority": task_priority(job.priority),
+        "queue_name": job.queue,
         # Set only when the job waits past its enqueue time (deferred, or a retry's backoff).
-        run_after=job.available_at if job.available_at > job.created_at else None,
-    )
+        "run_after": job.available_at if job.available_at > job.created_at else None,
+    }
+    if all(getattr(task, name) == value for name, value in stored_values.items()):
+        return task  # the common case: enqueued with the task's own defaults
+    values = {field.name: getattr(task, field.name) for field in fields(task)}
+    values.update(stored_values)
     stored = object.__new__(type(task))
     for name, value in values.items():
         object.__setattr__(stored, name, value)
@@ -533,15 +537,28 @@ class JobQueueBackend(BaseTaskBackend):
 @dataclass(frozen=True)
 class _Running:
     result: TaskResult[..., Any]  # as the attempt started
-    history: list[Any]
+    sender: type[BaseTaskBackend]
 
 
 _running: dict[tuple[UUID, int], _Running] = {}
 _running_lock = threading.Lock()
 
 
+_senders: dict[str, type[BaseTaskBackend]] = {}
+
+
 def _backend_class(task: JobQueueTask) -> type[BaseTaskBackend]:
-    return type(task.get_backend())
+    """The class Django's task signals are sent by: the task's backend's. Cached per alias
+    because ``get_backend()`` goes through a thread-local lookup on every call."""
+    sender = _senders.get(task.backend)
+    if sender is None:
+        sender = _senders[task.backend] = type(task.get_backend())
+    return sender
+
+
+def _forget_senders(*, setting: str, **kwargs: Any) -> None:
+    if setting == "TASKS":
+        _senders.clear()
 
 
 def _running_result(context: JobContext, task: JobQueueTask) -> TaskResult[..., Any]:
@@ -584,11 +601,11 @@ def _on_attempt_started(sender: object, *, job: JobRow, **kwargs: Any) -> None:
     task = registered_task(job.type)
     if task is None:
         return
-    history = _history_at_claim(job)
-    result = build_task_result(job, history, task=task, backend=task.backend)
+    result = build_task_result(job, _history_at_claim(job), task=task, backend=task.backend)
+    sender = _backend_class(task)
     with _running_lock:
-        _running[(job.id, job.attempts)] = _Running(result, history)
-    task_started.send(_backend_class(task), task_result=result)
+        _running[(job.id, job.attempts)] = _Running(result, sender)
+    task_started.send(sender, task_result=result)
 
 
 def _on_attempt_finished(
@@ -603,12 +620,31 @@ def _on_attempt_finished(
     if task is None or row is None or row.status not in FINISHED:
         return
     if outcome == "succeeded" and running is not None:
-        history = running.history  # a success adds no event a TaskResult reads
+        # A success adds no event a TaskResult reads: the started result, finished.
+        started = running.result
+        result = TaskResult(
+            task=started.task,
+            id=started.id,
+            status=TaskResultStatus.SUCCESSFUL,
+            enqueued_at=started.enqueued_at,
+            started_at=started.started_at,
+            last_attempted_at=started.last_attempted_at,
+            finished_at=row.finished_at,
+            args=started.args,
+            kwargs=started.kwargs,
+            backend=started.backend,
+            errors=list(started.errors),
+            worker_ids=list(started.worker_ids),
+        )
+        object.__setattr__(result, "_return_value", row.result)
+        sender = running.sender
     else:
         history = selectors.attempt_history(job.id)
-    result = build_task_result(row, history, task=task, backend=task.backend)
-    task_finished.send(_backend_class(task), task_result=result)
+        result = build_task_result(row, history, task=task, backend=task.backend)
+        sender = _backend_class(task)
+    task_finished.send(sender, task_result=result)
 
 
+setting_changed.connect(_forget_senders, dispatch_uid="jobs.backends.forget_senders")
 attempt_started.connect(_on_attempt_started, dispatch_uid="jobs.backends.attempt_started")
 attempt_finished.connect(_on_attempt_finished, dispatch_uid="jobs.backends.attempt_finished")

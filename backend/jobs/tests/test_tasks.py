@@ -45,12 +45,14 @@ def no_backoff(settings):
 
 @pytest.fixture
 def received():
-    """What Django's three task signals carried, in order: (signal name, TaskResult)."""
+    """What Django's three task signals carried, in order: (signal name, TaskResult);
+    every one must come from the backend's class, as Django's own backends send them."""
     seen = []
     signals = {"enqueued": task_enqueued, "started": task_started, "finished": task_finished}
 
     def receiver_for(name):
         def receiver(sender, task_result, **kwargs):
+            assert sender is backends.JobQueueBackend
             seen.append((name, task_result))
 
         return receiver
