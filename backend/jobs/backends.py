@@ -140,14 +140,12 @@ def task_payload(args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
 def call_arguments(payload: Any) -> tuple[list[Any], dict[str, Any]]:
     """The args and kwargs a task job's payload holds; ``TypeError`` for another shape
     (a job created through the API with a payload of its own)."""
-    if (
-        not isinstance(payload, dict)
-        or set(payload) - {"args", "kwargs"}
-        or not isinstance(payload.get("args", []), list)
-        or not isinstance(payload.get("kwargs", {}), dict)
-    ):
-        raise TypeError('A task job\'s payload must be {"args": [...], "kwargs": {...}}.')
-    return payload.get("args", []), payload.get("kwargs", {})
+    if isinstance(payload, dict):
+        args, kwargs = payload.get("args", []), payload.get("kwargs", {})
+        known = ("args" in payload) + ("kwargs" in payload)
+        if len(payload) == known and isinstance(args, list) and isinstance(kwargs, dict):
+            return args, kwargs
+    raise TypeError('A task job\'s payload must be {"args": [...], "kwargs": {...}}.')
 
 
 # --- Tasks --------------------------------------------------------------------------------
@@ -268,16 +266,13 @@ def _as_stored(task: JobQueueTask, job: StoredJob) -> JobQueueTask:
     Built without validation: a stored job stays readable after QUEUES changes or when the
     API gave it a queue or priority the backend would refuse.
     """
-    stored_values = {
-        "priority": task_priority(job.priority),
-        "queue_name": job.queue,
-        # Set only when the job waits past its enqueue time (deferred, or a retry's backoff).
-        "run_after": job.available_at if job.available_at > job.created_at else None,
-    }
-    if all(getattr(task, name) == value for name, value in stored_values.items()):
+    priority = task_priority(job.priority)
+    # Set only when the job waits past its enqueue time (deferred, or a retry's backoff).
+    run_after = job.available_at if job.available_at > job.created_at else None
+    if (priority, job.queue, run_after) == (task.priority, task.queue_name, task.run_after):
         return task  # the common case: enqueued with the task's own defaults
     values = {field.name: getattr(task, field.name) for field in fields(task)}
-    values.update(stored_values)
+    values.update(priority=priority, queue_name=job.queue, run_after=run_after)
     stored = object.__new__(type(task))
     for name, value in values.items():
         object.__setattr__(stored, name, value)
@@ -620,24 +615,12 @@ def _on_attempt_finished(
     if task is None or row is None or row.status not in FINISHED:
         return
     if outcome == "succeeded" and running is not None:
-        # A success adds no event a TaskResult reads: the started result, finished.
-        started = running.result
-        result = TaskResult(
-            task=started.task,
-            id=started.id,
-            status=TaskResultStatus.SUCCESSFUL,
-            enqueued_at=started.enqueued_at,
-            started_at=started.started_at,
-            last_attempted_at=started.last_attempted_at,
-            finished_at=row.finished_at,
-            args=started.args,
-            kwargs=started.kwargs,
-            backend=started.backend,
-            errors=list(started.errors),
-            worker_ids=list(started.worker_ids),
-        )
+        # A success adds no event a TaskResult reads: as Django's ImmediateBackend does, the
+        # result task_started was sent with becomes the finished one.
+        result, sender = running.result, running.sender
+        object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
+        object.__setattr__(result, "finished_at", row.finished_at)
         object.__setattr__(result, "_return_value", row.result)
-        sender = running.sender
     else:
         history = selectors.attempt_history(job.id)
         result = build_task_result(row, history, task=task, backend=task.backend)

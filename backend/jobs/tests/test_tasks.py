@@ -45,15 +45,17 @@ def no_backoff(settings):
 
 @pytest.fixture
 def received():
-    """What Django's three task signals carried, in order: (signal name, TaskResult);
-    every one must come from the backend's class, as Django's own backends send them."""
+    """What Django's three task signals carried, in order: (signal name, status when sent,
+    TaskResult); every one must come from the backend's class, as Django's backends send
+    them. The status is read at once: as with Django's ImmediateBackend, the object sent
+    with task_started is the one later finished."""
     seen = []
     signals = {"enqueued": task_enqueued, "started": task_started, "finished": task_finished}
 
     def receiver_for(name):
         def receiver(sender, task_result, **kwargs):
             assert sender is backends.JobQueueBackend
-            seen.append((name, task_result))
+            seen.append((name, task_result.status, task_result))
 
         return receiver
 
@@ -316,7 +318,7 @@ def test_enqueue_in_a_committed_transaction_keeps_the_job_and_signals_after_comm
         result = example_tasks.add.enqueue(1, 2)
         assert received == []  # not before the job is visible to workers
     assert Job.objects.filter(pk=result.id).exists()
-    assert [(name, r.id, r.status) for name, r in received] == [
+    assert [(name, r.id, status) for name, status, r in received] == [
         ("enqueued", result.id, TaskResultStatus.READY)
     ]
 
@@ -495,12 +497,12 @@ pytest_worker = pytest.mark.django_db(transaction=True)
 def test_the_worker_runs_a_task_and_sends_djangos_signals_in_order(received):
     result = example_tasks.add.enqueue(20, 22)
     runner = run_workers_in_burst()
-    assert [(name, r.status) for name, r in received] == [
+    assert [(name, status) for name, status, _ in received] == [
         ("enqueued", TaskResultStatus.READY),
         ("started", TaskResultStatus.RUNNING),
         ("finished", TaskResultStatus.SUCCESSFUL),
     ]
-    started, finished = received[1][1], received[2][1]
+    started, finished = received[1][2], received[2][2]
     assert started.worker_ids == [runner.threads[0].worker_id]
     assert (finished.return_value, finished.id) == (42, result.id)
     # Built without reading the events back, and equal to what they say.
@@ -511,13 +513,13 @@ def test_the_worker_runs_a_task_and_sends_djangos_signals_in_order(received):
 def test_a_retried_task_starts_each_attempt_and_finishes_once_as_failed(received, no_backoff):
     result = example_tasks.always_fails.enqueue("nope")
     run_workers_in_burst()
-    assert [(name, r.status) for name, r in received] == [
+    assert [(name, status) for name, status, _ in received] == [
         ("enqueued", TaskResultStatus.READY),
         ("started", TaskResultStatus.RUNNING),
         ("started", TaskResultStatus.RUNNING),
         ("finished", TaskResultStatus.FAILED),
     ]
-    finished = received[-1][1]
+    finished = received[-1][2]
     assert [e.exception_class for e in finished.errors] == [ValueError, ValueError]
     assert all("ValueError: nope" in e.traceback for e in finished.errors)
     assert finished == backend().get_result(result.id)
