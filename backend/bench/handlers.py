@@ -1,12 +1,15 @@
 """Benchmark-only handler module, loaded by the benchmark's workers via JOB_HANDLER_MODULES.
 
-``bench.noop`` does nothing, so a worker run measures the queue's own cost per job. With
+``bench.noop`` does nothing, so a worker run measures the queue's own cost per job;
+``noop_task`` is the same through ``django.tasks`` (``bench.tasks`` compares the two). With
 ``BENCH_DRIVER=orm`` in the environment (set only by ``bench.workers`` for the ORM-path
 runs), the process runs the services on ``OrmDriver`` on PostgreSQL too, so both drivers
 can be timed side by side.
 """
 
 import os
+
+from django.tasks import task
 
 from jobs import drivers, handlers
 
@@ -19,3 +22,10 @@ def noop(context: handlers.JobContext) -> None:
 # Imported from the app registry's ready(), before any worker thread claims a job.
 if os.environ.get("BENCH_DRIVER") == "orm":
     drivers.set_driver(drivers.OrmDriver())
+
+
+# The same no-op as a django.tasks task on the project's default backend (JobQueueBackend):
+# its jobs have the type "bench.handlers.noop_task" and a payload of args and kwargs.
+@task
+def noop_task() -> None:
+    return None

@@ -21,6 +21,7 @@ from .common import JOB_TYPE, REPO_DIR, IndexSize, TableSize, load_average, rati
 from .enqueue import EnqueueResult
 from .raw_sql import RawSqlRun
 from .scale import ScaleResult
+from .tasks import TasksResult
 from .workers import WorkerRun
 
 
@@ -59,6 +60,7 @@ class Results:
     workers: list[WorkerRun] | None = None
     enqueue: EnqueueResult | None = None
     scale: ScaleResult | None = None
+    tasks: TasksResult | None = None
     targets: list[Target] = field(default_factory=list)
 
 
@@ -165,6 +167,15 @@ def evaluate_targets(results: Results) -> list[Target]:
                 target=f"stats under 50 ms at {large.finished_jobs:,} finished",
                 measured=f"{stats} ms (p50)",
                 met=stats < 50,
+            )
+        )
+    if results.tasks:
+        value = results.tasks.worker_ratio
+        targets.append(
+            Target(
+                target="django.tasks worker throughput within 15 % of @register (median ratio)",
+                measured=pct(value),
+                met=value >= 0.85,
             )
         )
     return targets
@@ -328,9 +339,38 @@ def _scale(scale: ScaleResult) -> list[str]:
     return out
 
 
+def _tasks(tasks: TasksResult) -> list[str]:
+    first = tasks.register[0]
+    out = [
+        "",
+        f"5. django.tasks vs @register: {first.jobs:,} no-op jobs enqueued in-process, then "
+        f"drained by 1 proc x {first.threads} thr; {len(tasks.register)} rounds, each running "
+        "both paths back to back",
+        f"   {'round':<8}{'@register jobs/s':>18}{'django.tasks jobs/s':>21}{'ratio':>8}"
+        f"{'CPU ms/job @register':>22}{'django.tasks':>14}"
+        f"{'enqueue calls/s @register':>27}{'django.tasks':>14}{'load':>7}",
+    ]
+    for number, (register, task, ratio_) in enumerate(
+        zip(tasks.register, tasks.tasks, tasks.worker_ratios, strict=True), start=1
+    ):
+        out.append(
+            f"   {number:<8}{fmt(register.jobs_per_second):>18}{fmt(task.jobs_per_second):>21}"
+            f"{pct(ratio_):>8}{fmt(register.worker_cpu_ms_per_job, '.2f'):>22}"
+            f"{fmt(task.worker_cpu_ms_per_job, '.2f'):>14}{fmt(register.enqueue_per_second):>27}"
+            f"{fmt(task.enqueue_per_second):>14}{task.load_average[0]:>7}"
+        )
+    out += [
+        f"   median ratio: worker jobs/s {pct(tasks.worker_ratio)}, worker CPU per job "
+        f"{pct(tasks.cpu_ratio)}, enqueue calls/s {pct(tasks.enqueue_ratio)}",
+        "   @register = services.create_job + a registered handler; django.tasks = "
+        "Task.enqueue() + the task through the registry, with task_started/task_finished.",
+    ]
+    return out
+
+
 def _sizes(sizes: dict[str, list[TableSize | IndexSize]]) -> list[str]:
     mb = 1024 * 1024
-    out = ["", "5. Sizes"]
+    out = ["", "6. Sizes"]
     for when, items in sizes.items():
         out.append(f"   {when}")
         out.append(
@@ -359,6 +399,8 @@ def render(results: Results) -> str:
         out += _enqueue(results.enqueue)
     if results.scale:
         out += _scale(results.scale)
+    if results.tasks:
+        out += _tasks(results.tasks)
     if results.sizes:
         out += _sizes(results.sizes)
     if results.targets:

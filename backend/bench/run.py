@@ -14,7 +14,9 @@ and written, with the raw figures, to ``bench-results/latest.json`` (and ``lates
    ``services.create_job`` in-process.
 4. Scale (``bench.scale``): claim latency and the stats/list endpoints with 10 k and
    ``--scale-max`` finished jobs, claim latency with a deep backlog, and the plans.
-5. Sizes: rows, dead tuples and table/index sizes after a worker run and the scale run.
+5. django.tasks (``bench.tasks``): the same no-op enqueued with ``Task.enqueue()`` and run by
+   a worker, against the ``@register`` path (``services.create_job`` and the handler).
+6. Sizes: rows, dead tuples and table/index sizes after a worker run and the scale run.
 
 Benchmarks print figures; nothing here asserts a timing.
 """
@@ -47,9 +49,10 @@ from .enqueue import run_enqueue
 from .raw_sql import PROTOCOLS, RawSqlRun, pgbench_available, run_pgbench
 from .scale import SMALL, run_scale
 from .server import ServerShape
+from .tasks import run_tasks
 from .workers import CONFIGS, WorkerRun, run_workers
 
-PHASES = ("workers", "raw", "enqueue", "scale")
+PHASES = ("workers", "raw", "enqueue", "scale", "tasks")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -97,7 +100,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--only",
         default=",".join(PHASES),
-        help="comma-separated phases to run: workers,raw,enqueue,scale (default all)",
+        help="comma-separated phases to run: workers,raw,enqueue,scale,tasks (default all)",
+    )
+    parser.add_argument(
+        "--task-rounds",
+        type=int,
+        default=4,
+        help="rounds of the @register and django.tasks paths, back to back, each round "
+        "starting with the other; the median ratio is reported (4)",
     )
     parser.add_argument(
         "--db",
@@ -232,6 +242,10 @@ def main(argv: list[str] | None = None) -> int:
                 log_dir=log_dir,
             )
             results.sizes["after the scale run"] = table_sizes(db)
+        if "tasks" in args.phases:
+            results.tasks = run_tasks(
+                db, env, jobs=args.jobs, threads=4, rounds=args.task_rounds, log_dir=log_dir
+            )
     finally:
         db.close()
         from django.db import connections

@@ -249,7 +249,6 @@ REST_FRAMEWORK = {
     + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "jobs.api_errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
 
@@ -278,6 +277,11 @@ UNFOLD = {
     "SITE_TITLE": "Job Queue admin",
     "SITE_HEADER": "Job Queue",
 }
+
+# --- Tasks (django.tasks) -------------------------------------------------------------------
+# @task functions become jobs of this queue. No QUEUES list: any valid queue name, as in the
+# REST API (a project that wants Django to refuse unknown queues lists them here).
+TASKS = {"default": {"BACKEND": "jobs.backends.JobQueueBackend", "QUEUES": []}}
 
 # --- Worker -----------------------------------------------------------------------------
 
@@ -327,5 +331,12 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
         "jobs": {"handlers": ["console"], "level": JOB_WORKER_LOG_LEVEL, "propagate": False},
+        # Django logs every task start and finish at INFO; the worker logs its attempts at
+        # DEBUG already, so only failures (ERROR) are shown unless the level is lowered.
+        "django.tasks": {
+            "handlers": ["console"],
+            "level": env_str("DJANGO_TASKS_LOG_LEVEL", "WARNING").upper(),
+            "propagate": False,
+        },
     },
 }

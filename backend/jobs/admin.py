@@ -1,17 +1,28 @@
-"""Unfold admin: inspect jobs and their timelines, retry failed jobs.
+"""Admin: inspect jobs and their timelines, retry failed jobs, cancel jobs.
+
+Styled by django-unfold when the project installs it ("unfold" in INSTALLED_APPS), by
+Django's own admin otherwise; the behaviour is the same.
 
 Nothing here edits a job: every field is read-only, there is no add and no delete, and
 the one write (retry) goes through ``services.retry_job`` like the API. Events are an
 append-only log, so they cannot be added, changed or deleted either.
 """
 
+from typing import TYPE_CHECKING
+
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
-from unfold.admin import ModelAdmin, TabularInline
-from unfold.decorators import action, display
+
+# unfold's classes and decorators extend Django's and take the same options used here.
+if TYPE_CHECKING or "unfold" in settings.INSTALLED_APPS:
+    from unfold.admin import ModelAdmin, TabularInline
+    from unfold.decorators import action, display
+else:
+    from django.contrib.admin import ModelAdmin, TabularInline, action, display
 
 from . import services
 from .models import Job, JobEvent, JobStatus

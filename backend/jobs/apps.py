@@ -1,6 +1,7 @@
 from importlib import import_module
 
 from django.apps import AppConfig
+from django.utils.module_loading import autodiscover_modules
 
 
 class JobsConfig(AppConfig):
@@ -11,8 +12,14 @@ class JobsConfig(AppConfig):
     def ready(self) -> None:
         from .conf import app_settings
 
+        # Connects Django's task signals to the worker's attempt signals.
+        import_module("jobs.backends")
         # The demo handlers register themselves on import; projects add their own handler
         # modules through JOB_HANDLER_MODULES so the API and the worker see the same types.
         import_module("jobs.handlers")
         for module in app_settings.JOB_HANDLER_MODULES:
             import_module(module)
+        # A django.tasks task registers itself when it is defined: importing every app's
+        # `tasks` module (as the admin does with `admin`) gives the API and every worker
+        # the same tasks without a setting.
+        autodiscover_modules("tasks")

@@ -155,9 +155,10 @@ def register(
     return decorator
 
 
-def add(spec: HandlerSpec) -> None:
-    """Register ``spec``; a type has one handler."""
-    if spec.type in _REGISTRY:
+def add(spec: HandlerSpec, *, replace: bool = False) -> None:
+    """Register ``spec``; a type has one handler. ``replace`` lets a module that runs
+    again (a reload) register the new definition of its own type."""
+    if spec.type in _REGISTRY and not replace:
         raise ValueError(f"a handler for {spec.type!r} is already registered")
     _REGISTRY[spec.type] = spec
 

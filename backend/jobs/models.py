@@ -9,6 +9,9 @@ from django.utils import timezone
 
 DEFAULT_QUEUE = "default"
 QUEUE_NAME_MAX_LENGTH = 64
+# Letters, digits and . _ : -, starting with a letter or digit (the API and the
+# django.tasks backend refuse other names).
+QUEUE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
 
 
 class JobStatus(models.TextChoices):

@@ -31,6 +31,33 @@ def get_job(job_id: UUID | str) -> Job:
     return job
 
 
+# Events that end an attempt with an error; with the claims, they are what a django.tasks
+# TaskResult is built from (``jobs.backends`` makes each one a TaskError).
+ATTEMPT_ERROR_EVENTS = (
+    JobEventType.RETRY_SCHEDULED,
+    JobEventType.FAILED,
+    JobEventType.CANCELLED,
+    JobEventType.TIMEOUT_REQUEUED,
+)
+
+
+def attempt_history(job_id: UUID | str) -> list[JobEvent]:
+    """A job's ``claimed`` events and the events that ended an attempt with an error,
+    oldest first, in one query (served by ``job_event_job_id_idx``)."""
+    return list(
+        JobEvent.objects.filter(
+            job_id=job_id, type__in=[JobEventType.CLAIMED, *ATTEMPT_ERROR_EVENTS]
+        )
+        .order_by("id")
+        .only("type", "worker_id", "message", "data", "created_at")
+    )
+
+
+def job_with_attempt_history(job_id: UUID | str) -> tuple[Job, list[JobEvent]]:
+    """The job and its ``attempt_history``, in two queries; ``JobNotFound`` if unknown."""
+    return get_job(job_id), attempt_history(job_id)
+
+
 def active_queues() -> list[str]:
     """The queues that have queued jobs, in name order (what a ``*`` worker serves)."""
     return get_driver().active_queues()

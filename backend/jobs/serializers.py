@@ -18,7 +18,15 @@ from rest_framework import serializers
 
 from . import handlers
 from .conf import app_settings
-from .models import DEFAULT_QUEUE, QUEUE_NAME_MAX_LENGTH, Job, JobEvent, JobEventType, JobStatus
+from .models import (
+    DEFAULT_QUEUE,
+    QUEUE_NAME_MAX_LENGTH,
+    QUEUE_NAME_PATTERN,
+    Job,
+    JobEvent,
+    JobEventType,
+    JobStatus,
+)
 from .storable import json_problem
 
 PRIORITY_MIN = -32768  # the smallint column's range
@@ -55,7 +63,7 @@ class QueueNameField(serializers.RegexField):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(
-            r"^[A-Za-z0-9][A-Za-z0-9._:-]*$",
+            QUEUE_NAME_PATTERN,
             max_length=QUEUE_NAME_MAX_LENGTH,
             error_messages={
                 "invalid": "Letters, digits and . _ : - only, starting with a letter or digit."

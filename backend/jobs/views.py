@@ -26,6 +26,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import errors, selectors, services
+from .api_errors import exception_handler
 from .models import JobStatus
 from .pagination import JobEventCursorPagination, JobPagination
 from .serializers import (
@@ -54,6 +55,14 @@ JOB_ID_PARAMETER = OpenApiParameter(
 )
 BAD_REQUEST = OpenApiResponse(VALIDATION_ERROR_SCHEMA, description="Invalid input.")
 NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No job with this id.")
+
+
+class DomainErrorsMixin:
+    """The API maps its domain errors (404, 409, 413, ...) itself, so it answers the same
+    in any project, whatever that project's ``REST_FRAMEWORK["EXCEPTION_HANDLER"]``."""
+
+    def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
+        return exception_handler
 
 
 class JobJSONParser(JSONParser):
@@ -90,7 +99,7 @@ def validated_query(
 # --- Health and config ------------------------------------------------------------------
 
 
-class HealthView(APIView):
+class HealthView(DomainErrorsMixin, APIView):
     """Liveness plus a database round trip; never needs credentials."""
 
     authentication_classes: list[type] = []
@@ -126,7 +135,7 @@ class HealthView(APIView):
         return Response(HealthSerializer({"ok": True, "database": "ok"}).data)
 
 
-class ConfigView(APIView):
+class ConfigView(DomainErrorsMixin, APIView):
     @extend_schema(operation_id="config", tags=["config"], responses={200: ConfigSerializer})
     def get(self, request: Request) -> Response:
         """Registered job types with example payloads, worker settings and input limits."""
@@ -136,7 +145,7 @@ class ConfigView(APIView):
 # --- Jobs -------------------------------------------------------------------------------
 
 
-class FilteredListView(generics.ListAPIView[Any]):
+class FilteredListView(DomainErrorsMixin, generics.ListAPIView[Any]):
     """A paginated list: the query string is validated by ``query_serializer`` and its
     values are handed to ``selector``."""
 
@@ -196,7 +205,7 @@ class JobListCreateView(FilteredListView):
         return Response(JobSerializer(job).data, status=code)
 
 
-class JobBulkCreateView(APIView):
+class JobBulkCreateView(DomainErrorsMixin, APIView):
     parser_classes = [JobJSONParser]
 
     @extend_schema(
@@ -228,7 +237,7 @@ class JobBulkCreateView(APIView):
         return Response(JobBulkCreateResultSerializer(data).data, status=code)
 
 
-class JobDetailView(APIView):
+class JobDetailView(DomainErrorsMixin, APIView):
     @extend_schema(
         operation_id="jobs_retrieve",
         tags=["jobs"],
@@ -240,7 +249,7 @@ class JobDetailView(APIView):
         return Response(JobSerializer(selectors.get_job(parse_job_id(id))).data)
 
 
-class JobEventsView(APIView):
+class JobEventsView(DomainErrorsMixin, APIView):
     @extend_schema(
         operation_id="jobs_events_list",
         tags=["events"],
@@ -253,7 +262,7 @@ class JobEventsView(APIView):
         return Response(JobEventSerializer(events, many=True).data)
 
 
-class JobRetryView(APIView):
+class JobRetryView(DomainErrorsMixin, APIView):
     @extend_schema(
         operation_id="jobs_retry",
         tags=["jobs"],
@@ -274,7 +283,7 @@ class JobRetryView(APIView):
         return Response(JobSerializer(job).data)
 
 
-class JobCancelView(APIView):
+class JobCancelView(DomainErrorsMixin, APIView):
     @extend_schema(
         operation_id="jobs_cancel",
         tags=["jobs"],
@@ -300,7 +309,7 @@ class JobCancelView(APIView):
         return Response(JobSerializer(job).data, status=code)
 
 
-class JobBulkCancelView(APIView):
+class JobBulkCancelView(DomainErrorsMixin, APIView):
     parser_classes = [JobJSONParser]
 
     @extend_schema(
@@ -318,7 +327,7 @@ class JobBulkCancelView(APIView):
         return Response(CancelOutcomeSerializer(outcome).data)
 
 
-class JobBulkRetryView(APIView):
+class JobBulkRetryView(DomainErrorsMixin, APIView):
     parser_classes = [JobJSONParser]
 
     @extend_schema(
@@ -336,14 +345,14 @@ class JobBulkRetryView(APIView):
         return Response(RetryOutcomeSerializer({"retried": retried}).data)
 
 
-class JobStatsView(APIView):
+class JobStatsView(DomainErrorsMixin, APIView):
     @extend_schema(operation_id="jobs_stats", tags=["jobs"], responses={200: JobStatsSerializer})
     def get(self, request: Request) -> Response:
         """Counts by status, overdue leases and pending retries, from one query."""
         return Response(JobStatsSerializer(selectors.cached_job_stats()).data)
 
 
-class JobThroughputView(APIView):
+class JobThroughputView(DomainErrorsMixin, APIView):
     @extend_schema(
         operation_id="jobs_throughput",
         tags=["jobs"],

@@ -568,6 +568,7 @@ class Maintenance(threading.Thread):
         self.config = runner.config
         self.worker_id = make_worker_id(0)
         self.finished = threading.Event()  # the runner sets it once no attempt is left
+        self.first_pass = threading.Event()  # set after the first loop, done or failed
 
     def run(self) -> None:
         logger.info("action=maintenance_started worker_id=%s", self.worker_id)
@@ -595,15 +596,18 @@ class Maintenance(threading.Thread):
                         error_message(exc),
                     )
                     _drop_connection()
+                    self.first_pass.set()
                     self.finished.wait(min(0.5 * 2 ** (failures - 1), DB_RETRY_MAX_SECONDS))
                     continue
                 except Exception:
                     logger.exception("action=maintenance_error worker_id=%s", self.worker_id)
+                self.first_pass.set()
                 # Cleared before the deadlines are read: an attempt added meanwhile wakes us.
                 self.runner.in_flight.changed.clear()
                 wake = min(next_beat, next_cleanup, *self._deadlines())
                 self.runner.in_flight.changed.wait(max(wake - time.monotonic(), 0.01))
         finally:
+            self.first_pass.set()
             _drop_connection()
             logger.info("action=maintenance_stopped worker_id=%s", self.worker_id)
 
@@ -781,9 +785,12 @@ class WorkerRunner:
     # Lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
+        # The maintenance thread first sweeps expired leases once, before any claim: in
+        # burst mode the threads may otherwise drain and stop before the first sweep.
+        self.maintenance.start()
+        self.maintenance.first_pass.wait(timeout=self.config.lease_seconds)
         for _ in range(self.config.threads):
             self._start_thread()
-        self.maintenance.start()
         if self.listener is not None and not self.config.burst:
             self.listener.start()
 
