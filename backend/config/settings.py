@@ -89,6 +89,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # NUL or a lone surrogate in a query parameter: a 400 before any view builds a filter.
+    "jobs.middleware.RefuseUnstorableQueryMiddleware",
     # Serves the admin's static files from gunicorn, in the container as well.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "corsheaders.middleware.CorsMiddleware",
@@ -247,7 +249,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
     + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # NUL, lone surrogates and absurd nesting in a body are a 400 naming the field.
+    "DEFAULT_PARSER_CLASSES": ["jobs.parsers.JobJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "jobs.api_errors.exception_handler",
     "UNAUTHENTICATED_USER": None,

@@ -18,8 +18,6 @@ from drf_spectacular.utils import (
     extend_schema_view,
 )
 from rest_framework import generics, serializers, status
-from rest_framework.exceptions import ParseError
-from rest_framework.parsers import JSONParser
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -52,20 +50,6 @@ JOB_ID_PARAMETER = OpenApiParameter(
 )
 BAD_REQUEST = OpenApiResponse(VALIDATION_ERROR_SCHEMA, description="Invalid input.")
 NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No job with this id.")
-
-
-class JobJSONParser(JSONParser):
-    """DRF's JSON parser, with absurdly deep nesting refused as a parse error (not a 500).
-
-    The body size cap is Django's ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (set from
-    ``JOB_API_MAX_BODY_BYTES``); ``api_errors`` turns it into a 413.
-    """
-
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
-        try:
-            return super().parse(stream, media_type, parser_context)
-        except RecursionError as exc:
-            raise ParseError("JSON parse error - nested too deeply.") from exc
 
 
 def parse_job_id(raw: str) -> uuid.UUID:
@@ -167,7 +151,6 @@ def list_schema(operation_id: str, tag: str, query: type, item: type, descriptio
 class JobListCreateView(FilteredListView):
     serializer_class = JobSerializer
     pagination_class = JobPagination
-    parser_classes = [JobJSONParser]
     query_serializer = JobListQuerySerializer
     selector = selectors.job_list
 
@@ -267,7 +250,6 @@ class JobCancelView(APIView):
 
 
 class JobBulkCancelView(APIView):
-    parser_classes = [JobJSONParser]
 
     @extend_schema(
         operation_id="jobs_bulk_cancel",
@@ -285,7 +267,6 @@ class JobBulkCancelView(APIView):
 
 
 class JobBulkRetryView(APIView):
-    parser_classes = [JobJSONParser]
 
     @extend_schema(
         operation_id="jobs_bulk_retry",

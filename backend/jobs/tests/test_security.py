@@ -27,7 +27,7 @@ from django.core.management import call_command
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from rest_framework.authtoken.models import Token
 
-from jobs.models import Job
+from jobs.models import Job, JobEvent
 from jobs.tests.factories import failed_job
 from jobs.tests.helpers import BACKEND_DIR, HttpServer
 
@@ -527,3 +527,92 @@ def test_payload_at_the_depth_limit_is_accepted(client):
     body = {"type": "demo.success", "payload": payload, "idempotency_key": str(uuid.uuid4())}
     response = client.post("/api/jobs/", body, content_type="application/json")
     assert response.status_code == 201, response.content
+
+# --- NUL and lone surrogates: refused anywhere in a body or a query (in-process) ------------
+
+SURROGATE = "\\ud800"  # JSON's escape: json.loads makes it a lone surrogate
+NUL = "\\u0000"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/jobs/", f'{{"type": "demo.success", "payload": {{"a": "{SURROGATE}"}}}}', "payload"),
+        ("/api/jobs/", f'{{"type": "demo.success", "payload": {{"{SURROGATE}": 1}}}}', "payload"),
+        ("/api/jobs/", f'{{"type": "demo.success", "{SURROGATE}": 1}}', "\\ud800"),
+        ("/api/jobs/", f'{{"type": "demo.success", "x{NUL}": 1}}', "x\\u0000"),
+        ("/api/jobs/", f'{{"type": "demo.{SURROGATE}"}}', "type"),
+        (
+            "/api/jobs/",
+            f'{{"type": "demo.success", "idempotency_key": "k{NUL}"}}',
+            "idempotency_key",
+        ),
+        ("/api/jobs/", f'{{"type": "demo.success", "queue": ["{SURROGATE}"]}}', "queue"),
+        ("/api/jobs/", f'["{SURROGATE}"]', "non_field_errors"),
+        ("/api/jobs/cancel/", f'{{"type": "a{NUL}"}}', "type"),
+        ("/api/jobs/retry/", f'{{"status": "failed", "{SURROGATE}": []}}', "\\ud800"),
+    ],
+)
+def test_nul_and_lone_surrogates_anywhere_in_a_body_are_a_400_naming_the_field(
+    client, path, body, field
+):
+    failed_job()  # something the bulk actions could touch
+    before = (Job.objects.count(), JobEvent.objects.count())
+    response = client.post(path, body, content_type="application/json")
+    assert response.status_code == 400, response.content
+    errors = response.json()
+    assert list(errors) == [field]
+    assert "NUL character" in errors[field][0] or "lone surrogate" in errors[field][0]
+    assert (Job.objects.count(), JobEvent.objects.count()) == before
+    assert fresh_status(Job.objects.get()) == "failed"
+
+
+def fresh_status(job: Job) -> str:
+    return Job.objects.values_list("status", flat=True).get(pk=job.pk)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("url", "field"),
+    [
+        ("/api/jobs/?type=%00", "type"),
+        ("/api/jobs/?queue=a%00b", "queue"),
+        ("/api/jobs/?unknown=%00", "unknown"),
+        ("/api/jobs/?%00=1", "\\u0000"),
+        ("/api/job-events/?job_id=%00", "job_id"),
+        ("/api/jobs/stats/?x=%00", "x"),
+    ],
+)
+def test_nul_in_a_query_parameter_is_a_json_400_naming_it(client, url, field):
+    response = client.get(url)
+    assert response.status_code == 400
+    assert list(response.json()) == [field]
+    assert "NUL character" in response.json()[field][0]
+
+
+@pytest.fixture
+def staff_client(client, transactional_db):
+    user = get_user_model().objects.create_superuser("root", password=secrets.token_urlsafe())
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["status__exact=%00", "type__exact=%00", "queue__exact=a%00", "q=%00", "q=a%00b&status=x"],
+)
+def test_admin_filters_and_search_with_nul_are_a_400_not_a_500(staff_client, query):
+    failed_job()
+    response = staff_client.get(f"/admin/jobs/job/?{query}")
+    assert response.status_code == 400
+    assert b"NUL character" in response.content
+    assert staff_client.get("/admin/jobs/jobevent/?q=%00").status_code == 400
+
+
+def test_admin_filters_with_ordinary_values_still_work(staff_client):
+    job = failed_job()
+    response = staff_client.get("/admin/jobs/job/?status__exact=failed&q=demo")
+    assert response.status_code == 200
+    assert str(job.pk).encode() in response.content
+
