@@ -283,20 +283,28 @@ UNFOLD = {
 }
 
 # --- Worker -----------------------------------------------------------------------------
+# Read as integers here; their ranges are the jobs app's system checks (jobs/checks.py),
+# which `manage.py check`, `migrate` and `run_job_workers` run before anything else.
 
-JOB_WORKER_THREADS = env_int("JOB_WORKER_THREADS", 4, minimum=1)
-JOB_WORKER_POLL_INTERVAL_MS = env_int("JOB_WORKER_POLL_INTERVAL_MS", 500, minimum=1)
-JOB_WORKER_LEASE_SECONDS = env_int("JOB_WORKER_LEASE_SECONDS", 30, minimum=1)
-JOB_WORKER_CLEANUP_INTERVAL_SECONDS = env_int("JOB_WORKER_CLEANUP_INTERVAL_SECONDS", 5, minimum=1)
-JOB_WORKER_CLEANUP_BATCH_SIZE = env_int("JOB_WORKER_CLEANUP_BATCH_SIZE", 100, minimum=1)
-JOB_WORKER_BACKOFF_BASE_SECONDS = env_int("JOB_WORKER_BACKOFF_BASE_SECONDS", 5, minimum=0)
-JOB_WORKER_BACKOFF_MAX_SECONDS = env_int("JOB_WORKER_BACKOFF_MAX_SECONDS", 300, minimum=0)
-JOB_WORKER_MAX_ATTEMPTS_DEFAULT = env_int("JOB_WORKER_MAX_ATTEMPTS_DEFAULT", 3, minimum=1)
+JOB_WORKER_THREADS = env_int("JOB_WORKER_THREADS", 4)
+JOB_WORKER_POLL_INTERVAL_MS = env_int("JOB_WORKER_POLL_INTERVAL_MS", 500)
+JOB_WORKER_LEASE_SECONDS = env_int("JOB_WORKER_LEASE_SECONDS", 30)
+JOB_WORKER_CLEANUP_INTERVAL_SECONDS = env_int("JOB_WORKER_CLEANUP_INTERVAL_SECONDS", 5)
+JOB_WORKER_CLEANUP_BATCH_SIZE = env_int("JOB_WORKER_CLEANUP_BATCH_SIZE", 100)
+JOB_WORKER_BACKOFF_BASE_SECONDS = env_int("JOB_WORKER_BACKOFF_BASE_SECONDS", 5)
+JOB_WORKER_BACKOFF_MAX_SECONDS = env_int("JOB_WORKER_BACKOFF_MAX_SECONDS", 300)
+JOB_WORKER_MAX_ATTEMPTS_DEFAULT = env_int("JOB_WORKER_MAX_ATTEMPTS_DEFAULT", 3)
 JOB_WORKER_LOG_LEVEL = env_str("JOB_WORKER_LOG_LEVEL", "INFO").upper()
+if JOB_WORKER_LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+    # Checked here, not only by jobs.checks: LOGGING below would fail first, less clearly.
+    raise ImproperlyConfigured(
+        "JOB_WORKER_LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, "
+        f"got {JOB_WORKER_LOG_LEVEL!r}"
+    )
 # Queues the worker serves, comma-separated; "*" is every queue that has jobs.
 JOB_WORKER_QUEUES = env_list("JOB_WORKER_QUEUES", "*")
 # Seconds an attempt may run when neither the job nor its type sets a timeout; 0: none.
-JOB_WORKER_TIMEOUT_SECONDS = env_int("JOB_WORKER_TIMEOUT_SECONDS", 0, minimum=0)
+JOB_WORKER_TIMEOUT_SECONDS = env_int("JOB_WORKER_TIMEOUT_SECONDS", 0)
 # Extra modules that register handlers with @jobs.handlers.register, imported at startup.
 JOB_HANDLER_MODULES = env_list("JOB_HANDLER_MODULES", "")
 

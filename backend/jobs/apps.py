@@ -9,6 +9,7 @@ class JobsConfig(AppConfig):
     verbose_name = "Job queue"
 
     def ready(self) -> None:
+        from . import checks  # noqa: F401  (registers the settings checks)
         from .conf import app_settings
 
         # The demo handlers register themselves on import; projects add their own handler

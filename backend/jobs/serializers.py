@@ -45,6 +45,9 @@ THROUGHPUT_BUCKET_SECONDS_MAX = 3600
 THROUGHPUT_MAX_BUCKETS = 500
 
 
+QUEUE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
+
+
 # --- Fields -----------------------------------------------------------------------------
 
 
@@ -53,7 +56,7 @@ class QueueNameField(serializers.RegexField):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(
-            r"^[A-Za-z0-9][A-Za-z0-9._:-]*$",
+            QUEUE_NAME_PATTERN,
             max_length=QUEUE_NAME_MAX_LENGTH,
             error_messages={
                 "invalid": "Letters, digits and . _ : - only, starting with a letter or digit."
