@@ -212,6 +212,8 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS
 SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", not DEBUG)
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SESSION_COOKIE_SECURE", not DEBUG)
 CSRF_COOKIE_SECURE = env_bool("DJANGO_CSRF_COOKIE_SECURE", not DEBUG)
+# JSON under /api/ when Django's CSRF check refuses a request (pages elsewhere).
+CSRF_FAILURE_VIEW = "jobs.views.csrf_failure"
 # Origins (scheme://host[:port]) allowed to send unsafe requests with a session, e.g. the
 # admin behind a proxy on another port.
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")

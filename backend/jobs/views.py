@@ -8,7 +8,11 @@ from typing import Any
 from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.models import QuerySet
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.urls import Resolver404, ResolverMatch, resolve
+from django.views.csrf import csrf_failure as django_csrf_failure
+from django.views.decorators.csrf import csrf_exempt
+from django.views.defaults import server_error as django_server_error
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -320,6 +324,40 @@ class JobEventListView(FilteredListView):
     selector = selectors.event_feed
 
 
-def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
-    """Unknown paths under /api/ answer JSON, like the rest of the API."""
+@csrf_exempt  # it writes nothing; without this an unsafe method got Django's HTML 403
+def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    """Any path under /api/ that names no endpoint: a JSON 404 for every method.
+
+    A known path without its trailing slash is redirected for GET and HEAD (as
+    ``APPEND_SLASH`` would); other methods cannot follow a redirect with their body, so
+    they get the 404 with the right path named.
+    """
+    path = request.path
+    if not path.endswith("/"):
+        match = _resolve(path + "/")
+        if match is not None and match.func is not api_not_found:
+            if request.method in ("GET", "HEAD"):
+                return HttpResponsePermanentRedirect(request.get_full_path(force_append_slash=True))
+            return JsonResponse({"detail": f"Not found. Did you mean {path}/ ?"}, status=404)
     return JsonResponse({"detail": "Not found."}, status=404)
+
+
+def _resolve(path: str) -> ResolverMatch | None:
+    try:
+        return resolve(path)
+    except Resolver404:
+        return None
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """``CSRF_FAILURE_VIEW``: JSON under /api/, Django's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": f"CSRF Failed: {reason}"}, status=403)
+    return django_csrf_failure(request, reason)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """``handler500``: an unexpected error under /api/ is JSON like the rest of the API."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Internal server error."}, status=500)
+    return django_server_error(request)

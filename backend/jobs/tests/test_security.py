@@ -26,6 +26,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
 
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import failed_job
@@ -615,4 +616,68 @@ def test_admin_filters_with_ordinary_values_still_work(staff_client):
     response = staff_client.get("/admin/jobs/job/?status__exact=failed&q=demo")
     assert response.status_code == 200
     assert str(job.pk).encode() in response.content
+
+# --- JSON everywhere under /api/ (in-process) ---------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("method", ["get", "post", "put", "patch", "delete", "options"])
+@pytest.mark.parametrize("path", ["/api/nope/", "/api/jobs/a/b/c/", "/api/x", "/api/"])
+def test_unknown_api_paths_are_a_json_404_for_every_method_even_with_csrf_checks(method, path):
+    client = APIClient(enforce_csrf_checks=True)
+    body = (
+        {} if method in ("get", "options") else {"data": b"{}", "content_type": "application/json"}
+    )
+    response = getattr(client, method)(path, **body)
+    assert response.status_code == 404, response.content
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["detail"].startswith("Not found.")
+
+
+@pytest.mark.django_db
+def test_a_known_path_without_its_slash_redirects_gets_and_names_the_path_for_posts():
+    client = APIClient(enforce_csrf_checks=True)
+    assert client.get("/api/jobs?status=failed")["Location"] == "/api/jobs/?status=failed"
+    response = client.post("/api/jobs", data={"type": "demo.success"}, format="json")
+    assert response.status_code == 404
+    assert response.json() == {"detail": "Not found. Did you mean /api/jobs/ ?"}
+    assert not Job.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("delete", "/api/jobs/"), ("put", "/api/jobs/stats/"), ("get", "/api/jobs/retry/")],
+)
+def test_a_wrong_method_on_a_known_path_is_a_json_405(method, path):
+    response = getattr(APIClient(), method)(path)
+    assert response.status_code == 405
+    assert response.json()["detail"].startswith("Method ")
+
+
+@pytest.mark.django_db
+def test_a_database_error_of_the_connection_kind_is_a_json_503(client, monkeypatch):
+    from django.db import OperationalError
+
+    from jobs import selectors
+
+    def refuse(**kwargs):
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(selectors, "job_stats", refuse)
+    response = client.get("/api/jobs/stats/")
+    assert response.status_code == 503
+    assert response["Retry-After"] == "5"
+    assert response.json() == {"detail": "The database is unavailable; try again shortly."}
+
+
+def test_an_unexpected_error_under_api_is_a_json_500(rf):
+    from jobs.views import server_error
+
+    response = server_error(rf.get("/api/jobs/"))
+    assert (response.status_code, json.loads(response.content)) == (
+        500,
+        {"detail": "Internal server error."},
+    )
+    assert b"<html" in server_error(rf.get("/admin/")).content.lower()
 
