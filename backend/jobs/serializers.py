@@ -498,9 +498,12 @@ VALIDATION_ERROR_SCHEMA = {
     "type": "object",
     "description": (
         "Each key names a field (`non_field_errors` for a body that is not an object) and "
-        "lists the reasons; a body that is not valid JSON gets a single `detail` string."
+        "lists the reasons; a body that is not valid JSON gets a single `detail` string "
+        "(a list under `detail` is the reasons of a body field named so)."
     ),
-    "properties": {"detail": {"type": "string"}},
+    "properties": {
+        "detail": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+    },
     "additionalProperties": {"type": "array", "items": {"type": "string"}},
     "example": {"priority": ["Ensure this value is less than or equal to 32767."]},
 }
