@@ -18,7 +18,7 @@ from .conf import app_settings
 from .drivers import get_driver
 from .errors import JobNotFound
 from .models import Job, JobEvent, JobEventType, JobStatus
-from .pagination import JobEventCursorPagination, JobPagination
+from .pagination import JobEventCursorPagination, JobPagination, JobTimelinePagination
 from .serializers import input_limits
 
 
@@ -179,6 +179,10 @@ def api_config() -> dict[str, Any]:
             "job_events": {
                 "default_limit": JobEventCursorPagination.page_size,
                 "max_limit": JobEventCursorPagination.max_page_size,
+            },
+            "job_timeline": {
+                "default_limit": JobTimelinePagination.page_size,
+                "max_limit": JobTimelinePagination.max_page_size,
             },
         },
     }

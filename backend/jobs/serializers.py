@@ -453,6 +453,7 @@ class PageLimitsSerializer(serializers.Serializer[dict[str, Any]]):
 class PaginationConfigSerializer(serializers.Serializer[dict[str, Any]]):
     jobs = PageLimitsSerializer(help_text="GET /api/jobs/ (limit-offset).")
     job_events = PageLimitsSerializer(help_text="GET /api/job-events/ (cursor).")
+    job_timeline = PageLimitsSerializer(help_text="GET /api/jobs/{id}/events/ (cursor).")
 
 
 class ConfigSerializer(serializers.Serializer[dict[str, Any]]):

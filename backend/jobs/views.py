@@ -29,7 +29,7 @@ from rest_framework.views import APIView
 
 from . import errors, selectors, services
 from .models import JobStatus
-from .pagination import JobEventCursorPagination, JobPagination
+from .pagination import JobEventCursorPagination, JobPagination, JobTimelinePagination
 from .serializers import (
     VALIDATION_ERROR_SCHEMA,
     CancelOutcomeSerializer,
@@ -193,17 +193,23 @@ class JobDetailView(APIView):
         return Response(JobSerializer(selectors.get_job(parse_job_id(id))).data)
 
 
-class JobEventsView(APIView):
-    @extend_schema(
+@extend_schema_view(
+    get=extend_schema(
         operation_id="jobs_events_list",
         tags=["events"],
         parameters=[JOB_ID_PARAMETER],
-        responses={200: JobEventSerializer(many=True), 404: NOT_FOUND},
+        responses={200: JobEventSerializer(many=True), 400: BAD_REQUEST, 404: NOT_FOUND},
     )
-    def get(self, request: Request, id: str) -> Response:
-        """The job's whole timeline, oldest first (ascending id); not paginated."""
-        events = selectors.job_timeline(parse_job_id(id))
-        return Response(JobEventSerializer(events, many=True).data)
+)
+class JobEventsView(generics.ListAPIView[Any]):
+    """The job's timeline, oldest first (ascending id), cursor paginated: new events only
+    ever append to the last page."""
+
+    serializer_class = JobEventSerializer
+    pagination_class = JobTimelinePagination
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return selectors.job_timeline(parse_job_id(self.kwargs["id"]))
 
 
 class JobRetryView(APIView):

@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 
 from jobs import handlers, selectors, services, views
 from jobs.models import Job, JobEvent
-from jobs.pagination import JobEventCursorPagination, JobPagination
+from jobs.pagination import JobEventCursorPagination, JobPagination, JobTimelinePagination
 from jobs.tests.factories import (
     WORKER,
     failed_job,
@@ -131,6 +131,7 @@ def test_config_describes_job_types_worker_and_limits(api, settings):
     assert body["pagination"] == {
         "jobs": {"default_limit": 25, "max_limit": 100},
         "job_events": {"default_limit": 50, "max_limit": 200},
+        "job_timeline": {"default_limit": 100, "max_limit": 500},
     }
 
 
@@ -144,6 +145,10 @@ def test_config_pagination_is_read_from_the_paginators_and_enforced_by_the_lists
         "job_events": {
             "default_limit": JobEventCursorPagination.page_size,
             "max_limit": JobEventCursorPagination.max_page_size,
+        },
+        "job_timeline": {
+            "default_limit": JobTimelinePagination.page_size,
+            "max_limit": JobTimelinePagination.max_page_size,
         },
     }
     jobs, events = pagination["jobs"], pagination["job_events"]
@@ -470,12 +475,17 @@ def test_detail_returns_the_job(api):
     assert body["idempotency_key"] == "abc"
 
 
-def test_job_events_are_a_plain_list_in_ascending_id(api):
+def test_job_events_are_a_cursor_page_in_ascending_id(api):
     job = failed_job()
     response = api.get(f"/api/jobs/{job.pk}/events/")
     assert response.status_code == 200
-    events = response.json()
-    assert isinstance(events, list)
+    page = response.json()
+    assert (set(page), page["next"], page["previous"]) == (
+        {"next", "previous", "results"},
+        None,
+        None,
+    )
+    events = page["results"]
     assert [event["type"] for event in events] == ["created", "claimed", "failed"]
     assert [event["id"] for event in events] == sorted(event["id"] for event in events)
     assert all(set(event) == EVENT_KEYS for event in events)
@@ -557,6 +567,49 @@ def test_stats_count_jobs_by_status_and_date_the_oldest_queued_job(api):
         "cancelled": 0,
     }
     assert datetime.fromisoformat(body["oldest_queued_at"]) == oldest.created_at
+
+
+# --- One job's timeline -------------------------------------------------------------------
+
+
+def test_job_timeline_cursor_walks_every_event_oldest_first_once(api, busy_job):
+    seen: list[int] = []
+    url = f"/api/jobs/{busy_job.pk}/events/?limit=60"
+    while url:
+        body = api.get(url).json()
+        assert len(body["results"]) <= 60
+        seen.extend(event["id"] for event in body["results"])
+        url = body["next"]
+    expected = list(busy_job.events.order_by("id").values_list("id", flat=True))
+    assert seen == expected
+    assert len(seen) == 250
+
+
+def test_job_timeline_pages_100_by_default_and_caps_the_limit_at_500(api, busy_job):
+    for step in range(300):
+        services.record_progress(job_id=busy_job.pk, worker_id=WORKER, attempt=1, message=f"{step}")
+    assert len(api.get(f"/api/jobs/{busy_job.pk}/events/").json()["results"]) == 100
+    assert len(api.get(f"/api/jobs/{busy_job.pk}/events/?limit=9999").json()["results"]) == 500
+
+
+def test_job_timeline_last_page_gains_a_next_link_when_new_events_fill_it(api):
+    job = running_job("demo.success")  # created, claimed
+    last = api.get(f"/api/jobs/{job.pk}/events/?limit=3").json()
+    assert last["next"] is None
+    for step in range(2):
+        services.record_progress(job_id=job.pk, worker_id=WORKER, attempt=1, message=f"{step}")
+    again = api.get(f"/api/jobs/{job.pk}/events/?limit=3").json()
+    assert [event["type"] for event in again["results"]] == ["created", "claimed", "progress"]
+    following = api.get(again["next"]).json()
+    assert [event["message"] for event in following["results"]] == ["1"]
+
+
+@pytest.mark.parametrize("query", ["limit=0", "limit=x", "cursor=%%%garbage"])
+def test_job_timeline_refuses_bad_paging_with_400(api, query):
+    job = queued_job()
+    response = api.get(f"/api/jobs/{job.pk}/events/?{query}")
+    assert response.status_code == 400
+    assert query.split("=")[0] in response.json()
 
 
 # --- Global event feed ------------------------------------------------------------------
