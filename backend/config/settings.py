@@ -5,6 +5,7 @@ Every value comes from the environment (or a `.env` file at the repository root 
 """
 
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,6 +49,22 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
         raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from exc
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def env_rate(name: str, default: str | None) -> str | None:
+    """A DRF throttle rate such as ``10/minute``; ``off`` (or ``none``) turns it off."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value in {"off", "none"}:
+        return None
+    if not re.fullmatch(r"[1-9][0-9]{0,8}/(s|sec|second|m|min|minute|h|hour|d|day)", value):
+        raise ImproperlyConfigured(
+            f"{name} must be a rate like 10/minute (a count per second, minute, hour or day) "
+            f"or off, got {raw!r}"
+        )
     return value
 
 
@@ -236,19 +253,40 @@ CORS_ALLOWED_ORIGINS = env_list(
 CORS_ALLOW_ALL_ORIGINS = DEBUG
 CORS_URLS_REGEX = r"^/api/.*$"
 
+# --- Authentication, permissions and rate limits ----------------------------------------
+
+# Passwords (the admin's login and /api/auth/login/): Django's model backend, refusing an
+# address that has used up its failed logins (DJANGO_THROTTLE_AUTH_FAILURES).
+AUTHENTICATION_BACKENDS = ["jobs.throttling.ThrottledModelBackend"]
+
+# Failed logins and wrong API tokens allowed per client address; then 429 until the
+# window has passed. Default: 10/minute in production, off in the open local demo.
+THROTTLE_AUTH_FAILURES = env_rate("DJANGO_THROTTLE_AUTH_FAILURES", None if DEBUG else "10/minute")
+# Jobs one user may create (POST /api/jobs/); then 429. Default: 600/minute in
+# production, off in the local demo.
+THROTTLE_JOB_CREATE = env_rate("DJANGO_THROTTLE_JOB_CREATE", None if DEBUG else "600/minute")
+# Proxies in front of the API that append the client's address to X-Forwarded-For; the
+# throttles count per address, so this must match the deployment (1 behind the Compose
+# stack's nginx). 0: the TCP peer is the client, X-Forwarded-For is ignored.
+NUM_PROXIES = env_int("DJANGO_NUM_PROXIES", 0, minimum=0)
+
 # --- REST framework ---------------------------------------------------------------------
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "jobs.throttling.ThrottledTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    # The local demo (DEBUG=true) is open; production needs a token or a session.
+    # The local demo (DEBUG=true) is open; production needs a token or a session of a user
+    # with the job model permission the request needs (jobs.permissions).
     "DEFAULT_PERMISSION_CLASSES": [
-        "rest_framework.permissions.AllowAny"
-        if DEBUG
-        else "rest_framework.permissions.IsAuthenticated"
+        "rest_framework.permissions.AllowAny" if DEBUG else "jobs.permissions.JobModelPermissions"
     ],
+    "DEFAULT_THROTTLE_RATES": {
+        "auth_failures": THROTTLE_AUTH_FAILURES,
+        "job_create": THROTTLE_JOB_CREATE,
+    },
+    "NUM_PROXIES": NUM_PROXIES,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
     + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
     # NUL, lone surrogates and absurd nesting in a body are a 400 naming the field.

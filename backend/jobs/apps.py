@@ -1,6 +1,7 @@
 from importlib import import_module
 
 from django.apps import AppConfig
+from django.contrib.auth.signals import user_login_failed
 
 
 class JobsConfig(AppConfig):
@@ -11,6 +12,9 @@ class JobsConfig(AppConfig):
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the settings checks)
         from .conf import app_settings
+        from .throttling import record_login_failure
+
+        user_login_failed.connect(record_login_failure, dispatch_uid="jobs.record_login_failure")
 
         # The demo handlers register themselves on import; projects add their own handler
         # modules through JOB_HANDLER_MODULES so the API and the worker see the same types.

@@ -12,6 +12,8 @@ from uuid import UUID
 from django.db.models import Count, Func, IntegerField, Min, Q, QuerySet
 from django.db.models.expressions import Combinable
 from django.utils import timezone
+from rest_framework.permissions import AllowAny
+from rest_framework.settings import api_settings
 
 from . import handlers
 from .conf import app_settings
@@ -19,6 +21,7 @@ from .drivers import get_driver
 from .errors import JobNotFound
 from .models import Job, JobEvent, JobEventType, JobStatus
 from .pagination import JobEventCursorPagination, JobPagination, JobTimelinePagination
+from .permissions import ADD, CHANGE, VIEW
 from .serializers import input_limits
 
 
@@ -143,6 +146,22 @@ def throughput(
     for row in rows:
         buckets[int(row["bucket"])][row["type"]] = row["total"]
     return {"bucket_seconds": bucket_seconds, "start": start, "end": now, "buckets": buckets}
+
+
+def session_state(user: Any) -> dict[str, Any]:
+    """Who the request's user is and which job permissions the API grants them."""
+    classes: list[Any] = list(api_settings.DEFAULT_PERMISSION_CLASSES)  # imported classes
+    open_api = all(cls is AllowAny for cls in classes)
+    signed_in = bool(user and user.is_authenticated)
+    return {
+        "login_required": not open_api,
+        "authenticated": signed_in,
+        "username": user.get_username() if signed_in else None,
+        "permissions": {
+            name: open_api or (signed_in and user.has_perm(perm))
+            for name, perm in (("view", VIEW), ("add", ADD), ("change", CHANGE))
+        },
+    }
 
 
 def api_config() -> dict[str, Any]:

@@ -6,9 +6,11 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import authenticate, login, logout
 from django.db import DatabaseError, connection
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.middleware.csrf import get_token
 from django.urls import Resolver404, ResolverMatch, resolve
 from django.views.csrf import csrf_failure as django_csrf_failure
 from django.views.decorators.csrf import csrf_exempt
@@ -22,12 +24,13 @@ from drf_spectacular.utils import (
     extend_schema_view,
 )
 from rest_framework import generics, serializers, status
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import errors, selectors, services
+from . import errors, permissions, selectors, services
 from .models import JobStatus
 from .pagination import JobEventCursorPagination, JobPagination, JobTimelinePagination
 from .serializers import (
@@ -43,11 +46,14 @@ from .serializers import (
     JobSelectionSerializer,
     JobSerializer,
     JobStatsSerializer,
+    LoginSerializer,
     RetryConflictSerializer,
     RetryOutcomeSerializer,
+    SessionSerializer,
     ThroughputQuerySerializer,
     ThroughputSerializer,
 )
+from .throttling import AuthFailureThrottle, JobCreateThrottle
 
 JOB_ID_PARAMETER = OpenApiParameter(
     "id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The job's id."
@@ -155,6 +161,7 @@ def list_schema(operation_id: str, tag: str, query: type, item: type, descriptio
 class JobListCreateView(FilteredListView):
     serializer_class = JobSerializer
     pagination_class = JobPagination
+    throttle_classes = [JobCreateThrottle]
     query_serializer = JobListQuerySerializer
     selector = selectors.job_list
 
@@ -213,6 +220,8 @@ class JobEventsView(generics.ListAPIView[Any]):
 
 
 class JobRetryView(APIView):
+    job_permission = permissions.CHANGE
+
     @extend_schema(
         operation_id="jobs_retry",
         tags=["jobs"],
@@ -234,6 +243,8 @@ class JobRetryView(APIView):
 
 
 class JobCancelView(APIView):
+    job_permission = permissions.CHANGE
+
     @extend_schema(
         operation_id="jobs_cancel",
         tags=["jobs"],
@@ -260,6 +271,7 @@ class JobCancelView(APIView):
 
 
 class JobBulkCancelView(APIView):
+    job_permission = permissions.CHANGE
 
     @extend_schema(
         operation_id="jobs_bulk_cancel",
@@ -277,6 +289,7 @@ class JobBulkCancelView(APIView):
 
 
 class JobBulkRetryView(APIView):
+    job_permission = permissions.CHANGE
 
     @extend_schema(
         operation_id="jobs_bulk_retry",
@@ -328,6 +341,72 @@ class JobEventListView(FilteredListView):
     pagination_class = JobEventCursorPagination
     query_serializer = JobEventQuerySerializer
     selector = selectors.event_feed
+
+
+# --- Session: the dashboard signs in with Django's session ------------------------------
+
+
+class SessionView(APIView):
+    """Who is signed in; also sets the ``csrftoken`` cookie the dashboard sends back as
+    ``X-CSRFToken`` on every POST."""
+
+    permission_classes = [AllowAny]
+
+    @extend_schema(operation_id="auth_session", tags=["auth"], responses={200: SessionSerializer})
+    def get(self, request: Request) -> Response:
+        """The signed-in user (if any) and the job permissions the API grants them."""
+        get_token(request._request)
+        return Response(SessionSerializer(selectors.session_state(request.user)).data)
+
+
+class LoginView(APIView):
+    """Sign in with a username and password; the session cookie is set on success.
+
+    CSRF is checked although nobody is signed in yet (login CSRF); a client address past
+    its failed-login rate gets 429 without its password being checked.
+    """
+
+    authentication_classes: list[type] = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        operation_id="auth_login",
+        tags=["auth"],
+        request=LoginSerializer,
+        responses={
+            200: SessionSerializer,
+            400: BAD_REQUEST,
+            403: OpenApiResponse(ErrorSerializer, description="CSRF check failed."),
+            429: OpenApiResponse(ErrorSerializer, description="Too many failed logins."),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        SessionAuthentication().enforce_csrf(request)
+        credentials = LoginSerializer(data=request.data)
+        credentials.is_valid(raise_exception=True)
+        throttle = AuthFailureThrottle()
+        if throttle.blocked(request):
+            raise throttle.refusal()
+        # ThrottledModelBackend checks the password; user_login_failed counts a failure.
+        user = authenticate(request._request, **credentials.validated_data)
+        if user is None:
+            raise serializers.ValidationError(
+                {"non_field_errors": ["Wrong username or password, or the account is inactive."]}
+            )
+        login(request._request, user)
+        return Response(SessionSerializer(selectors.session_state(user)).data)
+
+
+class LogoutView(APIView):
+    """End the session (a no-op without one); CSRF-checked like every session write."""
+
+    authentication_classes = [SessionAuthentication]
+    permission_classes = [AllowAny]
+
+    @extend_schema(operation_id="auth_logout", tags=["auth"], request=None, responses={204: None})
+    def post(self, request: Request) -> Response:
+        logout(request._request)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 @csrf_exempt  # it writes nothing; without this an unsafe method got Django's HTML 403

@@ -94,6 +94,7 @@ def test_the_worker_refuses_to_start_with_an_out_of_range_setting():
     [
         ("JOB_WORKER_THREADS", "four", "JOB_WORKER_THREADS must be an integer, got 'four'"),
         ("JOB_WORKER_LOG_LEVEL", "LOUD", "JOB_WORKER_LOG_LEVEL must be DEBUG, INFO"),
+        ("DJANGO_THROTTLE_JOB_CREATE", "lots", "DJANGO_THROTTLE_JOB_CREATE must be a rate"),
     ],
 )
 def test_settings_refuse_unparseable_environment_values_by_name(variable, value, message):
