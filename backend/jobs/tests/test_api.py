@@ -4,6 +4,7 @@ refused input (which must write nothing)."""
 import base64
 import itertools
 import json
+import re
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -840,10 +841,18 @@ def test_schema_documents_every_endpoint(api):
     assert set(schema["components"]["schemas"]["JobEvent"]["properties"]) == EVENT_KEYS
 
 
-def test_swagger_ui_is_served(api):
+def test_swagger_ui_is_served_with_its_assets_from_our_static_files(api):
+    from django.contrib.staticfiles import finders
+
     response = api.get("/api/docs/")
     assert response.status_code == 200
-    assert b"swagger" in response.content.lower()
+    page = response.content.decode()
+    static = "/" + django_settings.STATIC_URL.strip("/") + "/"
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page)
+    assert len(assets) >= 3, page
+    for url in assets:
+        assert url.startswith(static), url  # nothing from a CDN
+        assert finders.find(url.removeprefix(static)), url
 
 
 # --- Queues, timeouts and cancellation ---------------------------------------------------------
