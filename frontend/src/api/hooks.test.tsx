@@ -117,12 +117,12 @@ describe('useJobEvents', () => {
     );
   }
 
-  it('polls while the job can change and stops once it has finished', async () => {
+  it.each(['failed', 'cancelled'] as const)('polls while the job can change and stops once it is %s', async (end) => {
     const state = serveJob(makeJob({ status: 'running', attempts: 1 }));
     const { result } = renderJobAndEvents(40);
     await waitFor(() => expect(state.eventCalls).toBeGreaterThanOrEqual(3), { timeout: 2000 });
-    state.job = makeJob({ status: 'failed', attempts: 1, updated_at: '2026-06-21T02:40:00+03:30' });
-    await waitFor(() => expect(result.current.job.data?.status).toBe('failed'), { timeout: 2000 });
+    state.job = makeJob({ status: end, attempts: 1, updated_at: '2026-06-21T02:40:00+03:30' });
+    await waitFor(() => expect(result.current.job.data?.status).toBe(end), { timeout: 2000 });
     await sleep(80);
     const settled = state.eventCalls;
     await sleep(250);

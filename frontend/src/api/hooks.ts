@@ -6,18 +6,17 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { useEffect, useRef } from 'react';
 import { useRefetchInterval } from '../polling/usePolling';
 import { api, ApiError } from './client';
-import type {
-  ApiConfig,
-  EventFeedParams,
-  Health,
-  Job,
-  JobCreateInput,
-  JobListParams,
-  PageLimits,
-  ThroughputParams,
+import {
+  isLive,
+  type ApiConfig,
+  type EventFeedParams,
+  type Health,
+  type Job,
+  type JobCreateInput,
+  type JobListParams,
+  type PageLimits,
+  type ThroughputParams,
 } from './types';
-
-export const TERMINAL_STATUSES = new Set(['succeeded', 'failed']);
 
 export const queryKeys = {
   health: ['health'] as const,
@@ -136,7 +135,7 @@ export function useJob(id: string) {
 export function useJobEvents(id: string, job: Job | undefined) {
   const interval = useRefetchInterval();
   const queryClient = useQueryClient();
-  const live = job === undefined || !TERMINAL_STATUSES.has(job.status);
+  const live = job === undefined || isLive(job.status);
   const version = job ? `${job.status}|${job.attempts}|${job.updated_at}` : null;
   const lastVersion = useRef<string | null>(null);
 

@@ -62,7 +62,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Jobs, newest first, limit-offset paginated, filtered by status and type. */
+        /** @description Jobs, newest first, limit-offset paginated, filtered by status, type and queue. */
         get: operations["jobs_list"];
         put?: never;
         /** @description Enqueue a job (and its `created` event). */
@@ -84,6 +84,23 @@ export interface paths {
         get: operations["jobs_retrieve"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/jobs/{id}/cancel/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Cancel a job: a queued one at once, a running one as soon as its worker can. */
+        post: operations["jobs_cancel"];
         delete?: never;
         options?: never;
         head?: never;
@@ -116,8 +133,48 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Send a failed job back to the queue with a fresh attempt budget. */
+        /** @description Send a failed or cancelled job back to the queue with a fresh attempt budget. */
         post: operations["jobs_retry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/jobs/cancel/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * @description Cancel every job the filters and/or ids select (one statement); an empty
+         *     selection is refused.
+         */
+        post: operations["jobs_bulk_cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/jobs/retry/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * @description Retry every failed or cancelled job the filters and/or ids select (one
+         *     statement); an empty selection is refused.
+         */
+        post: operations["jobs_bulk_retry"];
         delete?: never;
         options?: never;
         head?: never;
@@ -148,7 +205,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Succeeded and failed events per time bucket over the last minutes. */
+        /** @description Succeeded, failed and cancelled events per time bucket over the last minutes. */
         get: operations["jobs_throughput"];
         put?: never;
         post?: never;
@@ -162,6 +219,14 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @enum {unknown} */
+        BlankEnum: "";
+        CancelOutcome: {
+            /** @description Queued jobs that became cancelled. */
+            cancelled: number;
+            /** @description Running jobs asked to stop; each ends as cancelled within a heartbeat. */
+            cancel_requested: number;
+        };
         Config: {
             job_types: components["schemas"]["JobType"][];
             worker: components["schemas"]["WorkerConfig"];
@@ -208,6 +273,10 @@ export interface components {
             readonly updated_at: string;
             /** Format: date-time */
             readonly finished_at: string | null;
+            readonly queue: string;
+            readonly timeout_seconds: number | null;
+            /** Format: date-time */
+            readonly cancel_requested_at: string | null;
         };
         /** @description The body of `POST /api/jobs/`. Unknown keys are refused, not ignored. */
         JobCreateRequest: {
@@ -231,6 +300,13 @@ export interface components {
             max_attempts?: number | null;
             /** @description Repeating a create with the same key returns the existing job (200). */
             idempotency_key?: string | null;
+            /**
+             * @description The queue the job waits in; a worker serves the queues it is given.
+             * @default default
+             */
+            queue?: string;
+            /** @description Seconds an attempt may run before it is failed as timed out. Omitted or null: the job type's default, else JOB_WORKER_TIMEOUT_SECONDS (0: no limit). */
+            timeout_seconds?: number | null;
         };
         JobEvent: {
             readonly id: number;
@@ -259,9 +335,30 @@ export interface components {
          *     * `failed` - Failed
          *     * `timeout_requeued` - Timeout requeued
          *     * `manual_retry` - Manual retry
+         *     * `cancel_requested` - Cancel requested
+         *     * `cancelled` - Cancelled
          * @enum {string}
          */
-        JobEventTypeEnum: "created" | "claimed" | "progress" | "lease_renewed" | "succeeded" | "retry_scheduled" | "failed" | "timeout_requeued" | "manual_retry";
+        JobEventTypeEnum: "created" | "claimed" | "progress" | "lease_renewed" | "succeeded" | "retry_scheduled" | "failed" | "timeout_requeued" | "manual_retry" | "cancel_requested" | "cancelled";
+        /** @description The body of the bulk actions: the job list's filters and/or ids, never nothing. */
+        JobSelectionRequest: {
+            /**
+             * @description Exact status.
+             *
+             *     * `queued` - Queued
+             *     * `running` - Running
+             *     * `succeeded` - Succeeded
+             *     * `failed` - Failed
+             *     * `cancelled` - Cancelled
+             */
+            status?: components["schemas"]["JobStatusEnum"] | components["schemas"]["BlankEnum"];
+            /** @description Case-insensitive substring of the job type. */
+            type?: string;
+            /** @description Exact queue name. */
+            queue?: string;
+            /** @description Act on these jobs (at most 1000); combined with the filters. */
+            ids?: string[];
+        };
         JobStats: {
             total: number;
             by_status: components["schemas"]["JobStatusCounts"];
@@ -271,24 +368,31 @@ export interface components {
             retries_pending: number;
             /**
              * Format: date-time
-             * @description created_at of the oldest queued job.
+             * @description created_at of the oldest queued job, due or not (see oldest_due_at).
              */
             oldest_queued_at: string | null;
+            /**
+             * Format: date-time
+             * @description available_at of the oldest queued job that is due: how long the backlog has waited. Jobs scheduled for later do not count.
+             */
+            oldest_due_at: string | null;
         };
         JobStatusCounts: {
             queued: number;
             running: number;
             succeeded: number;
             failed: number;
+            cancelled: number;
         };
         /**
          * @description * `queued` - Queued
          *     * `running` - Running
          *     * `succeeded` - Succeeded
          *     * `failed` - Failed
+         *     * `cancelled` - Cancelled
          * @enum {string}
          */
-        JobStatusEnum: "queued" | "running" | "succeeded" | "failed";
+        JobStatusEnum: "queued" | "running" | "succeeded" | "failed" | "cancelled";
         JobType: {
             type: string;
             description: string;
@@ -308,6 +412,12 @@ export interface components {
             idempotency_key_max_length: number;
             /** @description Largest request body, in bytes; a larger one is refused with 413. */
             max_body_bytes: number;
+            /** @description Largest timeout_seconds accepted. */
+            timeout_seconds_max: number;
+            /** @description Longest queue name. */
+            queue_name_max_length: number;
+            /** @description Most ids one bulk action may name. */
+            bulk_ids_max: number;
         };
         PageLimits: {
             /** @description Page size when `limit` is omitted. */
@@ -358,8 +468,13 @@ export interface components {
              *     * `running` - Running
              *     * `succeeded` - Succeeded
              *     * `failed` - Failed
+             *     * `cancelled` - Cancelled
              */
             status: components["schemas"]["JobStatusEnum"];
+        };
+        RetryOutcome: {
+            /** @description Failed or cancelled jobs queued again. */
+            retried: number;
         };
         Throughput: {
             bucket_seconds: number;
@@ -386,6 +501,8 @@ export interface components {
             succeeded: number;
             /** @description failed events (attempts exhausted). */
             failed: number;
+            /** @description cancelled events (queued or running jobs). */
+            cancelled: number;
         };
         /** @description The worker settings in force; each field is the JOB_WORKER_ setting of its name. */
         WorkerConfig: {
@@ -395,7 +512,7 @@ export interface components {
             poll_interval_ms: number;
             /** @description How long a claimed attempt is held without a renewal. */
             lease_seconds: number;
-            /** @description How often each thread requeues or fails the jobs whose lease expired. */
+            /** @description How often each worker process requeues or fails the jobs whose lease expired. */
             cleanup_interval_seconds: number;
             /** @description Most expired leases one cleanup pass recovers. */
             cleanup_batch_size: number;
@@ -405,6 +522,15 @@ export interface components {
             backoff_max_seconds: number;
             /** @description max_attempts of a job created without one. */
             max_attempts_default: number;
+            /**
+             * Format: double
+             * @description How often a worker process renews the leases of its running attempts.
+             */
+            heartbeat_seconds: number;
+            /** @description Timeout of an attempt whose job and type set none; 0: no limit. */
+            timeout_seconds: number;
+            /** @description Queues a worker serves by default ("*": all). */
+            queues: string[];
         };
     };
     responses: never;
@@ -483,8 +609,10 @@ export interface operations {
                  *     * `failed` - Failed
                  *     * `timeout_requeued` - Timeout requeued
                  *     * `manual_retry` - Manual retry
+                 *     * `cancel_requested` - Cancel requested
+                 *     * `cancelled` - Cancelled
                  */
-                type?: "created" | "claimed" | "progress" | "lease_renewed" | "succeeded" | "retry_scheduled" | "failed" | "timeout_requeued" | "manual_retry" | "";
+                type?: "created" | "claimed" | "progress" | "lease_renewed" | "succeeded" | "retry_scheduled" | "failed" | "timeout_requeued" | "manual_retry" | "cancel_requested" | "cancelled" | "";
             };
             header?: never;
             path?: never;
@@ -522,6 +650,8 @@ export interface operations {
                 limit?: number;
                 /** @description The initial index from which to return the results. */
                 offset?: number;
+                /** @description Exact queue name. */
+                queue?: string;
                 /**
                  * @description Exact status.
                  *
@@ -529,8 +659,9 @@ export interface operations {
                  *     * `running` - Running
                  *     * `succeeded` - Succeeded
                  *     * `failed` - Failed
+                 *     * `cancelled` - Cancelled
                  */
-                status?: "queued" | "running" | "succeeded" | "failed" | "";
+                status?: "queued" | "running" | "succeeded" | "failed" | "cancelled" | "";
                 /** @description Case-insensitive substring of the job type. */
                 type?: string;
             };
@@ -658,6 +789,56 @@ export interface operations {
             };
         };
     };
+    jobs_cancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The queued job, now cancelled. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description The job is running: a cancel was requested (cancel_requested_at); its worker sees it within one heartbeat and the attempt ends as cancelled. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description No job with this id. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The job has finished. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetryConflict"];
+                };
+            };
+        };
+    };
     jobs_events_list: {
         parameters: {
             query?: never;
@@ -719,13 +900,85 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The job is not failed. */
+            /** @description The job is neither failed nor cancelled. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RetryConflict"];
+                };
+            };
+        };
+    };
+    jobs_bulk_cancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["JobSelectionRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CancelOutcome"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail?: string;
+                    } & {
+                        [key: string]: string[];
+                    };
+                };
+            };
+        };
+    };
+    jobs_bulk_retry: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["JobSelectionRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetryOutcome"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail?: string;
+                    } & {
+                        [key: string]: string[];
+                    };
                 };
             };
         };

@@ -34,7 +34,31 @@ function enumValues<T extends string>() {
 }
 
 export type JobStatus = Schema['JobStatusEnum'];
-export const JOB_STATUSES = enumValues<JobStatus>()(['queued', 'running', 'succeeded', 'failed']);
+export const JOB_STATUSES = enumValues<JobStatus>()(['queued', 'running', 'succeeded', 'failed', 'cancelled']);
+
+/**
+ * The API's rules for the two actions, as the dashboard offers them (the API does not
+ * publish them; it answers 409, or leaves the job alone in a bulk action, otherwise):
+ * cancel takes a queued or running job, retry a failed or cancelled one. A job in
+ * neither list has finished until someone retries it.
+ */
+export const CANCELLABLE_STATUSES = ['queued', 'running'] as const satisfies readonly JobStatus[];
+export const RETRYABLE_STATUSES = ['failed', 'cancelled'] as const satisfies readonly JobStatus[];
+export type CancellableStatus = (typeof CANCELLABLE_STATUSES)[number];
+export type RetryableStatus = (typeof RETRYABLE_STATUSES)[number];
+
+export function isCancellable(status: JobStatus): status is CancellableStatus {
+  return (CANCELLABLE_STATUSES as readonly JobStatus[]).includes(status);
+}
+
+export function isRetryable(status: JobStatus): status is RetryableStatus {
+  return (RETRYABLE_STATUSES as readonly JobStatus[]).includes(status);
+}
+
+/** Whether the job can still change by itself (a worker may claim or finish it). */
+export function isLive(status: JobStatus): boolean {
+  return isCancellable(status);
+}
 
 export type JobEventType = Schema['JobEventTypeEnum'];
 export const JOB_EVENT_TYPES = enumValues<JobEventType>()([
@@ -47,6 +71,8 @@ export const JOB_EVENT_TYPES = enumValues<JobEventType>()([
   'failed',
   'timeout_requeued',
   'manual_retry',
+  'cancel_requested',
+  'cancelled',
 ]);
 
 /** ISO 8601 timestamp with offset, as the API serialises it. */
@@ -75,6 +101,11 @@ export type Health = Schema['Health'];
 
 export type JobCreateInput = Schema['JobCreateRequest'];
 
+/** The body of the bulk actions: the list's filters and/or ids (never all empty). */
+export type JobSelection = Schema['JobSelectionRequest'];
+export type CancelOutcome = Schema['CancelOutcome'];
+export type RetryOutcome = Schema['RetryOutcome'];
+
 /** Query parameters of an operation, by its operationId. */
 export type QueryParams<Op extends keyof operations> = NonNullable<operations[Op]['parameters']['query']>;
 
@@ -82,6 +113,7 @@ export type QueryParams<Op extends keyof operations> = NonNullable<operations[Op
 export interface JobListParams {
   status?: JobStatus | undefined;
   type?: string | undefined;
+  queue?: string | undefined;
   /** Omitted: the API's default page size. */
   limit?: number | undefined;
   offset: number;

@@ -8,6 +8,7 @@ describe('StatusBadge', () => {
     ['running', 'badge--running', '◐'],
     ['succeeded', 'badge--success', '✓'],
     ['failed', 'badge--danger', '✕'],
+    ['cancelled', 'badge--muted', '⊘'],
   ])('shows %s with its colour and icon', (status, tone, icon) => {
     render(<StatusBadge status={status} />);
     const badge = screen.getByText(status);
@@ -17,8 +18,8 @@ describe('StatusBadge', () => {
   });
 
   it('falls back to neutral for a status it does not know', () => {
-    render(<StatusBadge status="cancelled" />);
-    expect(screen.getByText('cancelled')).toHaveClass('badge--neutral');
+    render(<StatusBadge status="paused" />);
+    expect(screen.getByText('paused')).toHaveClass('badge--neutral');
   });
 });
 
@@ -30,6 +31,8 @@ describe('EventTypeBadge', () => {
     ['timeout_requeued', 'badge--warning'],
     ['manual_retry', 'badge--accent'],
     ['claimed', 'badge--running'],
+    ['cancel_requested', 'badge--warning'],
+    ['cancelled', 'badge--muted'],
   ])('colours %s as %s', (type, tone) => {
     render(<EventTypeBadge type={type} />);
     expect(screen.getByText(type)).toHaveClass(tone);

@@ -6,6 +6,7 @@ const STATUS_ICON: Record<JobStatus, string> = {
   running: '◐',
   succeeded: '✓',
   failed: '✕',
+  cancelled: '⊘',
 };
 
 /** A job status as a coloured badge; the icon and text keep it readable without colour. */

@@ -1,12 +1,14 @@
 import type { JobEventType, JobStatus } from '../api/types';
 
-export type Tone = 'neutral' | 'info' | 'running' | 'success' | 'warning' | 'danger' | 'accent';
+/** Colour roles; `muted` (outlined grey) marks what someone stopped on purpose. */
+export type Tone = 'neutral' | 'info' | 'running' | 'success' | 'warning' | 'danger' | 'accent' | 'muted';
 
 export const STATUS_TONE: Record<JobStatus, Tone> = {
   queued: 'neutral',
   running: 'running',
   succeeded: 'success',
   failed: 'danger',
+  cancelled: 'muted',
 };
 
 export const EVENT_TONE: Record<JobEventType, Tone> = {
@@ -19,4 +21,6 @@ export const EVENT_TONE: Record<JobEventType, Tone> = {
   failed: 'danger',
   timeout_requeued: 'warning',
   manual_retry: 'accent',
+  cancel_requested: 'warning',
+  cancelled: 'muted',
 };

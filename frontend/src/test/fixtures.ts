@@ -26,6 +26,9 @@ export function makeJob(overrides: Partial<Job> = {}): Job {
     created_at: '2026-06-21T02:32:46.176967+03:30',
     updated_at: '2026-06-21T02:32:46.176967+03:30',
     finished_at: null,
+    queue: 'default',
+    timeout_seconds: null,
+    cancel_requested_at: null,
     ...overrides,
   };
 }
@@ -54,10 +57,11 @@ export function eventPage(results: JobEvent[], next: string | null = null, previ
 
 export const stats: JobStats = {
   total: 53,
-  by_status: { queued: 0, running: 0, succeeded: 41, failed: 12 },
+  by_status: { queued: 0, running: 0, succeeded: 41, failed: 12, cancelled: 0 },
   overdue_running: 0,
   retries_pending: 0,
   oldest_queued_at: null,
+  oldest_due_at: null,
 };
 
 export const config: ApiConfig = {
@@ -75,6 +79,9 @@ export const config: ApiConfig = {
     backoff_base_seconds: 5,
     backoff_max_seconds: 300,
     max_attempts_default: 3,
+    heartbeat_seconds: 10,
+    timeout_seconds: 0,
+    queues: ['*'],
   },
   limits: {
     priority_min: -32768,
@@ -82,6 +89,9 @@ export const config: ApiConfig = {
     max_attempts_max: 100,
     idempotency_key_max_length: 255,
     max_body_bytes: 262144,
+    timeout_seconds_max: 604800,
+    queue_name_max_length: 64,
+    bulk_ids_max: 1000,
   },
   pagination: {
     jobs: { default_limit: 25, max_limit: 100 },
@@ -89,15 +99,21 @@ export const config: ApiConfig = {
   },
 };
 
-export function makeThroughput(counts: [number, number][], bucketSeconds = 60, start = Date.UTC(2026, 5, 21, 10, 0)): Throughput {
+/** Buckets of [succeeded, failed] or [succeeded, failed, cancelled] counts, oldest first. */
+export function makeThroughput(
+  counts: ([number, number] | [number, number, number])[],
+  bucketSeconds = 60,
+  start = Date.UTC(2026, 5, 21, 10, 0),
+): Throughput {
   return {
     bucket_seconds: bucketSeconds,
     start: new Date(start).toISOString(),
     end: new Date(start + counts.length * bucketSeconds * 1000).toISOString(),
-    buckets: counts.map(([succeeded, failed], i) => ({
+    buckets: counts.map(([succeeded, failed, cancelled = 0], i) => ({
       start: new Date(start + i * bucketSeconds * 1000).toISOString(),
       succeeded,
       failed,
+      cancelled,
     })),
   };
 }
