@@ -117,6 +117,18 @@ describe('api client', () => {
     expect(headers).toEqual(['Token s3cret', null]);
   });
 
+  it('pages through a job timeline with the cursor', async () => {
+    let seen: URLSearchParams | null = null;
+    server.use(
+      http.get(`${API}/jobs/${JOB_ID}/events/`, ({ request }) => {
+        seen = new URL(request.url).searchParams;
+        return HttpResponse.json({ next: null, previous: null, results: [] });
+      }),
+    );
+    await api.getJobEvents(JOB_ID, { cursor: 'c1', limit: 100 });
+    expect(Object.fromEntries(seen!)).toEqual({ cursor: 'c1', limit: '100' });
+  });
+
   it('passes cursor, limit and filters to the event feed', async () => {
     let seen: URLSearchParams | null = null;
     server.use(

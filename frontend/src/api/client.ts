@@ -11,13 +11,13 @@ import type {
   Health,
   Job,
   JobCreateInput,
-  JobEvent,
   JobListParams,
   JobPage,
   JobStats,
   QueryParams,
   Throughput,
   ThroughputParams,
+  TimelineParams,
 } from './types';
 
 export type ApiErrorKind = 'network' | 'timeout' | 'http';
@@ -206,8 +206,13 @@ export function createApiClient(options: ClientOptions) {
 
     getJob: (id: string, signal?: AbortSignal) => get<Job>(`jobs/${encodeURIComponent(id)}/`, undefined, signal),
 
-    getJobEvents: (id: string, signal?: AbortSignal) =>
-      get<JobEvent[]>(`jobs/${encodeURIComponent(id)}/events/`, undefined, signal),
+    /** One page of a job's timeline, oldest first; follow `next` for later events. */
+    getJobEvents: (id: string, params: TimelineParams = {}, signal?: AbortSignal) =>
+      get<EventPage>(
+        `jobs/${encodeURIComponent(id)}/events/`,
+        { cursor: params.cursor, limit: params.limit } satisfies QueryParams<'jobs_events_list'>,
+        signal,
+      ),
 
     listEvents: (params: EventFeedParams, signal?: AbortSignal) =>
       get<EventPage>(

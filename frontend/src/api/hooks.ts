@@ -2,10 +2,10 @@
  * Data hooks: the only place that knows query keys, polling and cache
  * invalidation. Components receive plain data from these.
  */
-import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { keepPreviousData, useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef } from 'react';
 import { useRefetchInterval } from '../polling/usePolling';
-import { api, ApiError } from './client';
+import { api, ApiError, cursorFromLink } from './client';
 import {
   isLive,
   type ApiConfig,
@@ -128,9 +128,12 @@ export function useJob(id: string) {
 }
 
 /**
- * A job's timeline. It polls while the job can still change (queued or
- * running), and is refetched whenever the job row itself changes, so the final
- * event shows up even though polling stops once the job is finished.
+ * A job's timeline, oldest first, one API page at a time (`fetchNextPage` when
+ * `hasNextPage`); `data` is the events of every page loaded so far. It polls while
+ * the job can still change (queued or running), and is refetched whenever the job
+ * row itself changes, so the final event shows up even though polling stops once
+ * the job is finished. A refetch reloads every loaded page, so events that arrive
+ * fill the last page and then offer the next one.
  */
 export function useJobEvents(id: string, job: Job | undefined) {
   const interval = useRefetchInterval();
@@ -147,9 +150,12 @@ export function useJobEvents(id: string, job: Job | undefined) {
     lastVersion.current = version;
   }, [id, version, queryClient]);
 
-  return useQuery({
+  return useInfiniteQuery({
     queryKey: queryKeys.jobEvents(id),
-    queryFn: ({ signal }) => api.getJobEvents(id, signal),
+    queryFn: ({ signal, pageParam }) => api.getJobEvents(id, { cursor: pageParam ?? undefined }, signal),
+    initialPageParam: null as string | null,
+    getNextPageParam: (last) => cursorFromLink(last.next ?? null),
+    select: (data) => data.pages.flatMap((page) => page.results),
     refetchInterval: live ? interval : false,
     refetchIntervalInBackground: false,
   });

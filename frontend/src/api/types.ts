@@ -127,6 +127,13 @@ export interface EventFeedParams {
   jobId?: string | undefined;
 }
 
+/** A page of one job's timeline: oldest first, `next` leads to later events. */
+export interface TimelineParams {
+  cursor?: string | undefined;
+  /** Omitted: the API's default page size. */
+  limit?: number | undefined;
+}
+
 export interface ThroughputParams {
   minutes: number;
   bucketSeconds: number;

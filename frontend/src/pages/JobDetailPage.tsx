@@ -1,6 +1,6 @@
 import type { ReactNode } from 'react';
 import { Link, useParams } from 'react-router';
-import { useJob, useJobEvents, useRetryJob } from '../api/hooks';
+import { useJob, useJobEvents, usePageLimits, useRetryJob } from '../api/hooks';
 import type { Job } from '../api/types';
 import { EventTimeline } from '../components/EventTimeline';
 import { JsonView } from '../components/JsonView';
@@ -90,6 +90,7 @@ export function JobDetailPage() {
   const { id = '' } = useParams();
   const job = useJob(id);
   const events = useJobEvents(id, job.data);
+  const timelinePage = usePageLimits('job_timeline');
 
   if (job.isPending) return <Loading label="Loading job…" />;
   if (job.isError && !job.data) {
@@ -140,7 +141,21 @@ export function JobDetailPage() {
           ) : events.isError && !events.data ? (
             <ErrorState error={events.error} onRetry={() => void events.refetch()} />
           ) : events.data && events.data.length > 0 ? (
-            <EventTimeline events={events.data} />
+            <>
+              <EventTimeline events={events.data} />
+              {events.hasNextPage && (
+                <button
+                  type="button"
+                  className="button button--small"
+                  disabled={events.isFetchingNextPage}
+                  onClick={() => void events.fetchNextPage()}
+                >
+                  {events.isFetchingNextPage
+                    ? 'Loading events…'
+                    : `Load ${timelinePage ? `up to ${timelinePage.default_limit} ` : ''}more events`}
+                </button>
+              )}
+            </>
           ) : (
             <Empty>No events recorded.</Empty>
           )}
