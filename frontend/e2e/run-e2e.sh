@@ -98,7 +98,7 @@ say "worker"
 PIDS+=($!)
 
 say "build the dashboard against $API_URL"
-(cd "$FRONTEND" && VITE_API_BASE_URL="$API_URL" VITE_POLL_INTERVAL_MS=500 VITE_API_TOKEN= \
+(cd "$FRONTEND" && VITE_API_BASE_URL="$API_URL" VITE_POLL_INTERVAL_MS=500 \
   node node_modules/vite/bin/vite.js build --outDir dist-e2e --emptyOutDir --logLevel warn) >"$LOGS/build.log" 2>&1 \
   || { cat "$LOGS/build.log"; exit 1; }
 

@@ -14,7 +14,9 @@ import {
   type Job,
   type JobCreateInput,
   type JobListParams,
+  type LoginInput,
   type PageLimits,
+  type Session,
   type ThroughputParams,
 } from './types';
 
@@ -27,6 +29,7 @@ export const queryKeys = {
   job: (id: string) => ['jobs', 'detail', id] as const,
   jobEvents: (id: string) => ['jobs', 'detail', id, 'events'] as const,
   eventFeed: (p: EventFeedParams) => ['events', p] as const,
+  session: ['session'] as const,
 };
 
 /** How often health is re-checked while the API is down, even with polling paused. */
@@ -169,6 +172,42 @@ export function useEventFeed(params: EventFeedParams) {
     refetchInterval: interval,
     refetchIntervalInBackground: false,
     placeholderData: keepPreviousData,
+  });
+}
+
+/** Who is signed in (and whether the API needs anyone to be). */
+export function useSession() {
+  return useQuery({
+    queryKey: queryKeys.session,
+    queryFn: ({ signal }) => api.getSession(signal),
+    staleTime: 60_000,
+    retry: false,
+  });
+}
+
+const notSession = (query: { queryKey: readonly unknown[] }) => query.queryKey[0] !== 'session';
+
+/** Sign in with a session; every query is reloaded as the new user. */
+export function useLogin() {
+  const queryClient = useQueryClient();
+  return useMutation<Session, ApiError, LoginInput>({
+    mutationFn: (credentials) => api.login(credentials),
+    onSuccess: (session) => {
+      queryClient.setQueryData(queryKeys.session, session);
+      void queryClient.invalidateQueries({ predicate: notSession });
+    },
+  });
+}
+
+/** End the session; the previous user's data leaves the cache. */
+export function useLogout() {
+  const queryClient = useQueryClient();
+  return useMutation<void, ApiError, void>({
+    mutationFn: () => api.logout(),
+    onSuccess: () => {
+      queryClient.removeQueries({ predicate: notSession });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.session });
+    },
   });
 }
 

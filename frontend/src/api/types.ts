@@ -99,6 +99,10 @@ export type ApiConfig = Narrow<Schema['Config'], { job_types: JobTypeInfo[] }>;
 
 export type Health = Schema['Health'];
 
+/** Who is signed in and what the API lets them do (`GET /api/auth/session/`). */
+export type Session = Schema['Session'];
+export type LoginInput = Schema['LoginRequest'];
+
 export type JobCreateInput = Schema['JobCreateRequest'];
 
 /** The body of the bulk actions: the list's filters and/or ids (never all empty). */

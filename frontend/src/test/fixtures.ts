@@ -2,7 +2,7 @@
  * Fixtures shaped exactly like the examples in the backend spec. They are typed
  * with the client's types, generated from the OpenAPI schema, so a drift fails `tsc`.
  */
-import type { ApiConfig, EventPage, Job, JobEvent, JobPage, JobStats, Throughput } from '../api/types';
+import type { ApiConfig, EventPage, Job, JobEvent, JobPage, JobStats, Session, Throughput } from '../api/types';
 
 export const API = 'http://localhost:8000/api';
 
@@ -54,6 +54,14 @@ export function jobsPage(results: Job[], count = results.length, next: string | 
 export function eventPage(results: JobEvent[], next: string | null = null, previous: string | null = null): EventPage {
   return { next, previous, results };
 }
+
+/** The open local demo: no sign-in needed, everything allowed. */
+export const openSession: Session = {
+  login_required: false,
+  authenticated: false,
+  username: null,
+  permissions: { view: true, add: true, change: true },
+};
 
 export const stats: JobStats = {
   total: 53,
