@@ -7,11 +7,16 @@ minimal main configuration under a prefix directory, so Debian's nginx package c
 it (``nginx -t``, from ``scripts/check_compose.py``) or serve with it (the tests in
 ``backend/jobs/tests/test_front_door.py``).
 
-Usage: scripts/nginx_conf.py   (renders with example values and runs ``nginx -t``)
+Usage:
+  scripts/nginx_conf.py                 render with example values and run ``nginx -t``
+  scripts/nginx_conf.py --write PREFIX --upstream HOST:PORT --listen [HOST:]PORT --root DIR
+                                        write a configuration to serve with
+                                        (``nginx -p PREFIX -c PREFIX/nginx.conf``; the e2e run)
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shutil
@@ -91,7 +96,21 @@ EXAMPLE_VALUES = {
 
 
 def main() -> int:
-    result = test_config(EXAMPLE_VALUES)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", type=Path, metavar="PREFIX")
+    parser.add_argument("--upstream", default=EXAMPLE_VALUES["NGINX_API_UPSTREAM"])
+    parser.add_argument("--listen", default=EXAMPLE_VALUES["NGINX_LISTEN_PORT"])
+    parser.add_argument("--root", default=EXAMPLE_VALUES["NGINX_STATIC_ROOT"])
+    args = parser.parse_args()
+    values = {
+        "NGINX_API_UPSTREAM": args.upstream,
+        "NGINX_LISTEN_PORT": args.listen,
+        "NGINX_STATIC_ROOT": args.root,
+    }
+    if args.write:
+        print(write_config(args.write.resolve(), values))
+        return 0
+    result = test_config(values)
     sys.stdout.write(result.stdout + result.stderr)
     return result.returncode
 

@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# End-to-end run: fresh PostgreSQL database, real API + worker, the built
-# dashboard served by `vite preview`, Playwright driving the system Chromium.
+# End-to-end run: fresh PostgreSQL database, real API + worker, Playwright driving the
+# system Chromium, in two phases:
+#  1. the open local demo (DEBUG=true, runserver) with the built dashboard on `vite preview`
+#     (e2e/dashboard.spec.ts);
+#  2. production as Docker Compose runs it: gunicorn with DEBUG=false behind Debian's nginx
+#     with the front door's config (scripts/nginx_conf.py), the dashboard built for /api on
+#     the same origin, signed in with a session (e2e/front-door.spec.ts).
 # Every process started here is stopped on exit.
 #
 # Env: CHROMIUM_PATH (default /usr/bin/chromium), E2E_DB (default job_queue_e2e),
@@ -127,4 +132,53 @@ say "playwright with $CHROMIUM ($("$CHROMIUM" --version 2>/dev/null | head -n1))
 cd "$FRONTEND"
 E2E_BASE_URL="$WEB_URL" E2E_API_URL="$API_URL" CHROMIUM_PATH="$CHROMIUM" \
   SCREENSHOT_DIR="${SCREENSHOT_DIR:-$ROOT/assets/screenshots}" \
-  node node_modules/@playwright/test/cli.js test "$@"
+  node node_modules/@playwright/test/cli.js test e2e/dashboard.spec.ts --pass-with-no-tests "$@"
+
+# --- Phase 2: production behind nginx -----------------------------------------------------
+NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
+if [[ ! -x "$NGINX" ]]; then
+  if [[ "${CI:-}" == "true" ]]; then say "FAILED: nginx not found (apt-get install -y nginx)"; exit 1; fi
+  say "SKIPPED the production phase: no nginx (apt-get install -y nginx)"
+  exit 0
+fi
+PROD_API_PORT="$(free_port)"
+PROD_WEB_PORT="$(free_port)"
+PROD_URL="http://127.0.0.1:$PROD_WEB_PORT"
+E2E_USER=operator
+E2E_PASSWORD="$("$PY" -c 'import secrets; print(secrets.token_urlsafe(18))')"
+
+say "an operator account (Job operators group)"
+(cd "$BACKEND" && "$PY" manage.py create_job_roles >/dev/null \
+  && E2E_USER="$E2E_USER" E2E_PASSWORD="$E2E_PASSWORD" "$PY" manage.py shell -c "
+import os
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+user = get_user_model().objects.create_user(os.environ['E2E_USER'], password=os.environ['E2E_PASSWORD'])
+user.groups.add(Group.objects.get(name='Job operators'))
+") >"$LOGS/prod-user.log" 2>&1 || { cat "$LOGS/prod-user.log"; exit 1; }
+
+say "gunicorn with DEBUG=false on 127.0.0.1:$PROD_API_PORT"
+(cd "$BACKEND" && DEBUG=false DJANGO_SECRET_KEY="$("$PY" -c 'import secrets; print(secrets.token_urlsafe(50))')" \
+  DJANGO_ALLOWED_HOSTS=127.0.0.1 DJANGO_NUM_PROXIES=1 \
+  DJANGO_SECURE_SSL_REDIRECT=false DJANGO_SESSION_COOKIE_SECURE=false DJANGO_CSRF_COOKIE_SECURE=false \
+  exec "$PY" -m gunicorn config.wsgi --bind "127.0.0.1:$PROD_API_PORT" --workers 1 --threads 4) \
+  >"$LOGS/prod-gunicorn.log" 2>&1 &
+PIDS+=($!)
+
+say "build the dashboard for /api on its own origin"
+(cd "$FRONTEND" && VITE_API_BASE_URL=/api VITE_POLL_INTERVAL_MS=500 \
+  node node_modules/vite/bin/vite.js build --outDir dist-e2e-prod --emptyOutDir --logLevel warn) >"$LOGS/prod-build.log" 2>&1 \
+  || { cat "$LOGS/prod-build.log"; exit 1; }
+
+say "nginx (front door config) on $PROD_URL"
+NGINX_PREFIX="$LOGS/nginx"
+rm -rf "$NGINX_PREFIX"
+"$PY" "$ROOT/scripts/nginx_conf.py" --write "$NGINX_PREFIX" --upstream "127.0.0.1:$PROD_API_PORT" \
+  --listen "127.0.0.1:$PROD_WEB_PORT" --root "$FRONTEND/dist-e2e-prod" >/dev/null
+"$NGINX" -p "$NGINX_PREFIX" -c "$NGINX_PREFIX/nginx.conf" >"$LOGS/prod-nginx.log" 2>&1 &
+PIDS+=($!)
+wait_for "$PROD_URL/api/health/" "the API through nginx"
+
+say "playwright: sign in through nginx"
+E2E_BASE_URL="$PROD_URL" E2E_USER="$E2E_USER" E2E_PASSWORD="$E2E_PASSWORD" CHROMIUM_PATH="$CHROMIUM" \
+  node node_modules/@playwright/test/cli.js test e2e/front-door.spec.ts --pass-with-no-tests "$@"
