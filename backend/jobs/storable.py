@@ -74,8 +74,11 @@ def field_problems(fields: Iterable[tuple[Any, Any]]) -> dict[str, list[str]]:
         key = storable_text(str(name))
         if isinstance(name, str) and (problem := text_problem(name)):
             problems.setdefault(key, []).append(f"{problem[:-1]} (in the field's name).")
-        elif (problem := json_problem(value)) is not None:
-            problems.setdefault(key, []).append(problem)
+        else:
+            # A plain string needs no path; a nested value's reason says where inside it.
+            problem = text_problem(value) if isinstance(value, str) else json_problem(value)
+            if problem is not None:
+                problems.setdefault(key, []).append(problem)
     return problems
 
 

@@ -881,6 +881,15 @@ def test_nul_in_a_query_parameter_is_a_json_400_naming_it(client, url, field):
     assert "NUL character" in response.json()[field][0]
 
 
+@pytest.mark.django_db
+def test_the_400_for_a_query_parameter_says_what_and_where():
+    response = APIClient().get("/api/jobs/?type=a%00&%00=b")
+    assert response.json() == {
+        "type": ["Strings may not contain the NUL character \\u0000."],
+        "\\u0000": ["Strings may not contain the NUL character \\u0000 (in the field's name)."],
+    }
+
+
 @pytest.fixture
 def staff_client(client, transactional_db):
     user = get_user_model().objects.create_superuser("root", password=secrets.token_urlsafe())
