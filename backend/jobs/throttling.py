@@ -38,8 +38,9 @@ class _RateFromSettings:
 
 class AuthFailureThrottle(_RateFromSettings, SimpleRateThrottle):
     """Failed logins and wrong tokens from one client address (``NUM_PROXIES`` says
-    which address that is behind a proxy). Only failures count: a client that
-    authenticates correctly is never slowed down by this."""
+    which address that is behind a proxy). Only failures count, but once an address has
+    used them up it is refused, right credentials or not, until the window has passed:
+    a guesser learns nothing more from it."""
 
     scope = "auth_failures"
     num_requests: int  # set by SimpleRateThrottle.__init__ from the rate
