@@ -190,11 +190,13 @@ def production_child_env(**extra: str) -> dict[str, str]:
     requests carrying ``X-Forwarded-Proto: https`` count as HTTPS, so the HTTPS defaults
     (redirect, HSTS, secure cookies) stay on."""
     env = child_env(
-        DEBUG="false",
-        DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
-        DJANGO_ALLOWED_HOSTS="127.0.0.1",
-        DJANGO_SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO,https",
-        **extra,
+        **{
+            "DEBUG": "false",
+            "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+            "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
+            "DJANGO_SECURE_PROXY_SSL_HEADER": "HTTP_X_FORWARDED_PROTO,https",
+            **extra,  # a module may set its own secret, e.g. to sign sessions it writes
+        }
     )
     env.pop("GUNICORN_CMD_ARGS", None)
     return env

@@ -26,7 +26,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.management import call_command
+from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
+from django.utils.crypto import get_random_string
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -201,20 +203,23 @@ def test_malformed_proxy_ssl_header_is_refused():
 @pytest.fixture(scope="module")
 def production_server_env() -> dict[str, str]:
     """The dashboard's origin for CORS; the Debug Toolbar asked for, and must stay off;
-    one trusted proxy (tests tell clients apart by X-Forwarded-For); a job-creation rate
-    low enough to reach."""
+    one trusted proxy (tests tell clients apart by X-Forwarded-For); rate limits low
+    enough to reach quickly (each failed login costs a password hash)."""
     return {
         "DJANGO_CORS_ALLOWED_ORIGINS": DASHBOARD_ORIGIN,
         "ENABLE_DJANGO_DEBUG_TOOLBAR": "true",
         "DJANGO_NUM_PROXIES": "1",
+        "DJANGO_SECRET_KEY": STRONG_SECRET,  # Session.of signs sessions with it
+        "DJANGO_THROTTLE_AUTH_FAILURES": "3/minute",
         "DJANGO_THROTTLE_JOB_CREATE": "3/minute",
     }
 
 
 def user_with(*codenames: str, username: str | None = None, password: str | None = None):
-    """A user holding exactly these ``jobs`` permissions (``view_job``, ...)."""
+    """A user holding exactly these ``jobs`` permissions (``view_job``, ...); without a
+    password it cannot log in with one (and no slow hash is computed)."""
     user = get_user_model().objects.create_user(
-        username or f"user-{secrets.token_hex(4)}", password=password or secrets.token_urlsafe()
+        username or f"user-{secrets.token_hex(4)}", password=password
     )
     user.user_permissions.set(
         Permission.objects.filter(content_type__app_label="jobs", codename__in=codenames)
@@ -285,22 +290,36 @@ def test_the_table_covers_every_api_route():
 
 
 class Session:
-    """A browser's session signed in through /api/auth/login/: cookies, CSRF header."""
+    """A browser's session with the server: its cookies, and the CSRF header on writes."""
 
-    def __init__(self, server: HttpServer, username: str, password: str) -> None:
+    def __init__(self, server: HttpServer, session: str, csrf: str) -> None:
         self.server = server
         self.origin = f"https://127.0.0.1:{server.port}"
+        self.session = session
+        self.csrf = csrf
+
+    @classmethod
+    def login(cls, server: HttpServer, username: str, password: str) -> Session:
+        """Signed in through /api/auth/login/, as the dashboard does."""
         status, headers, _ = server.request("GET", "/api/auth/session/")
         assert status == 200
-        self.csrf = _cookie(headers, "csrftoken")
-        self.session = ""
-        status, headers, body = self.request(
+        anonymous = cls(server, "", _cookie(headers, "csrftoken"))
+        status, headers, body = anonymous.request(
             "POST", "/api/auth/login/", body={"username": username, "password": password}
         )
         assert status == 200, body
-        self.session = _cookie(headers, "sessionid")
         # Django rotates the CSRF token at login.
-        self.csrf = _cookie(headers, "csrftoken")
+        return cls(server, _cookie(headers, "sessionid"), _cookie(headers, "csrftoken"))
+
+    @classmethod
+    def of(cls, server: HttpServer, user) -> Session:
+        """A session of ``user`` written to the shared database (Django's force_login,
+        signed with the server's secret): the server's SessionAuthentication and CSRF
+        check are the real ones, and no password hash is computed."""
+        client = Client()
+        with override_settings(SECRET_KEY=STRONG_SECRET):
+            client.force_login(user)
+        return cls(server, client.cookies["sessionid"].value, get_random_string(32))
 
     def request(self, method: str, path: str, **kwargs):
         cookies = f"csrftoken={self.csrf}" + (f"; sessionid={self.session}" if self.session else "")
@@ -371,12 +390,11 @@ def test_permission_matrix_with_tokens(production_server):
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_permission_matrix_with_sessions(production_server):
-    sessions = {}
-    for permissions in MATRIX_USERS:
-        if permissions is not None:
-            password = secrets.token_urlsafe()
-            username = user_with(*permissions, password=password).username
-            sessions[permissions] = Session(production_server, username, password)
+    sessions = {
+        permissions: Session.of(production_server, user_with(*permissions))
+        for permissions in MATRIX_USERS
+        if permissions is not None
+    }
 
     def send(permissions, method, path, body):
         if permissions is None:
@@ -428,7 +446,7 @@ def test_the_session_api_reports_the_user_and_what_they_may_do(production_server
         "username": None,
         "permissions": {"view": False, "add": False, "change": False},
     }
-    session = Session(production_server, user.username, password)
+    session = Session.login(production_server, user.username, password)
     _, _, body = session.request("GET", "/api/auth/session/")
     assert json.loads(body) == {
         "login_required": True,
@@ -451,7 +469,7 @@ def test_login_needs_the_csrf_token(production_server):
     assert status == 403 and b"CSRF" in body
 
 
-# --- Rate limits (the module's server: 10 failures a minute, 3 jobs a minute) -------------
+# --- Rate limits (the module's server: 3 failures a minute, 3 jobs a minute) --------------
 
 
 @pytest.mark.slow
@@ -460,7 +478,7 @@ def test_wrong_tokens_from_one_address_are_throttled_and_others_are_not(
     production_server, api_token
 ):
     address = client_address()
-    for _ in range(10):
+    for _ in range(3):
         wrong = production_server.request("GET", "/api/jobs/", token="x" * 40, headers=address)
         assert wrong[0] == 401
     status, headers, body = production_server.request(
@@ -499,7 +517,7 @@ def test_failed_logins_are_throttled_for_the_api_and_the_admin(production_server
             "POST", "/api/auth/login/", body=body, headers=login_headers
         )
 
-    for _ in range(10):
+    for _ in range(3):
         status, _, body = login("wrong")
         assert status == 400 and b"Wrong username or password" in body
     assert login(password)[0] == 429
