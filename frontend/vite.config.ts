@@ -13,6 +13,6 @@ export default defineConfig({
     include: ['src/**/*.test.{ts,tsx}'],
     restoreMocks: true,
     // Tests talk to MSW at the default URL, whatever a developer's .env.local says.
-    env: { VITE_API_BASE_URL: 'http://localhost:8000/api', VITE_API_TOKEN: '', VITE_POLL_INTERVAL_MS: '2000' },
+    env: { VITE_API_BASE_URL: 'http://localhost:8000/api', VITE_POLL_INTERVAL_MS: '2000' },
   },
 });

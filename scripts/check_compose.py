@@ -7,7 +7,9 @@
    targets have a health check, build contexts hold a Dockerfile, named volumes are
    declared, the worker stays scalable.
 3. Both Dockerfiles through hadolint.
-4. .env.example: one `NAME=value` per variable with a comment above it, no duplicates, and
+4. The front door's nginx configuration (frontend/nginx/default.conf.template, rendered)
+   through `nginx -t` from Debian's nginx package (scripts/nginx_conf.py).
+5. .env.example: one `NAME=value` per variable with a comment above it, no duplicates, and
    every variable the backend settings, the dashboard sources and the compose file read.
 
 Usage: scripts/check_compose.py [--compose FILE] [--env-example FILE] [--dockerfile FILE ...]
@@ -24,6 +26,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nginx_conf  # scripts/nginx_conf.py, beside this file
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,6 +103,16 @@ def check_references(compose_path: Path) -> list[str]:
             is_named = source and not source.startswith((".", "/", "~", "$"))
             if is_named and source not in declared_volumes:
                 problems.append(f"{name}: named volume {source!r} is not declared under volumes")
+
+    # The front door: only nginx is published; gunicorn sits behind it.
+    web = services.get("web")
+    if web is None:
+        problems.append("no web service (nginx in front of gunicorn)")
+    elif not web.get("ports"):
+        problems.append("web: publishes no port")
+    for name in ("backend", "worker"):
+        if (services.get(name) or {}).get("ports"):
+            problems.append(f"{name}: publishes a port; only web (nginx) may")
 
     worker = services.get("worker")
     if worker is None:
@@ -185,6 +198,18 @@ def main() -> int:
     ok = ok and not problems
 
     ok = run("hadolint", [tool("hadolint"), "--no-color", *map(str, dockerfiles)]) and ok
+
+    print("== nginx -t on the front door's configuration")
+    try:
+        result = nginx_conf.test_config(nginx_conf.EXAMPLE_VALUES)
+        nginx_ok = result.returncode == 0
+        output = (result.stdout + result.stderr).strip()
+    except (FileNotFoundError, KeyError) as exc:
+        nginx_ok, output = False, str(exc)
+    for line in output.splitlines():
+        print(f"   {line}")
+    print(f"   {'ok' if nginx_ok else 'FAILED'}")
+    ok = ok and nginx_ok
 
     print("== .env.example")
     documented, problems = read_env_example(args.env_example)

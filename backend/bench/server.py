@@ -135,10 +135,13 @@ def endpoint_latency(port: int, token: str, path: str, *, count: int) -> Endpoin
 
 
 def api_token() -> str:
-    """The key of a ``bench`` user's DRF token (created on first use)."""
+    """The key of a ``bench`` user's DRF token (created on first use); a superuser, so it
+    holds every job permission the production API asks for."""
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
-    user, _ = get_user_model().objects.get_or_create(username="bench")
+    user, _ = get_user_model().objects.get_or_create(
+        username="bench", defaults={"is_superuser": True, "is_staff": True}
+    )
     token, _ = Token.objects.get_or_create(user=user)
     return token.key

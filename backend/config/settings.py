@@ -5,6 +5,7 @@ Every value comes from the environment (or a `.env` file at the repository root 
 """
 
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -51,6 +52,22 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     return value
 
 
+def env_rate(name: str, default: str | None) -> str | None:
+    """A DRF throttle rate such as ``10/minute``; ``off`` (or ``none``) turns it off."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value in {"off", "none"}:
+        return None
+    if not re.fullmatch(r"[1-9][0-9]{0,8}/(s|sec|second|m|min|minute|h|hour|d|day)", value):
+        raise ImproperlyConfigured(
+            f"{name} must be a rate like 10/minute (a count per second, minute, hour or day) "
+            f"or off, got {raw!r}"
+        )
+    return value
+
+
 def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
 
@@ -84,11 +101,14 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "jobs",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # NUL or a lone surrogate in a query parameter: a 400 before any view builds a filter.
+    "jobs.middleware.RefuseUnstorableQueryMiddleware",
     # Serves the admin's static files from gunicorn, in the container as well.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "corsheaders.middleware.CorsMiddleware",
@@ -210,6 +230,8 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS
 SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", not DEBUG)
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SESSION_COOKIE_SECURE", not DEBUG)
 CSRF_COOKIE_SECURE = env_bool("DJANGO_CSRF_COOKIE_SECURE", not DEBUG)
+# JSON under /api/ when Django's CSRF check refuses a request (pages elsewhere).
+CSRF_FAILURE_VIEW = "jobs.views.csrf_failure"
 # Origins (scheme://host[:port]) allowed to send unsafe requests with a session, e.g. the
 # admin behind a proxy on another port.
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
@@ -232,23 +254,48 @@ CORS_ALLOWED_ORIGINS = env_list(
 CORS_ALLOW_ALL_ORIGINS = DEBUG
 CORS_URLS_REGEX = r"^/api/.*$"
 
+# --- Authentication, permissions and rate limits ----------------------------------------
+
+# Passwords (the admin's login and /api/auth/login/): Django's model backend, refusing an
+# address that has used up its failed logins (DJANGO_THROTTLE_AUTH_FAILURES).
+AUTHENTICATION_BACKENDS = ["jobs.throttling.ThrottledModelBackend"]
+
+# Failed logins and wrong API tokens allowed per client address; then 429 until the
+# window has passed. Default: 10/minute in production, off in the open local demo.
+THROTTLE_AUTH_FAILURES = env_rate("DJANGO_THROTTLE_AUTH_FAILURES", None if DEBUG else "10/minute")
+# Jobs one user may create (POST /api/jobs/); then 429. Default: 600/minute in
+# production, off in the local demo.
+THROTTLE_JOB_CREATE = env_rate("DJANGO_THROTTLE_JOB_CREATE", None if DEBUG else "600/minute")
+# Proxies in front of the API that append the client's address to X-Forwarded-For; the
+# throttles count per address, so this must match the deployment (1 behind the Compose
+# stack's nginx). 0: the TCP peer is the client, X-Forwarded-For is ignored.
+NUM_PROXIES = env_int("DJANGO_NUM_PROXIES", 0, minimum=0)
+
 # --- REST framework ---------------------------------------------------------------------
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "jobs.throttling.ThrottledTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    # The local demo (DEBUG=true) is open; production needs a token or a session.
+    # The local demo (DEBUG=true) is open; production needs a token or a session of a user
+    # with the job model permission the request needs (jobs.permissions).
     "DEFAULT_PERMISSION_CLASSES": [
-        "rest_framework.permissions.AllowAny"
-        if DEBUG
-        else "rest_framework.permissions.IsAuthenticated"
+        "rest_framework.permissions.AllowAny" if DEBUG else "jobs.permissions.JobModelPermissions"
     ],
+    "DEFAULT_THROTTLE_RATES": {
+        "auth_failures": THROTTLE_AUTH_FAILURES,
+        "job_create": THROTTLE_JOB_CREATE,
+    },
+    "NUM_PROXIES": NUM_PROXIES,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
     + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # NUL, lone surrogates and absurd nesting in a body are a 400 naming the field.
+    "DEFAULT_PARSER_CLASSES": ["jobs.parsers.JobJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # The jobs views map their errors themselves; this covers the project's own DRF views
+    # (schema, docs, auth): JSON 503 while the database is down, for instance.
+    "EXCEPTION_HANDLER": "jobs.api_errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
 
@@ -266,6 +313,11 @@ SPECTACULAR_SETTINGS = {
         if DEBUG
         else "rest_framework.permissions.IsAuthenticated"
     ],
+    # Swagger UI's JavaScript and CSS from drf-spectacular-sidecar's static files: the docs
+    # page works offline and loads nothing from a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "JobStatusEnum": "jobs.models.JobStatus",
@@ -284,20 +336,28 @@ UNFOLD = {
 TASKS = {"default": {"BACKEND": "jobs.backends.JobQueueBackend", "QUEUES": []}}
 
 # --- Worker -----------------------------------------------------------------------------
+# Read as integers here; their ranges are the jobs app's system checks (jobs/checks.py),
+# which `manage.py check`, `migrate` and `run_job_workers` run before anything else.
 
-JOB_WORKER_THREADS = env_int("JOB_WORKER_THREADS", 4, minimum=1)
-JOB_WORKER_POLL_INTERVAL_MS = env_int("JOB_WORKER_POLL_INTERVAL_MS", 500, minimum=1)
-JOB_WORKER_LEASE_SECONDS = env_int("JOB_WORKER_LEASE_SECONDS", 30, minimum=1)
-JOB_WORKER_CLEANUP_INTERVAL_SECONDS = env_int("JOB_WORKER_CLEANUP_INTERVAL_SECONDS", 5, minimum=1)
-JOB_WORKER_CLEANUP_BATCH_SIZE = env_int("JOB_WORKER_CLEANUP_BATCH_SIZE", 100, minimum=1)
-JOB_WORKER_BACKOFF_BASE_SECONDS = env_int("JOB_WORKER_BACKOFF_BASE_SECONDS", 5, minimum=0)
-JOB_WORKER_BACKOFF_MAX_SECONDS = env_int("JOB_WORKER_BACKOFF_MAX_SECONDS", 300, minimum=0)
-JOB_WORKER_MAX_ATTEMPTS_DEFAULT = env_int("JOB_WORKER_MAX_ATTEMPTS_DEFAULT", 3, minimum=1)
+JOB_WORKER_THREADS = env_int("JOB_WORKER_THREADS", 4)
+JOB_WORKER_POLL_INTERVAL_MS = env_int("JOB_WORKER_POLL_INTERVAL_MS", 500)
+JOB_WORKER_LEASE_SECONDS = env_int("JOB_WORKER_LEASE_SECONDS", 30)
+JOB_WORKER_CLEANUP_INTERVAL_SECONDS = env_int("JOB_WORKER_CLEANUP_INTERVAL_SECONDS", 5)
+JOB_WORKER_CLEANUP_BATCH_SIZE = env_int("JOB_WORKER_CLEANUP_BATCH_SIZE", 100)
+JOB_WORKER_BACKOFF_BASE_SECONDS = env_int("JOB_WORKER_BACKOFF_BASE_SECONDS", 5)
+JOB_WORKER_BACKOFF_MAX_SECONDS = env_int("JOB_WORKER_BACKOFF_MAX_SECONDS", 300)
+JOB_WORKER_MAX_ATTEMPTS_DEFAULT = env_int("JOB_WORKER_MAX_ATTEMPTS_DEFAULT", 3)
 JOB_WORKER_LOG_LEVEL = env_str("JOB_WORKER_LOG_LEVEL", "INFO").upper()
+if JOB_WORKER_LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+    # Checked here, not only by jobs.checks: LOGGING below would fail first, less clearly.
+    raise ImproperlyConfigured(
+        "JOB_WORKER_LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, "
+        f"got {JOB_WORKER_LOG_LEVEL!r}"
+    )
 # Queues the worker serves, comma-separated; "*" is every queue that has jobs.
 JOB_WORKER_QUEUES = env_list("JOB_WORKER_QUEUES", "*")
 # Seconds an attempt may run when neither the job nor its type sets a timeout; 0: none.
-JOB_WORKER_TIMEOUT_SECONDS = env_int("JOB_WORKER_TIMEOUT_SECONDS", 0, minimum=0)
+JOB_WORKER_TIMEOUT_SECONDS = env_int("JOB_WORKER_TIMEOUT_SECONDS", 0)
 # Wake idle workers with LISTEN/NOTIFY when a job is created (PostgreSQL); workers poll
 # anyway. LISTEN needs a session: behind PgBouncer in transaction mode, point the
 # listener straight at PostgreSQL with POSTGRES_LISTEN_HOST/PORT, or turn it off.

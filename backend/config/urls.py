@@ -10,10 +10,11 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/", include("jobs.urls")),
-    # Any other /api/.../ path is a JSON 404 (paths without the trailing slash still get
-    # APPEND_SLASH's redirect first).
-    re_path(r"^api/(.*/)?$", api_not_found),
+    # Any other path under /api/ is a JSON 404, whatever the method (see api_not_found).
+    re_path(r"^api/", api_not_found),
 ]
+
+handler500 = "jobs.views.server_error"
 
 if settings.ENABLE_DJANGO_DEBUG_TOOLBAR:
     from debug_toolbar.toolbar import debug_toolbar_urls

@@ -4,15 +4,32 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from rest_framework import status
+from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from .errors import EmptySelection, InvalidTransition, JobNotFound
 from .storable import UnstorableValue
 
+DATABASE_RETRY_AFTER_SECONDS = 5
+
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    response = _error_response(exc, context)
+    request = context.get("request")
+    if response is not None and request is not None:
+        # The schema (YAML) and docs (HTML) views would render the error in their own
+        # format; every error under /api/ is JSON.
+        renderer = getattr(request, "accepted_renderer", None)
+        if not isinstance(renderer, JSONRenderer | BrowsableAPIRenderer):
+            request.accepted_renderer = JSONRenderer()
+            request.accepted_media_type = "application/json"
+    return response
+
+
+def _error_response(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, JobNotFound):
         return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
     if isinstance(exc, InvalidTransition):
@@ -30,5 +47,13 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return Response(
             {"detail": f"Request body is larger than {limit} bytes."},
             status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
+    if isinstance(exc, OperationalError | InterfaceError):
+        # The database is down or unreachable (a restart, the network): the request may
+        # succeed shortly, as /api/health/ says. Bugs (IntegrityError, ...) stay 500s.
+        return Response(
+            {"detail": "The database is unavailable; try again shortly."},
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)},
         )
     return drf_exception_handler(exc, context)

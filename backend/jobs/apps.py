@@ -1,6 +1,7 @@
 from importlib import import_module
 
 from django.apps import AppConfig
+from django.contrib.auth.signals import user_login_failed
 from django.utils.module_loading import autodiscover_modules
 
 
@@ -10,7 +11,11 @@ class JobsConfig(AppConfig):
     verbose_name = "Job queue"
 
     def ready(self) -> None:
+        from . import checks  # noqa: F401  (registers the settings checks)
         from .conf import app_settings
+        from .throttling import record_login_failure
+
+        user_login_failed.connect(record_login_failure, dispatch_uid="jobs.record_login_failure")
 
         # Connects Django's task signals to the worker's attempt signals.
         import_module("jobs.backends")

@@ -82,5 +82,15 @@ class JobEventCursorPagination(CursorPagination):
         return parameters
 
 
+class JobTimelinePagination(JobEventCursorPagination):
+    """One job's events oldest first by id: the pages a client has read never change, and
+    new events only ever add to the last page (its ``next`` link appears once it is full)."""
+
+    ordering = "id"
+    page_size = 100
+    max_page_size = 500
+    page_size_query_description = f"Events per page (default {page_size}, at most {max_page_size})."
+
+
 def _valid_position(position: str | None) -> bool:
     return position is None or _DIGITS.fullmatch(position) is not None

@@ -13,13 +13,16 @@ from django.core.cache import cache
 from django.db.models import Count, Func, IntegerField, Min, Q, QuerySet
 from django.db.models.expressions import Combinable
 from django.utils import timezone
+from rest_framework.permissions import AllowAny
+from rest_framework.settings import api_settings
 
 from . import handlers
 from .conf import app_settings
 from .drivers import get_driver
 from .errors import JobNotFound
 from .models import Job, JobEvent, JobEventType, JobStatus
-from .pagination import JobEventCursorPagination, JobPagination
+from .pagination import JobEventCursorPagination, JobPagination, JobTimelinePagination
+from .permissions import ADD, CHANGE, VIEW
 from .serializers import input_limits
 
 
@@ -220,6 +223,22 @@ def throughput(
     return {"bucket_seconds": bucket_seconds, "start": start, "end": now, "buckets": buckets}
 
 
+def session_state(user: Any) -> dict[str, Any]:
+    """Who the request's user is and which job permissions the API grants them."""
+    classes: list[Any] = list(api_settings.DEFAULT_PERMISSION_CLASSES)  # imported classes
+    open_api = all(cls is AllowAny for cls in classes)
+    signed_in = bool(user and user.is_authenticated)
+    return {
+        "login_required": not open_api,
+        "authenticated": signed_in,
+        "username": user.get_username() if signed_in else None,
+        "permissions": {
+            name: open_api or (signed_in and user.has_perm(perm))
+            for name, perm in (("view", VIEW), ("add", ADD), ("change", CHANGE))
+        },
+    }
+
+
 def api_config() -> dict[str, Any]:
     """What a client needs to build a create form, explain the worker and size its pages."""
     return {
@@ -254,6 +273,10 @@ def api_config() -> dict[str, Any]:
             "job_events": {
                 "default_limit": JobEventCursorPagination.page_size,
                 "max_limit": JobEventCursorPagination.max_page_size,
+            },
+            "job_timeline": {
+                "default_limit": JobTimelinePagination.page_size,
+                "max_limit": JobTimelinePagination.max_page_size,
             },
         },
     }

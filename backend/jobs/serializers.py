@@ -530,6 +530,7 @@ class PageLimitsSerializer(serializers.Serializer[dict[str, Any]]):
 class PaginationConfigSerializer(serializers.Serializer[dict[str, Any]]):
     jobs = PageLimitsSerializer(help_text="GET /api/jobs/ (limit-offset).")
     job_events = PageLimitsSerializer(help_text="GET /api/job-events/ (cursor).")
+    job_timeline = PageLimitsSerializer(help_text="GET /api/jobs/{id}/events/ (cursor).")
 
 
 class ConfigSerializer(serializers.Serializer[dict[str, Any]]):
@@ -560,6 +561,29 @@ class HealthSerializer(serializers.Serializer[dict[str, Any]]):
     detail = serializers.CharField(required=False, help_text="Only when the database failed.")
 
 
+# --- Session (the dashboard's sign-in) ---------------------------------------------------
+
+
+class LoginSerializer(serializers.Serializer[Any]):
+    username = serializers.CharField(max_length=150, trim_whitespace=False)
+    password = serializers.CharField(max_length=4096, trim_whitespace=False)
+
+
+class JobPermissionsSerializer(serializers.Serializer[dict[str, Any]]):
+    view = serializers.BooleanField(help_text="jobs.view_job: read jobs, events and stats.")
+    add = serializers.BooleanField(help_text="jobs.add_job: create jobs.")
+    change = serializers.BooleanField(help_text="jobs.change_job: retry and cancel jobs.")
+
+
+class SessionSerializer(serializers.Serializer[dict[str, Any]]):
+    login_required = serializers.BooleanField(
+        help_text="False on the open local demo (DEBUG=true): the API needs no sign-in."
+    )
+    authenticated = serializers.BooleanField()
+    username = serializers.CharField(allow_null=True)
+    permissions = JobPermissionsSerializer(help_text="What this user may do through the API.")
+
+
 # --- Errors (documentation only) --------------------------------------------------------
 
 
@@ -576,9 +600,12 @@ VALIDATION_ERROR_SCHEMA = {
     "type": "object",
     "description": (
         "Each key names a field (`non_field_errors` for a body that is not an object) and "
-        "lists the reasons; a body that is not valid JSON gets a single `detail` string."
+        "lists the reasons; a body that is not valid JSON gets a single `detail` string "
+        "(a list under `detail` is the reasons of a body field named so)."
     ),
-    "properties": {"detail": {"type": "string"}},
+    "properties": {
+        "detail": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+    },
     "additionalProperties": {"type": "array", "items": {"type": "string"}},
     "example": {"priority": ["Ensure this value is less than or equal to 32767."]},
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 # Deeper values are refused: JSON encoders and decoders recurse per level.
@@ -64,6 +65,26 @@ def json_problem(value: Any) -> str | None:
         elif isinstance(item, list | tuple):
             stack.extend((child, depth + 1, f"{path}[{i}]") for i, child in enumerate(item))
     return None
+
+
+def field_problems(fields: Iterable[tuple[Any, Any]]) -> dict[str, list[str]]:
+    """Each unstorable ``(name, value)`` of a request (a JSON body's top-level keys, query
+    parameters) as ``{name: [reason]}``, the API's error shape; empty when all are storable.
+
+    A name that is itself unstorable is reported under its escaped form (the response must
+    be encodable), so unknown keys are checked as strictly as known ones.
+    """
+    problems: dict[str, list[str]] = {}
+    for name, value in fields:
+        key = storable_text(str(name))
+        if isinstance(name, str) and (problem := text_problem(name)):
+            problems.setdefault(key, []).append(f"{problem[:-1]} (in the field's name).")
+        else:
+            # A plain string needs no path; a nested value's reason says where inside it.
+            problem = text_problem(value) if isinstance(value, str) else json_problem(value)
+            if problem is not None:
+                problems.setdefault(key, []).append(problem)
+    return problems
 
 
 def to_storable_json(value: Any) -> str:

@@ -18,4 +18,7 @@ urlpatterns = [
     path("jobs/<str:id>/retry/", views.JobRetryView.as_view(), name="job-retry"),
     path("jobs/<str:id>/cancel/", views.JobCancelView.as_view(), name="job-cancel"),
     path("job-events/", views.JobEventListView.as_view(), name="job-event-list"),
+    path("auth/session/", views.SessionView.as_view(), name="auth-session"),
+    path("auth/login/", views.LoginView.as_view(), name="auth-login"),
+    path("auth/logout/", views.LogoutView.as_view(), name="auth-logout"),
 ]

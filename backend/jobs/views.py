@@ -2,13 +2,19 @@
 and serializes the result. Every job-state change goes through ``jobs.services``."""
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import authenticate, login, logout
 from django.db import DatabaseError, connection
 from django.db.models import QuerySet
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.middleware.csrf import get_token
+from django.urls import Resolver404, ResolverMatch, resolve
+from django.views.csrf import csrf_failure as django_csrf_failure
+from django.views.decorators.csrf import csrf_exempt
+from django.views.defaults import server_error as django_server_error
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -18,17 +24,18 @@ from drf_spectacular.utils import (
     extend_schema_view,
 )
 from rest_framework import generics, serializers, status
-from rest_framework.exceptions import ParseError
-from rest_framework.parsers import JSONParser
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.parsers import BaseParser
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import errors, selectors, services
+from . import errors, permissions, selectors, services
 from .api_errors import exception_handler
 from .models import JobStatus
-from .pagination import JobEventCursorPagination, JobPagination
+from .pagination import JobEventCursorPagination, JobPagination, JobTimelinePagination
+from .parsers import JobJSONParser
 from .serializers import (
     VALIDATION_ERROR_SCHEMA,
     CancelOutcomeSerializer,
@@ -44,11 +51,14 @@ from .serializers import (
     JobSelectionSerializer,
     JobSerializer,
     JobStatsSerializer,
+    LoginSerializer,
     RetryConflictSerializer,
     RetryOutcomeSerializer,
+    SessionSerializer,
     ThroughputQuerySerializer,
     ThroughputSerializer,
 )
+from .throttling import AuthFailureThrottle, JobCreateThrottle
 
 JOB_ID_PARAMETER = OpenApiParameter(
     "id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The job's id."
@@ -58,25 +68,13 @@ NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No job with this id.")
 
 
 class DomainErrorsMixin:
-    """The API maps its domain errors (404, 409, 413, ...) itself, so it answers the same
-    in any project, whatever that project's ``REST_FRAMEWORK["EXCEPTION_HANDLER"]``."""
+    """The API maps its domain errors (404, 409, 413, ...) itself and parses its own JSON,
+    so it answers the same in any project, whatever that project's ``REST_FRAMEWORK``."""
+
+    parser_classes: Sequence[type[BaseParser]] = [JobJSONParser]
 
     def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
         return exception_handler
-
-
-class JobJSONParser(JSONParser):
-    """DRF's JSON parser, with absurdly deep nesting refused as a parse error (not a 500).
-
-    The body size cap is Django's ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (set from
-    ``JOB_API_MAX_BODY_BYTES``); ``api_errors`` turns it into a 413.
-    """
-
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
-        try:
-            return super().parse(stream, media_type, parser_context)
-        except RecursionError as exc:
-            raise ParseError("JSON parse error - nested too deeply.") from exc
 
 
 def parse_job_id(raw: str) -> uuid.UUID:
@@ -178,7 +176,7 @@ def list_schema(operation_id: str, tag: str, query: type, item: type, descriptio
 class JobListCreateView(FilteredListView):
     serializer_class = JobSerializer
     pagination_class = JobPagination
-    parser_classes = [JobJSONParser]
+    throttle_classes = [JobCreateThrottle]
     query_serializer = JobListQuerySerializer
     selector = selectors.job_list
 
@@ -206,7 +204,8 @@ class JobListCreateView(FilteredListView):
 
 
 class JobBulkCreateView(DomainErrorsMixin, APIView):
-    parser_classes = [JobJSONParser]
+    job_permission = permissions.ADD
+    throttle_classes = [JobCreateThrottle]
 
     @extend_schema(
         operation_id="jobs_bulk_create",
@@ -249,20 +248,28 @@ class JobDetailView(DomainErrorsMixin, APIView):
         return Response(JobSerializer(selectors.get_job(parse_job_id(id))).data)
 
 
-class JobEventsView(DomainErrorsMixin, APIView):
-    @extend_schema(
+@extend_schema_view(
+    get=extend_schema(
         operation_id="jobs_events_list",
         tags=["events"],
         parameters=[JOB_ID_PARAMETER],
-        responses={200: JobEventSerializer(many=True), 404: NOT_FOUND},
+        responses={200: JobEventSerializer(many=True), 400: BAD_REQUEST, 404: NOT_FOUND},
     )
-    def get(self, request: Request, id: str) -> Response:
-        """The job's whole timeline, oldest first (ascending id); not paginated."""
-        events = selectors.job_timeline(parse_job_id(id))
-        return Response(JobEventSerializer(events, many=True).data)
+)
+class JobEventsView(DomainErrorsMixin, generics.ListAPIView[Any]):
+    """The job's timeline, oldest first (ascending id), cursor paginated: new events only
+    ever append to the last page."""
+
+    serializer_class = JobEventSerializer
+    pagination_class = JobTimelinePagination
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return selectors.job_timeline(parse_job_id(self.kwargs["id"]))
 
 
 class JobRetryView(DomainErrorsMixin, APIView):
+    job_permission = permissions.CHANGE
+
     @extend_schema(
         operation_id="jobs_retry",
         tags=["jobs"],
@@ -284,6 +291,8 @@ class JobRetryView(DomainErrorsMixin, APIView):
 
 
 class JobCancelView(DomainErrorsMixin, APIView):
+    job_permission = permissions.CHANGE
+
     @extend_schema(
         operation_id="jobs_cancel",
         tags=["jobs"],
@@ -310,7 +319,7 @@ class JobCancelView(DomainErrorsMixin, APIView):
 
 
 class JobBulkCancelView(DomainErrorsMixin, APIView):
-    parser_classes = [JobJSONParser]
+    job_permission = permissions.CHANGE
 
     @extend_schema(
         operation_id="jobs_bulk_cancel",
@@ -328,7 +337,7 @@ class JobBulkCancelView(DomainErrorsMixin, APIView):
 
 
 class JobBulkRetryView(DomainErrorsMixin, APIView):
-    parser_classes = [JobJSONParser]
+    job_permission = permissions.CHANGE
 
     @extend_schema(
         operation_id="jobs_bulk_retry",
@@ -349,7 +358,7 @@ class JobStatsView(DomainErrorsMixin, APIView):
     @extend_schema(operation_id="jobs_stats", tags=["jobs"], responses={200: JobStatsSerializer})
     def get(self, request: Request) -> Response:
         """Counts by status, overdue leases and pending retries, from one query."""
-        return Response(JobStatsSerializer(selectors.cached_job_stats()).data)
+        return Response(JobStatsSerializer(selectors.job_stats()).data)
 
 
 class JobThroughputView(DomainErrorsMixin, APIView):
@@ -360,7 +369,7 @@ class JobThroughputView(DomainErrorsMixin, APIView):
         responses={200: ThroughputSerializer, 400: BAD_REQUEST},
     )
     def get(self, request: Request) -> Response:
-        """Succeeded, failed and cancelled events per time bucket over the last minutes."""
+        """Succeeded and failed events per time bucket over the last minutes."""
         query = validated_query(ThroughputQuerySerializer, request)
         return Response(ThroughputSerializer(selectors.throughput(**query)).data)
 
@@ -382,6 +391,106 @@ class JobEventListView(FilteredListView):
     selector = selectors.event_feed
 
 
-def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
-    """Unknown paths under /api/ answer JSON, like the rest of the API."""
+# --- Session: the dashboard signs in with Django's session ------------------------------
+
+
+class SessionView(DomainErrorsMixin, APIView):
+    """Who is signed in; also sets the ``csrftoken`` cookie the dashboard sends back as
+    ``X-CSRFToken`` on every POST."""
+
+    permission_classes = [AllowAny]
+
+    @extend_schema(operation_id="auth_session", tags=["auth"], responses={200: SessionSerializer})
+    def get(self, request: Request) -> Response:
+        """The signed-in user (if any) and the job permissions the API grants them."""
+        get_token(request._request)
+        return Response(SessionSerializer(selectors.session_state(request.user)).data)
+
+
+class LoginView(DomainErrorsMixin, APIView):
+    """Sign in with a username and password; the session cookie is set on success.
+
+    CSRF is checked although nobody is signed in yet (login CSRF); a client address past
+    its failed-login rate gets 429 without its password being checked.
+    """
+
+    authentication_classes: list[type] = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        operation_id="auth_login",
+        tags=["auth"],
+        request=LoginSerializer,
+        responses={
+            200: SessionSerializer,
+            400: BAD_REQUEST,
+            403: OpenApiResponse(ErrorSerializer, description="CSRF check failed."),
+            429: OpenApiResponse(ErrorSerializer, description="Too many failed logins."),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        SessionAuthentication().enforce_csrf(request)
+        credentials = LoginSerializer(data=request.data)
+        credentials.is_valid(raise_exception=True)
+        throttle = AuthFailureThrottle()
+        if throttle.blocked(request):
+            raise throttle.refusal()
+        # ThrottledModelBackend checks the password; user_login_failed counts a failure.
+        user = authenticate(request._request, **credentials.validated_data)
+        if user is None:
+            raise serializers.ValidationError(
+                {"non_field_errors": ["Wrong username or password, or the account is inactive."]}
+            )
+        login(request._request, user)
+        return Response(SessionSerializer(selectors.session_state(user)).data)
+
+
+class LogoutView(DomainErrorsMixin, APIView):
+    """End the session (a no-op without one); CSRF-checked like every session write."""
+
+    authentication_classes = [SessionAuthentication]
+    permission_classes = [AllowAny]
+
+    @extend_schema(operation_id="auth_logout", tags=["auth"], request=None, responses={204: None})
+    def post(self, request: Request) -> Response:
+        logout(request._request)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@csrf_exempt  # it writes nothing; without this an unsafe method got Django's HTML 403
+def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    """Any path under /api/ that names no endpoint: a JSON 404 for every method.
+
+    A known path without its trailing slash is redirected for GET and HEAD (as
+    ``APPEND_SLASH`` would); other methods cannot follow a redirect with their body, so
+    they get the 404 with the right path named.
+    """
+    path = request.path
+    if not path.endswith("/"):
+        match = _resolve(path + "/")
+        if match is not None and match.func is not api_not_found:
+            if request.method in ("GET", "HEAD"):
+                return HttpResponsePermanentRedirect(request.get_full_path(force_append_slash=True))
+            return JsonResponse({"detail": f"Not found. Did you mean {path}/ ?"}, status=404)
     return JsonResponse({"detail": "Not found."}, status=404)
+
+
+def _resolve(path: str) -> ResolverMatch | None:
+    try:
+        return resolve(path)
+    except Resolver404:
+        return None
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """``CSRF_FAILURE_VIEW``: JSON under /api/, Django's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": f"CSRF Failed: {reason}"}, status=403)
+    return django_csrf_failure(request, reason)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """``handler500``: an unexpected error under /api/ is JSON like the rest of the API."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Internal server error."}, status=500)
+    return django_server_error(request)

@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
-# End-to-end run: fresh PostgreSQL database, real API + worker, the built
-# dashboard served by `vite preview`, Playwright driving the system Chromium.
+# End-to-end run: fresh PostgreSQL database, real API + worker, the dashboard built once
+# for /api on its own origin and served by Debian's nginx with the front door's config
+# (scripts/nginx_conf.py, as the Compose `web` service runs it: CSP and all), Playwright
+# driving the system Chromium, in two phases:
+#  1. the open local demo: nginx in front of `runserver` with DEBUG=true
+#     (e2e/dashboard.spec.ts);
+#  2. production: nginx in front of gunicorn with DEBUG=false, signed in with a session
+#     (e2e/front-door.spec.ts).
 # Every process started here is stopped on exit.
 #
 # Env: CHROMIUM_PATH (default /usr/bin/chromium), E2E_DB (default job_queue_e2e),
@@ -29,6 +35,15 @@ if [[ ! -x "$CHROMIUM" ]]; then
     exit 1
   fi
   say "SKIPPED: no Chromium at $CHROMIUM. Install it (apt-get install -y chromium) or set CHROMIUM_PATH to run the end-to-end tests."
+  exit 0
+fi
+NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
+if [[ ! -x "$NGINX" ]]; then
+  if [[ "${CI:-}" == "true" ]]; then
+    say "FAILED: no nginx and CI=true (install it with: apt-get install -y nginx)"
+    exit 1
+  fi
+  say "SKIPPED: no nginx. Install it (apt-get install -y nginx) to run the end-to-end tests."
   exit 0
 fi
 [[ -x "$PY" ]] || { say "FAILED: backend venv missing at $PY (run: make venv)"; exit 1; }
@@ -100,15 +115,23 @@ say "worker"
 (cd "$BACKEND" && exec "$PY" manage.py run_job_workers) >"$LOGS/worker.log" 2>&1 &
 PIDS+=($!)
 
-say "build the dashboard against $API_URL"
-(cd "$FRONTEND" && VITE_API_BASE_URL="$API_URL" VITE_POLL_INTERVAL_MS=500 VITE_API_TOKEN= \
+say "build the dashboard for /api on its own origin"
+(cd "$FRONTEND" && VITE_API_BASE_URL=/api VITE_POLL_INTERVAL_MS=500 \
   node node_modules/vite/bin/vite.js build --outDir dist-e2e --emptyOutDir --logLevel warn) >"$LOGS/build.log" 2>&1 \
   || { cat "$LOGS/build.log"; exit 1; }
 
-say "serve it on $WEB_URL"
-(cd "$FRONTEND" && exec node node_modules/vite/bin/vite.js preview --outDir dist-e2e \
-  --host 127.0.0.1 --port "$WEB_PORT" --strictPort) >"$LOGS/preview.log" 2>&1 &
-PIDS+=($!)
+# nginx with the front door's config in front of API port $1, listening on port $2.
+serve_front_door() {
+  local prefix="$LOGS/nginx-$2"
+  rm -rf "$prefix"
+  "$PY" "$ROOT/scripts/nginx_conf.py" --write "$prefix" --upstream "127.0.0.1:$1" \
+    --listen "127.0.0.1:$2" --root "$FRONTEND/dist-e2e" >/dev/null
+  "$NGINX" -p "$prefix" -c "$prefix/nginx.conf" >"$LOGS/nginx-$2.log" 2>&1 &
+  PIDS+=($!)
+}
+
+say "serve it through nginx on $WEB_URL"
+serve_front_door "$API_PORT" "$WEB_PORT"
 
 wait_for() {
   local url="$1" name="$2"
@@ -124,10 +147,43 @@ wait_for() {
   return 1
 }
 wait_for "$API_URL/health/" "API"
-wait_for "$WEB_URL/" "dashboard"
+wait_for "$WEB_URL/api/health/" "dashboard and API through nginx"
 
 say "playwright with $CHROMIUM ($("$CHROMIUM" --version 2>/dev/null | head -n1))"
 cd "$FRONTEND"
 E2E_BASE_URL="$WEB_URL" E2E_API_URL="$API_URL" CHROMIUM_PATH="$CHROMIUM" \
   SCREENSHOT_DIR="${SCREENSHOT_DIR:-$ROOT/assets/screenshots}" \
-  node node_modules/@playwright/test/cli.js test "$@"
+  node node_modules/@playwright/test/cli.js test e2e/dashboard.spec.ts --pass-with-no-tests "$@"
+
+# --- Phase 2: production behind nginx -----------------------------------------------------
+PROD_API_PORT="$(free_port)"
+PROD_WEB_PORT="$(free_port)"
+PROD_URL="http://127.0.0.1:$PROD_WEB_PORT"
+E2E_USER=operator
+E2E_PASSWORD="$("$PY" -c 'import secrets; print(secrets.token_urlsafe(18))')"
+
+say "an operator account (Job operators group)"
+(cd "$BACKEND" && "$PY" manage.py create_job_roles >/dev/null \
+  && E2E_USER="$E2E_USER" E2E_PASSWORD="$E2E_PASSWORD" "$PY" manage.py shell -c "
+import os
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+user = get_user_model().objects.create_user(os.environ['E2E_USER'], password=os.environ['E2E_PASSWORD'])
+user.groups.add(Group.objects.get(name='Job operators'))
+") >"$LOGS/prod-user.log" 2>&1 || { cat "$LOGS/prod-user.log"; exit 1; }
+
+say "gunicorn with DEBUG=false on 127.0.0.1:$PROD_API_PORT"
+(cd "$BACKEND" && DEBUG=false DJANGO_SECRET_KEY="$("$PY" -c 'import secrets; print(secrets.token_urlsafe(50))')" \
+  DJANGO_ALLOWED_HOSTS=127.0.0.1 DJANGO_NUM_PROXIES=1 \
+  DJANGO_SECURE_SSL_REDIRECT=false DJANGO_SESSION_COOKIE_SECURE=false DJANGO_CSRF_COOKIE_SECURE=false \
+  exec "$PY" -m gunicorn config.wsgi --bind "127.0.0.1:$PROD_API_PORT" --workers 1 --threads 4) \
+  >"$LOGS/prod-gunicorn.log" 2>&1 &
+PIDS+=($!)
+
+say "the same dashboard through nginx on $PROD_URL"
+serve_front_door "$PROD_API_PORT" "$PROD_WEB_PORT"
+wait_for "$PROD_URL/api/health/" "the API through nginx"
+
+say "playwright: sign in through nginx"
+E2E_BASE_URL="$PROD_URL" E2E_USER="$E2E_USER" E2E_PASSWORD="$E2E_PASSWORD" CHROMIUM_PATH="$CHROMIUM" \
+  node node_modules/@playwright/test/cli.js test e2e/front-door.spec.ts --pass-with-no-tests "$@"

@@ -18,11 +18,11 @@ export function parsePollInterval(raw: string | undefined): number {
 export interface AppSettings {
   apiBaseUrl: string;
   pollIntervalMs: number;
-  apiToken: string | null;
 }
 
+// No credentials here: whatever Vite inlines is public. With DEBUG=false the dashboard
+// signs in with a Django session (the sign-in form); API tokens are for scripts.
 export const settings: AppSettings = {
   apiBaseUrl: normaliseBaseUrl(import.meta.env.VITE_API_BASE_URL),
   pollIntervalMs: parsePollInterval(import.meta.env.VITE_POLL_INTERVAL_MS),
-  apiToken: import.meta.env.VITE_API_TOKEN?.trim() || null,
 };

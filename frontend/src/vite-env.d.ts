@@ -3,7 +3,6 @@
 interface ImportMetaEnv {
   readonly VITE_API_BASE_URL?: string;
   readonly VITE_POLL_INTERVAL_MS?: string;
-  readonly VITE_API_TOKEN?: string;
 }
 
 interface ImportMeta {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import importlib.util
 import json
 import os
 import secrets
@@ -193,11 +194,13 @@ def production_child_env(**extra: str) -> dict[str, str]:
     requests carrying ``X-Forwarded-Proto: https`` count as HTTPS, so the HTTPS defaults
     (redirect, HSTS, secure cookies) stay on."""
     env = child_env(
-        DEBUG="false",
-        DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
-        DJANGO_ALLOWED_HOSTS="127.0.0.1",
-        DJANGO_SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO,https",
-        **extra,
+        **{
+            "DEBUG": "false",
+            "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+            "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
+            "DJANGO_SECURE_PROXY_SSL_HEADER": "HTTP_X_FORWARDED_PROTO,https",
+            **extra,  # a module may set its own secret, e.g. to sign sessions it writes
+        }
     )
     env.pop("GUNICORN_CMD_ARGS", None)
     return env
@@ -245,6 +248,59 @@ def serve_api(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=10)
+
+
+# --- nginx: the production front door ---------------------------------------------------------
+
+
+def load_nginx_conf() -> Any:
+    """``scripts/nginx_conf.py``: renders frontend/nginx/default.conf.template as the nginx
+    image does and wraps it for Debian's nginx (the same code ``make test-compose`` uses)."""
+    path = BACKEND_DIR.parent / "scripts" / "nginx_conf.py"
+    spec = importlib.util.spec_from_file_location("nginx_conf", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@contextlib.contextmanager
+def serve_nginx(prefix: Path, *, upstream_port: int, static_root: Path) -> Iterator[HttpServer]:
+    """Debian's nginx with the front door's configuration on a free port, proxying to
+    ``upstream_port`` on 127.0.0.1 and serving ``static_root``; stopped on exit."""
+    nginx_conf = load_nginx_conf()
+    binary = nginx_conf.nginx_binary()
+    assert binary, "nginx is not installed (apt-get install nginx)"
+    port = free_port()
+    values = {
+        "NGINX_API_UPSTREAM": f"127.0.0.1:{upstream_port}",
+        "NGINX_LISTEN_PORT": f"127.0.0.1:{port}",
+        "NGINX_STATIC_ROOT": str(static_root),
+    }
+    main = nginx_conf.write_config(prefix, values)
+    proc = subprocess.Popen(
+        [binary, "-p", str(prefix), "-c", str(main)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
+
+    def listening() -> bool:
+        if proc.poll() is not None:
+            raise AssertionError(f"nginx exited:\n{(prefix / 'error.log').read_text()}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+            return True
+        return False
+
+    try:
+        wait_until(listening, 15, "nginx")
+        yield HttpServer(port)
+    finally:
+        proc.send_signal(signal.SIGQUIT)  # graceful: let open requests finish
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
 
 
 # --- A private PostgreSQL server ------------------------------------------------------------

@@ -4,6 +4,7 @@ refused input (which must write nothing)."""
 import base64
 import itertools
 import json
+import re
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -15,7 +16,7 @@ from rest_framework.test import APIClient
 
 from jobs import handlers, selectors, services, views
 from jobs.models import Job, JobEvent
-from jobs.pagination import JobEventCursorPagination, JobPagination
+from jobs.pagination import JobEventCursorPagination, JobPagination, JobTimelinePagination
 from jobs.tests.factories import (
     WORKER,
     failed_job,
@@ -133,6 +134,7 @@ def test_config_describes_job_types_worker_and_limits(api, settings):
     assert body["pagination"] == {
         "jobs": {"default_limit": 25, "max_limit": 100},
         "job_events": {"default_limit": 50, "max_limit": 200},
+        "job_timeline": {"default_limit": 100, "max_limit": 500},
     }
 
 
@@ -146,6 +148,10 @@ def test_config_pagination_is_read_from_the_paginators_and_enforced_by_the_lists
         "job_events": {
             "default_limit": JobEventCursorPagination.page_size,
             "max_limit": JobEventCursorPagination.max_page_size,
+        },
+        "job_timeline": {
+            "default_limit": JobTimelinePagination.page_size,
+            "max_limit": JobTimelinePagination.max_page_size,
         },
     }
     jobs, events = pagination["jobs"], pagination["job_events"]
@@ -472,12 +478,17 @@ def test_detail_returns_the_job(api):
     assert body["idempotency_key"] == "abc"
 
 
-def test_job_events_are_a_plain_list_in_ascending_id(api):
+def test_job_events_are_a_cursor_page_in_ascending_id(api):
     job = failed_job()
     response = api.get(f"/api/jobs/{job.pk}/events/")
     assert response.status_code == 200
-    events = response.json()
-    assert isinstance(events, list)
+    page = response.json()
+    assert (set(page), page["next"], page["previous"]) == (
+        {"next", "previous", "results"},
+        None,
+        None,
+    )
+    events = page["results"]
     assert [event["type"] for event in events] == ["created", "claimed", "failed"]
     assert [event["id"] for event in events] == sorted(event["id"] for event in events)
     assert all(set(event) == EVENT_KEYS for event in events)
@@ -561,6 +572,49 @@ def test_stats_count_jobs_by_status_and_date_the_oldest_queued_job(api):
         "cancelled": 0,
     }
     assert datetime.fromisoformat(body["oldest_queued_at"]) == oldest.created_at
+
+
+# --- One job's timeline -------------------------------------------------------------------
+
+
+def test_job_timeline_cursor_walks_every_event_oldest_first_once(api, busy_job):
+    seen: list[int] = []
+    url = f"/api/jobs/{busy_job.pk}/events/?limit=60"
+    while url:
+        body = api.get(url).json()
+        assert len(body["results"]) <= 60
+        seen.extend(event["id"] for event in body["results"])
+        url = body["next"]
+    expected = list(busy_job.events.order_by("id").values_list("id", flat=True))
+    assert seen == expected
+    assert len(seen) == 250
+
+
+def test_job_timeline_pages_100_by_default_and_caps_the_limit_at_500(api, busy_job):
+    for step in range(300):
+        services.record_progress(job_id=busy_job.pk, worker_id=WORKER, attempt=1, message=f"{step}")
+    assert len(api.get(f"/api/jobs/{busy_job.pk}/events/").json()["results"]) == 100
+    assert len(api.get(f"/api/jobs/{busy_job.pk}/events/?limit=9999").json()["results"]) == 500
+
+
+def test_job_timeline_last_page_gains_a_next_link_when_new_events_fill_it(api):
+    job = running_job("demo.success")  # created, claimed
+    last = api.get(f"/api/jobs/{job.pk}/events/?limit=3").json()
+    assert last["next"] is None
+    for step in range(2):
+        services.record_progress(job_id=job.pk, worker_id=WORKER, attempt=1, message=f"{step}")
+    again = api.get(f"/api/jobs/{job.pk}/events/?limit=3").json()
+    assert [event["type"] for event in again["results"]] == ["created", "claimed", "progress"]
+    following = api.get(again["next"]).json()
+    assert [event["message"] for event in following["results"]] == ["1"]
+
+
+@pytest.mark.parametrize("query", ["limit=0", "limit=x", "cursor=%%%garbage"])
+def test_job_timeline_refuses_bad_paging_with_400(api, query):
+    job = queued_job()
+    response = api.get(f"/api/jobs/{job.pk}/events/?{query}")
+    assert response.status_code == 400
+    assert query.split("=")[0] in response.json()
 
 
 # --- Global event feed ------------------------------------------------------------------
@@ -782,6 +836,9 @@ def test_schema_documents_every_endpoint(api):
         "/api/jobs/stats/",
         "/api/jobs/throughput/",
         "/api/job-events/",
+        "/api/auth/session/",
+        "/api/auth/login/",
+        "/api/auth/logout/",
     }
     create = schema["paths"]["/api/jobs/"]["post"]["responses"]
     assert set(create) == {"200", "201", "400", "413", "415"}
@@ -801,10 +858,18 @@ def test_schema_documents_every_endpoint(api):
     assert set(schema["components"]["schemas"]["JobEvent"]["properties"]) == EVENT_KEYS
 
 
-def test_swagger_ui_is_served(api):
+def test_swagger_ui_is_served_with_its_assets_from_our_static_files(api):
+    from django.contrib.staticfiles import finders
+
     response = api.get("/api/docs/")
     assert response.status_code == 200
-    assert b"swagger" in response.content.lower()
+    page = response.content.decode()
+    static = "/" + django_settings.STATIC_URL.strip("/") + "/"
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page)
+    assert len(assets) >= 3, page
+    for url in assets:
+        assert url.startswith(static), url  # nothing from a CDN
+        assert finders.find(url.removeprefix(static)), url
 
 
 # --- Queues, timeouts and cancellation ---------------------------------------------------------
@@ -986,7 +1051,7 @@ def test_bulk_create_honours_known_keys_and_answers_200_when_nothing_is_new(api)
             [{"type": "demo.success"}, {"type": "nope"}, {"type": "demo.success", "priority": "1"}],
             {"jobs[1].type", "jobs[2].priority"},
         ),
-        ([{"type": "demo.success", "payload": {"a": "\x00"}}], {"jobs[0].payload"}),
+        ([{"type": "demo.success", "payload": {"a": "\x00"}}], {"jobs"}),
         (
             [{"type": "demo.success", "idempotency_key": "k"}] * 2,
             {"jobs[1].idempotency_key"},
@@ -1002,3 +1067,14 @@ def test_bulk_create_refuses_the_whole_request_naming_each_bad_item(api, jobs, e
     assert response.status_code == 400
     assert set(response.json()) == errors
     assert nothing_written()
+
+
+def test_bulk_create_names_the_item_and_field_holding_an_unstorable_string(api):
+    jobs = [{"type": "demo.success"}, {"type": "demo.success", "payload": {"a": "\ud800"}}]
+    response = post_bulk(api, "bulk", {"jobs": jobs})
+    assert response.status_code == 400
+    assert response.json() == {
+        "jobs": ["Strings may not contain a lone surrogate \\ud800 (at $[1].payload.a)."]
+    }
+    assert nothing_written()
+

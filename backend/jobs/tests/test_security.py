@@ -10,6 +10,7 @@ in-process on the local settings; test_api.py holds the body-size limit's own te
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import secrets
@@ -23,13 +24,24 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core.management import call_command
+from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
+from django.utils.crypto import get_random_string
 from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
 
-from jobs.models import Job
-from jobs.tests.factories import failed_job
-from jobs.tests.helpers import BACKEND_DIR, HttpServer
+from jobs import services
+from jobs.models import Job, JobEvent
+from jobs.tests.factories import failed_job, queued_job
+from jobs.tests.helpers import (
+    BACKEND_DIR,
+    HttpServer,
+    child_env,
+    production_child_env,
+    serve_api,
+)
 
 STRONG_SECRET = secrets.token_urlsafe(50)
 DASHBOARD_ORIGIN = "https://dashboard.example.com"
@@ -168,7 +180,7 @@ def test_production_turns_off_toolbar_open_cors_and_anonymous_access():
     )
     assert prod["cors_all"] is False
     assert prod["cors_origins"] == [DASHBOARD_ORIGIN]
-    assert prod["permissions"] == ["IsAuthenticated"]
+    assert prod["permissions"] == ["JobModelPermissions"]
     assert prod["renderers"] == ["JSONRenderer"]
     assert prod["ssl_redirect"] is True
     assert prod["proxy_header"] is None
@@ -190,38 +202,72 @@ def test_malformed_proxy_ssl_header_is_refused():
 
 @pytest.fixture(scope="module")
 def production_server_env() -> dict[str, str]:
-    """The dashboard's origin for CORS; the Debug Toolbar asked for, and must stay off."""
+    """The dashboard's origin for CORS; the Debug Toolbar asked for, and must stay off;
+    one trusted proxy (tests tell clients apart by X-Forwarded-For); rate limits low
+    enough to reach quickly (each failed login costs a password hash)."""
     return {
         "DJANGO_CORS_ALLOWED_ORIGINS": DASHBOARD_ORIGIN,
         "ENABLE_DJANGO_DEBUG_TOOLBAR": "true",
+        "DJANGO_NUM_PROXIES": "1",
+        "DJANGO_SECRET_KEY": STRONG_SECRET,  # Session.of signs sessions with it
+        "DJANGO_THROTTLE_AUTH_FAILURES": "3/minute",
+        "DJANGO_THROTTLE_JOB_CREATE": "3/minute",
     }
+
+
+def user_with(*codenames: str, username: str | None = None, password: str | None = None):
+    """A user holding exactly these ``jobs`` permissions (``view_job``, ...); without a
+    password it cannot log in with one (and no slow hash is computed)."""
+    user = get_user_model().objects.create_user(
+        username or f"user-{secrets.token_hex(4)}", password=password
+    )
+    user.user_permissions.set(
+        Permission.objects.filter(content_type__app_label="jobs", codename__in=codenames)
+    )
+    return user
+
+
+ALL_JOB_PERMISSIONS = ("view_job", "add_job", "change_job")
 
 
 @pytest.fixture
 def api_token(transactional_db) -> str:
-    user = get_user_model().objects.create_user("operator", password=secrets.token_urlsafe())
-    return Token.objects.create(user=user).key
+    """A token of an operator who may do everything the API offers."""
+    return Token.objects.create(user=user_with(*ALL_JOB_PERMISSIONS, username="operator")).key
 
 
-# Every API route: (method, path template, status expected with a valid token).
-PROTECTED = [
-    ("GET", "/api/config/", 200),
-    ("GET", "/api/jobs/", 200),
-    ("POST", "/api/jobs/", 201),
-    ("GET", "/api/jobs/stats/", 200),
-    ("GET", "/api/jobs/throughput/", 200),
-    ("GET", "/api/jobs/{id}/", 200),
-    ("GET", "/api/jobs/{id}/events/", 200),
-    ("POST", "/api/jobs/{id}/retry/", 200),
-    ("POST", "/api/jobs/{id}/cancel/", 200),  # the job retry just queued
-    ("POST", "/api/jobs/retry/", 200),
-    ("POST", "/api/jobs/bulk/", 201),
-    ("POST", "/api/jobs/cancel/", 200),
-    ("GET", "/api/job-events/", 200),
-    ("GET", "/api/schema/", 200),
-    ("GET", "/api/docs/", 200),
+_addresses = itertools.count(1)
+
+
+def client_address() -> dict[str, str]:
+    """A client address of its own (the module's server trusts one proxy), so failed
+    authentications counted against one test never throttle another."""
+    n = next(_addresses)
+    return {"X-Forwarded-For": f"10.0.{n // 250}.{n % 250 + 1}"}
+
+
+# Every API route: (method, path template, permission needed; None: open to anyone).
+ROUTES = [
+    ("GET", "/api/config/", "view_job"),
+    ("GET", "/api/jobs/", "view_job"),
+    ("POST", "/api/jobs/", "add_job"),
+    ("POST", "/api/jobs/bulk/", "add_job"),
+    ("GET", "/api/jobs/stats/", "view_job"),
+    ("GET", "/api/jobs/throughput/", "view_job"),
+    ("GET", "/api/jobs/{id}/", "view_job"),
+    ("GET", "/api/jobs/{id}/events/", "view_job"),
+    ("POST", "/api/jobs/{id}/retry/", "change_job"),
+    ("POST", "/api/jobs/{id}/cancel/", "change_job"),
+    ("POST", "/api/jobs/retry/", "change_job"),
+    ("POST", "/api/jobs/cancel/", "change_job"),
+    ("GET", "/api/job-events/", "view_job"),
+    ("GET", "/api/schema/", "authenticated"),
+    ("GET", "/api/docs/", "authenticated"),
+    ("GET", "/api/health/", None),
+    ("GET", "/api/auth/session/", None),
+    ("POST", "/api/auth/login/", None),
+    ("POST", "/api/auth/logout/", None),
 ]
-OPEN = [("GET", "/api/health/", 200)]
 
 
 def _routes(patterns, prefix: str = "") -> list[str]:
@@ -234,41 +280,290 @@ def _routes(patterns, prefix: str = "") -> list[str]:
     return routes
 
 
-def test_the_tables_cover_every_api_route():
-    """A new endpoint has to be added to PROTECTED or OPEN, and so gets tested here."""
+def test_the_table_covers_every_api_route():
+    """A new endpoint has to be added to ROUTES, and so to the permission matrix."""
     api = {
         re.sub(r"<str:id>", "{id}", route)
         for route in _routes(get_resolver().url_patterns)
         if route.startswith("/api/")
     }
-    assert api == {path for _, path, _ in PROTECTED + OPEN}
+    assert api == {path for _, path, _ in ROUTES}
+
+
+class Session:
+    """A browser's session with the server: its cookies, and the CSRF header on writes."""
+
+    def __init__(self, server: HttpServer, session: str, csrf: str) -> None:
+        self.server = server
+        self.origin = f"https://127.0.0.1:{server.port}"
+        self.session = session
+        self.csrf = csrf
+
+    @classmethod
+    def login(cls, server: HttpServer, username: str, password: str) -> Session:
+        """Signed in through /api/auth/login/, as the dashboard does."""
+        status, headers, _ = server.request("GET", "/api/auth/session/")
+        assert status == 200
+        anonymous = cls(server, "", _cookie(headers, "csrftoken"))
+        status, headers, body = anonymous.request(
+            "POST", "/api/auth/login/", body={"username": username, "password": password}
+        )
+        assert status == 200, body
+        # Django rotates the CSRF token at login.
+        return cls(server, _cookie(headers, "sessionid"), _cookie(headers, "csrftoken"))
+
+    @classmethod
+    def of(cls, server: HttpServer, user) -> Session:
+        """A session of ``user`` written to the shared database (Django's force_login,
+        signed with the server's secret): the server's SessionAuthentication and CSRF
+        check are the real ones, and no password hash is computed."""
+        client = Client()
+        with override_settings(SECRET_KEY=STRONG_SECRET):
+            client.force_login(user)
+        return cls(server, client.cookies["sessionid"].value, get_random_string(32))
+
+    def request(self, method: str, path: str, **kwargs):
+        cookies = f"csrftoken={self.csrf}" + (f"; sessionid={self.session}" if self.session else "")
+        headers = {"Cookie": cookies, "Origin": self.origin, **kwargs.pop("headers", {})}
+        if method != "GET":
+            headers["X-CSRFToken"] = self.csrf
+        return self.server.request(method, path, headers=headers, **kwargs)
+
+
+# The matrix: what each kind of user may do through each job endpoint.
+MATRIX_ROUTES = [route for route in ROUTES if route[2] and route[2].endswith("_job")]
+MATRIX_USERS = [None, (), ("view_job",), ("add_job",), ("change_job",)]
+
+
+def _target(method: str, template: str) -> tuple[str, dict | None, Job | None, int]:
+    """A fresh job the request can succeed on: (path, body, job it may change, status)."""
+    if template in ("/api/jobs/{id}/cancel/", "/api/jobs/cancel/"):
+        job = queued_job()
+    else:
+        job = failed_job()  # retry succeeds on it; reads find it
+    if method == "GET":
+        return template.format(id=job.pk), None, job, 200
+    bodies = {
+        "/api/jobs/": {"type": "demo.success"},
+        "/api/jobs/bulk/": {"jobs": [{"type": "demo.success"}]},
+        "/api/jobs/retry/": {"ids": [str(job.pk)]},
+        "/api/jobs/cancel/": {"ids": [str(job.pk)]},
+    }
+    success = 201 if template in ("/api/jobs/", "/api/jobs/bulk/") else 200
+    return template.format(id=job.pk), bodies.get(template), job, success
+
+
+def _assert_permission_matrix(send) -> None:
+    """``send(user_permissions or None, method, path, body)`` answers each request; a
+    permitted one succeeds, a refused one is 401 (anonymous) or 403 and writes nothing."""
+    for permissions in MATRIX_USERS:
+        for method, template, needed in MATRIX_ROUTES:
+            path, body, job, success = _target(method, template)
+            jobs_before = Job.objects.count()
+            status, _, answer = send(permissions, method, path, body)
+            case = (permissions, method, template, status, answer[:200])
+            if permissions is not None and needed in permissions:
+                assert status == success, case
+            else:
+                assert status == (401 if permissions is None else 403), case
+                assert Job.objects.count() == jobs_before, case
+                assert Job.objects.get(pk=job.pk).status == job.status, case
+            # Empty the queue (created and retried jobs): the factories' next claim must
+            # take the job they create.
+            services.cancel_jobs(status="queued")
 
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_every_protected_endpoint_needs_a_valid_token(production_server, api_token):
-    failed = failed_job()  # retry answers 200 only for a failed job
-    bodies = {
-        "/api/jobs/": {"type": "demo.success", "payload": {"sleep_seconds": 0}},
-        "/api/jobs/retry/": {"ids": [str(failed.pk)]},
-        "/api/jobs/bulk/": {"jobs": [{"type": "demo.success", "payload": {"sleep_seconds": 0}}]},
-        "/api/jobs/cancel/": {"ids": [str(failed.pk)]},
+def test_permission_matrix_with_tokens(production_server):
+    tokens = {
+        permissions: Token.objects.create(user=user_with(*permissions)).key
+        for permissions in MATRIX_USERS
+        if permissions is not None
     }
-    wrong = secrets.token_hex(20)
-    for method, template, expected in PROTECTED:
-        path = template.format(id=failed.pk)
-        body = bodies.get(template) if method == "POST" else None
-        anonymous = production_server.request(method, path, body=body)
-        assert anonymous[0] == 401, (method, path, anonymous)
-        assert anonymous[1].get("www-authenticate") == "Token", (method, path)
-        refused = production_server.request(method, path, token=wrong, body=body)
-        assert refused[0] == 401, (method, path, refused)
-        if template != "/api/docs/":  # the docs page answers in HTML
-            assert b"Invalid token" in refused[2], (method, path, refused)
-        accepted = production_server.request(method, path, token=api_token, body=body)
-        assert accepted[0] == expected, (method, path, accepted)
-    # Nothing was written by the refused requests: one job created, by the token holder.
-    assert Job.objects.filter(type="demo.success").count() == 2  # create and bulk create
+
+    def send(permissions, method, path, body):
+        token = None if permissions is None else tokens[permissions]
+        return production_server.request(method, path, token=token, body=body)
+
+    _assert_permission_matrix(send)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_permission_matrix_with_sessions(production_server):
+    sessions = {
+        permissions: Session.of(production_server, user_with(*permissions))
+        for permissions in MATRIX_USERS
+        if permissions is not None
+    }
+
+    def send(permissions, method, path, body):
+        if permissions is None:
+            return production_server.request(method, path, body=body)
+        return sessions[permissions].request(method, path, body=body)
+
+    _assert_permission_matrix(send)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_every_other_route_needs_what_the_table_says(production_server, api_token):
+    plain = Token.objects.create(user=user_with()).key  # authenticated, no permission
+    for method, path, needed in ROUTES:
+        if needed is None or needed.endswith("_job"):
+            continue
+        assert production_server.request(method, path)[0] == 401, path
+        assert production_server.request(method, path, token=plain)[0] == 200, path
+    for method, path, needed in ROUTES:
+        if needed is None and method == "GET":
+            assert production_server.request(method, path)[0] == 200, path
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_wrong_tokens_are_refused_with_401_and_write_nothing(production_server):
+    address = client_address()
+    status, headers, body = production_server.request(
+        "POST",
+        "/api/jobs/",
+        token=secrets.token_hex(20),
+        body={"type": "demo.success"},
+        headers=address,
+    )
+    assert (status, headers.get("www-authenticate")) == (401, "Token")
+    assert b"Invalid token" in body
+    assert not Job.objects.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_session_api_reports_the_user_and_what_they_may_do(production_server):
+    password = secrets.token_urlsafe()
+    user = user_with("view_job", "change_job", password=password)
+    anonymous = production_server.json("GET", "/api/auth/session/")[1]
+    assert anonymous == {
+        "login_required": True,
+        "authenticated": False,
+        "username": None,
+        "permissions": {"view": False, "add": False, "change": False},
+    }
+    session = Session.login(production_server, user.username, password)
+    _, _, body = session.request("GET", "/api/auth/session/")
+    assert json.loads(body) == {
+        "login_required": True,
+        "authenticated": True,
+        "username": user.username,
+        "permissions": {"view": True, "add": False, "change": True},
+    }
+    assert session.request("POST", "/api/auth/logout/")[0] == 204
+    assert session.request("GET", "/api/jobs/")[0] == 401
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_login_needs_the_csrf_token(production_server):
+    password = secrets.token_urlsafe()
+    user = user_with("view_job", password=password)
+    status, _, body = production_server.request(
+        "POST", "/api/auth/login/", body={"username": user.username, "password": password}
+    )
+    assert status == 403 and b"CSRF" in body
+
+
+# --- Rate limits (the module's server: 3 failures a minute, 3 jobs a minute) --------------
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_wrong_tokens_from_one_address_are_throttled_and_others_are_not(
+    production_server, api_token
+):
+    address = client_address()
+    for _ in range(3):
+        wrong = production_server.request("GET", "/api/jobs/", token="x" * 40, headers=address)
+        assert wrong[0] == 401
+    status, headers, body = production_server.request(
+        "GET", "/api/jobs/", token=api_token, headers=address
+    )
+    assert status == 429, body  # even a right token: the address is locked out for now
+    assert 0 < int(headers["retry-after"]) <= 60
+    assert json.loads(body)["detail"].startswith("Too many failed authentications")
+    other = production_server.request(
+        "GET", "/api/jobs/", token=api_token, headers=client_address()
+    )
+    assert other[0] == 200
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_failed_logins_are_throttled_for_the_api_and_the_admin(production_server):
+    password = secrets.token_urlsafe()
+    user = user_with("view_job", password=password)
+    user.is_staff = True
+    user.save()
+    address = client_address()
+    _, headers, _ = production_server.request("GET", "/api/auth/session/", headers=address)
+    csrf = _cookie(headers, "csrftoken")
+    origin = f"https://127.0.0.1:{production_server.port}"
+    login_headers = {
+        **address,
+        "Cookie": f"csrftoken={csrf}",
+        "X-CSRFToken": csrf,
+        "Origin": origin,
+    }
+
+    def login(secret: str):
+        body = {"username": user.username, "password": secret}
+        return production_server.request(
+            "POST", "/api/auth/login/", body=body, headers=login_headers
+        )
+
+    for _ in range(3):
+        status, _, body = login("wrong")
+        assert status == 400 and b"Wrong username or password" in body
+    assert login(password)[0] == 429
+    # The admin's form refuses the right password from that address too.
+    status, _, _ = admin_login_attempt(production_server, user.username, password, address)
+    assert status == 200  # the form again, not the 302 of a login
+    assert login_from_elsewhere(production_server, user.username, password)
+
+
+def admin_login_attempt(server: HttpServer, username: str, password: str, address: dict):
+    _, page_headers, page = server.request("GET", "/admin/login/", headers=address)
+    csrf_cookie = _cookie(page_headers, "csrftoken")
+    form_token = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    origin = f"https://127.0.0.1:{server.port}"
+    form = f"username={username}&password={password}&csrfmiddlewaretoken={form_token.decode()}"
+    return server.request(
+        "POST",
+        "/admin/login/?next=/admin/",
+        body=form.encode(),
+        headers={
+            **address,
+            "Content-Type": "application/x-www-form-urlencoded",
+            "Cookie": f"csrftoken={csrf_cookie}",
+            "Origin": origin,
+            "Referer": origin + "/admin/login/",
+        },
+    )
+
+
+def login_from_elsewhere(server: HttpServer, username: str, password: str) -> bool:
+    return admin_login_attempt(server, username, password, client_address())[0] == 302
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_job_creation_is_limited_per_user(production_server):
+    busy, other = (Token.objects.create(user=user_with("add_job")).key for _ in range(2))
+    body = {"type": "demo.success"}
+    for _ in range(3):
+        assert production_server.request("POST", "/api/jobs/", token=busy, body=body)[0] == 201
+    status, headers, _ = production_server.request("POST", "/api/jobs/", token=busy, body=body)
+    assert status == 429 and int(headers["retry-after"]) > 0
+    assert production_server.request("POST", "/api/jobs/", token=other, body=body)[0] == 201
+    assert Job.objects.count() == 4
 
 
 @pytest.mark.slow
@@ -283,7 +578,7 @@ def test_health_stays_open_and_unknown_token_on_it_is_ignored(production_server)
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_drf_create_token_command_makes_a_token_the_api_accepts(production_server):
-    get_user_model().objects.create_user("dashboard")
+    user_with("view_job", username="dashboard")
     out = StringIO()
     call_command("drf_create_token", "dashboard", stdout=out)
     key = re.search(r"[0-9a-f]{40}", out.getvalue()).group(0)
@@ -297,13 +592,16 @@ def _cookie(headers: dict[str, str], name: str) -> str:
     return match.group(1)
 
 
-def admin_login(server: HttpServer) -> tuple[dict[str, str], dict[str, str]]:
-    """A new staff user logs in through the admin's form, as a browser would.
+def admin_login(server: HttpServer, *permissions: str) -> tuple[dict[str, str], dict[str, str]]:
+    """A new staff user with these job permissions logs in through the admin's form, as a
+    browser would.
 
     Returns the headers of the login page and of the successful login's response.
     """
     password = secrets.token_urlsafe()
-    get_user_model().objects.create_user("staff", password=password, is_staff=True)
+    user = user_with(*permissions, username="staff", password=password)
+    user.is_staff = True
+    user.save()
     status, page_headers, page = server.request("GET", "/admin/login/")
     assert status == 200
     csrf_cookie = _cookie(page_headers, "csrftoken")
@@ -337,7 +635,7 @@ def test_admin_login_cookies_are_secure_and_the_session_httponly(production_serv
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_session_from_the_admin_login_is_accepted_by_the_api(production_server):
-    session = _cookie(admin_login(production_server)[1], "sessionid")
+    session = _cookie(admin_login(production_server, "view_job")[1], "sessionid")
     status, _, body = production_server.request(
         "GET", "/api/jobs/stats/", headers={"Cookie": f"sessionid={session}"}
     )
@@ -346,8 +644,17 @@ def test_session_from_the_admin_login_is_accepted_by_the_api(production_server):
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_session_does_not_excuse_an_api_write_from_csrf_protection(production_server):
+def test_staff_without_job_permissions_is_refused_by_the_api_as_by_the_admin(production_server):
     session = _cookie(admin_login(production_server)[1], "sessionid")
+    cookie = {"Cookie": f"sessionid={session}"}
+    assert production_server.request("GET", "/admin/jobs/job/", headers=cookie)[0] == 403
+    assert production_server.request("GET", "/api/jobs/", headers=cookie)[0] == 403
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_session_does_not_excuse_an_api_write_from_csrf_protection(production_server):
+    session = _cookie(admin_login(production_server, "add_job")[1], "sessionid")
     status, _, body = production_server.request(
         "POST",
         "/api/jobs/",
@@ -529,3 +836,236 @@ def test_payload_at_the_depth_limit_is_accepted(client):
     body = {"type": "demo.success", "payload": payload, "idempotency_key": str(uuid.uuid4())}
     response = client.post("/api/jobs/", body, content_type="application/json")
     assert response.status_code == 201, response.content
+
+
+# --- NUL and lone surrogates: refused anywhere in a body or a query (in-process) ------------
+
+SURROGATE = "\\ud800"  # JSON's escape: json.loads makes it a lone surrogate
+NUL = "\\u0000"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/jobs/", f'{{"type": "demo.success", "payload": {{"a": "{SURROGATE}"}}}}', "payload"),
+        ("/api/jobs/", f'{{"type": "demo.success", "payload": {{"{SURROGATE}": 1}}}}', "payload"),
+        ("/api/jobs/", f'{{"type": "demo.success", "{SURROGATE}": 1}}', "\\ud800"),
+        ("/api/jobs/", f'{{"type": "demo.success", "x{NUL}": 1}}', "x\\u0000"),
+        ("/api/jobs/", f'{{"type": "demo.{SURROGATE}"}}', "type"),
+        (
+            "/api/jobs/",
+            f'{{"type": "demo.success", "idempotency_key": "k{NUL}"}}',
+            "idempotency_key",
+        ),
+        ("/api/jobs/", f'{{"type": "demo.success", "queue": ["{SURROGATE}"]}}', "queue"),
+        ("/api/jobs/", f'["{SURROGATE}"]', "non_field_errors"),
+        ("/api/jobs/cancel/", f'{{"type": "a{NUL}"}}', "type"),
+        ("/api/jobs/retry/", f'{{"status": "failed", "{SURROGATE}": []}}', "\\ud800"),
+    ],
+)
+def test_nul_and_lone_surrogates_anywhere_in_a_body_are_a_400_naming_the_field(
+    client, path, body, field
+):
+    failed_job()  # something the bulk actions could touch
+    before = (Job.objects.count(), JobEvent.objects.count())
+    response = client.post(path, body, content_type="application/json")
+    assert response.status_code == 400, response.content
+    errors = response.json()
+    assert list(errors) == [field]
+    assert "NUL character" in errors[field][0] or "lone surrogate" in errors[field][0]
+    assert (Job.objects.count(), JobEvent.objects.count()) == before
+    assert fresh_status(Job.objects.get()) == "failed"
+
+
+def fresh_status(job: Job) -> str:
+    return Job.objects.values_list("status", flat=True).get(pk=job.pk)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("url", "field"),
+    [
+        ("/api/jobs/?type=%00", "type"),
+        ("/api/jobs/?queue=a%00b", "queue"),
+        ("/api/jobs/?unknown=%00", "unknown"),
+        ("/api/jobs/?%00=1", "\\u0000"),
+        ("/api/job-events/?job_id=%00", "job_id"),
+        ("/api/jobs/stats/?x=%00", "x"),
+    ],
+)
+def test_nul_in_a_query_parameter_is_a_json_400_naming_it(client, url, field):
+    response = client.get(url)
+    assert response.status_code == 400
+    assert list(response.json()) == [field]
+    assert "NUL character" in response.json()[field][0]
+
+
+@pytest.mark.django_db
+def test_the_400_for_a_query_parameter_says_what_and_where():
+    response = APIClient().get("/api/jobs/?type=a%00&%00=b")
+    assert response.json() == {
+        "type": ["Strings may not contain the NUL character \\u0000."],
+        "\\u0000": ["Strings may not contain the NUL character \\u0000 (in the field's name)."],
+    }
+
+
+@pytest.fixture
+def staff_client(client, transactional_db):
+    user = get_user_model().objects.create_superuser("root", password=secrets.token_urlsafe())
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["status__exact=%00", "type__exact=%00", "queue__exact=a%00", "q=%00", "q=a%00b&status=x"],
+)
+def test_admin_filters_and_search_with_nul_are_a_400_not_a_500(staff_client, query):
+    failed_job()
+    response = staff_client.get(f"/admin/jobs/job/?{query}")
+    assert response.status_code == 400
+    assert b"NUL character" in response.content
+    assert staff_client.get("/admin/jobs/jobevent/?q=%00").status_code == 400
+
+
+def test_admin_filters_with_ordinary_values_still_work(staff_client):
+    job = failed_job()
+    response = staff_client.get("/admin/jobs/job/?status__exact=failed&q=demo")
+    assert response.status_code == 200
+    assert str(job.pk).encode() in response.content
+
+
+# --- JSON everywhere under /api/ (in-process) ---------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("method", ["get", "post", "put", "patch", "delete", "options"])
+@pytest.mark.parametrize("path", ["/api/nope/", "/api/jobs/a/b/c/", "/api/x", "/api/"])
+def test_unknown_api_paths_are_a_json_404_for_every_method_even_with_csrf_checks(method, path):
+    client = APIClient(enforce_csrf_checks=True)
+    body = (
+        {} if method in ("get", "options") else {"data": b"{}", "content_type": "application/json"}
+    )
+    response = getattr(client, method)(path, **body)
+    assert response.status_code == 404, response.content
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["detail"].startswith("Not found.")
+
+
+@pytest.mark.django_db
+def test_a_known_path_without_its_slash_redirects_gets_and_names_the_path_for_posts():
+    client = APIClient(enforce_csrf_checks=True)
+    assert client.get("/api/jobs?status=failed")["Location"] == "/api/jobs/?status=failed"
+    response = client.post("/api/jobs", data={"type": "demo.success"}, format="json")
+    assert response.status_code == 404
+    assert response.json() == {"detail": "Not found. Did you mean /api/jobs/ ?"}
+    assert not Job.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("delete", "/api/jobs/"), ("put", "/api/jobs/stats/"), ("get", "/api/jobs/retry/")],
+)
+def test_a_wrong_method_on_a_known_path_is_a_json_405(method, path):
+    response = getattr(APIClient(), method)(path)
+    assert response.status_code == 405
+    assert response.json()["detail"].startswith("Method ")
+
+
+@pytest.mark.django_db
+def test_a_database_error_of_the_connection_kind_is_a_json_503(client, monkeypatch):
+    from django.db import OperationalError
+
+    from jobs import selectors
+
+    def refuse(**kwargs):
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(selectors, "job_stats", refuse)
+    response = client.get("/api/jobs/stats/")
+    assert response.status_code == 503
+    assert response["Retry-After"] == "5"
+    assert response.json() == {"detail": "The database is unavailable; try again shortly."}
+
+
+def test_an_unexpected_error_under_api_is_a_json_500(rf):
+    from jobs.views import server_error
+
+    response = server_error(rf.get("/api/jobs/"))
+    assert (response.status_code, json.loads(response.content)) == (
+        500,
+        {"detail": "Internal server error."},
+    )
+    assert b"<html" in server_error(rf.get("/admin/")).content.lower()
+
+
+# --- Roles ----------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_create_job_roles_makes_a_viewer_and_an_operator_group_idempotently():
+    from django.contrib.auth.models import Group
+
+    call_command("create_job_roles", stdout=StringIO())
+    viewers = Group.objects.get(name="Job viewers")
+    viewers.permissions.add(Permission.objects.get(codename="delete_job"))  # drift
+    call_command("create_job_roles", stdout=StringIO())
+
+    def codenames(name: str) -> set[str]:
+        return set(Group.objects.get(name=name).permissions.values_list("codename", flat=True))
+
+    assert codenames("Job viewers") == {"view_job"}
+    assert codenames("Job operators") == {"view_job", "add_job", "change_job"}
+    viewer = get_user_model().objects.create_user("viewer")
+    viewer.groups.add(viewers)
+    viewer = get_user_model().objects.get(pk=viewer.pk)  # fresh permission cache
+    assert viewer.has_perm("jobs.view_job") and not viewer.has_perm("jobs.change_job")
+
+
+# --- A database outage: JSON 503 from every endpoint ------------------------------------------
+
+
+@pytest.mark.slow
+def test_every_endpoint_answers_json_503_while_the_database_is_down(private_postgres, tmp_path):
+    private_postgres.migrate()
+    make_token = (
+        "from django.contrib.auth import get_user_model;"
+        "from rest_framework.authtoken.models import Token;"
+        "user = get_user_model().objects.create_superuser('ops', password='x');"
+        "print(Token.objects.create(user=user).key)"
+    )
+    created = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", make_token],
+        cwd=BACKEND_DIR,
+        env=child_env(**private_postgres.env()),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    token = created.stdout.strip().splitlines()[-1]
+    env = production_child_env(**private_postgres.env())
+    with serve_api(tmp_path / "gunicorn.log", env) as server:
+        assert server.request("GET", "/api/jobs/", token=token)[0] == 200
+        browser = Session(
+            server, "", _cookie(server.request("GET", "/api/auth/session/")[1], "csrftoken")
+        )
+        private_postgres.pg_ctl("-m", "fast", "-w", "stop")
+        for method, template, _ in ROUTES:
+            if template == "/api/auth/logout/":
+                continue  # without a session there is nothing to end: 204, no database
+            path = template.format(id=uuid.uuid4())
+            body = (
+                {"type": "demo.success", "ids": [str(uuid.uuid4())]} if method == "POST" else None
+            )
+            if template == "/api/jobs/":
+                body = {"type": "demo.success"}
+            if template == "/api/auth/login/":  # the password check reads the users table
+                login = {"username": "ops", "password": "x"}
+                status, headers, answer = browser.request(method, path, body=login)
+            else:
+                status, headers, answer = server.request(method, path, token=token, body=body)
+            assert status == 503, (method, path, status, answer[:300])
+            assert headers["content-type"].startswith("application/json"), (path, headers)
+            assert json.loads(answer)["detail"], path

@@ -2,7 +2,16 @@ import { http, HttpResponse } from 'msw';
 import { describe, expect, it } from 'vitest';
 import { API, JOB_ID, makeJob } from '../test/fixtures';
 import { server } from '../test/server';
-import { ApiError, api, buildUrl, createApiClient, cursorFromLink, describeErrorBody, extractFieldErrors } from './client';
+import {
+  ApiError,
+  api,
+  buildUrl,
+  createApiClient,
+  cursorFromLink,
+  describeErrorBody,
+  extractFieldErrors,
+  readCookie,
+} from './client';
 
 describe('buildUrl', () => {
   it('joins base and path and drops empty query values', () => {
@@ -135,7 +144,7 @@ describe('api client', () => {
   });
 
   it('gives up after the timeout', async () => {
-    const slow = createApiClient({ baseUrl: API, token: null, timeoutMs: 30 });
+    const slow = createApiClient({ baseUrl: API, timeoutMs: 30 });
     server.use(
       http.get(`${API}/jobs/stats/`, async () => {
         await new Promise((r) => setTimeout(r, 200));
@@ -145,17 +154,53 @@ describe('api client', () => {
     await expect(slow.getStats()).rejects.toMatchObject({ kind: 'timeout', unreachable: true });
   });
 
-  it('sends the token header only when a token is configured', async () => {
-    const headers: (string | null)[] = [];
+  it('sends the CSRF token on writes only, and never an Authorization header', async () => {
+    const seen: { method: string; csrf: string | null; auth: string | null }[] = [];
+    const record = ({ request }: { request: Request }) => {
+      seen.push({
+        method: request.method,
+        csrf: request.headers.get('x-csrftoken'),
+        auth: request.headers.get('authorization'),
+      });
+    };
     server.use(
-      http.get(`${API}/health/`, ({ request }) => {
-        headers.push(request.headers.get('authorization'));
+      http.get(`${API}/health/`, (info) => {
+        record(info);
         return HttpResponse.json({ ok: true, database: 'ok' });
       }),
+      http.post(`${API}/jobs/${JOB_ID}/retry/`, (info) => {
+        record(info);
+        return HttpResponse.json(makeJob());
+      }),
     );
-    await createApiClient({ baseUrl: API, token: 's3cret' }).getHealth();
-    await createApiClient({ baseUrl: API, token: null }).getHealth();
-    expect(headers).toEqual(['Token s3cret', null]);
+    const client = createApiClient({ baseUrl: API, csrfToken: () => 'tok3n' });
+    await client.getHealth();
+    await client.retryJob(JOB_ID);
+    expect(seen).toEqual([
+      { method: 'GET', csrf: null, auth: null },
+      { method: 'POST', csrf: 'tok3n', auth: null },
+    ]);
+  });
+
+  it('reads the CSRF token from the csrftoken cookie', () => {
+    expect(readCookie('csrftoken', 'sessionid=x; csrftoken=a%2Fb; other=1')).toBe('a/b');
+    expect(readCookie('csrftoken', 'sessionid=x')).toBeNull();
+  });
+
+  it('resolves a relative base URL against the page origin', () => {
+    expect(buildUrl('/api', 'jobs/', { limit: 5 })).toBe(`${window.location.origin}/api/jobs/?limit=5`);
+  });
+
+  it('pages through a job timeline with the cursor', async () => {
+    let seen: URLSearchParams | null = null;
+    server.use(
+      http.get(`${API}/jobs/${JOB_ID}/events/`, ({ request }) => {
+        seen = new URL(request.url).searchParams;
+        return HttpResponse.json({ next: null, previous: null, results: [] });
+      }),
+    );
+    await api.getJobEvents(JOB_ID, { cursor: 'c1', limit: 100 });
+    expect(Object.fromEntries(seen!)).toEqual({ cursor: 'c1', limit: '100' });
   });
 
   it('passes cursor, limit and filters to the event feed', async () => {

@@ -12,15 +12,17 @@ import type {
   Health,
   Job,
   JobCreateInput,
-  JobEvent,
   JobListParams,
   JobPage,
   JobSelection,
   JobStats,
+  LoginInput,
   QueryParams,
   RetryOutcome,
+  Session,
   Throughput,
   ThroughputParams,
+  TimelineParams,
 } from './types';
 
 export type ApiErrorKind = 'network' | 'timeout' | 'http';
@@ -88,9 +90,11 @@ export function describeErrorBody(body: unknown, fallback: string): string {
 }
 
 export interface ClientOptions {
+  /** Absolute, or a path such as `/api` on the dashboard's own origin (behind nginx). */
   baseUrl: string;
-  token: string | null;
   timeoutMs?: number;
+  /** Django's CSRF token, sent as `X-CSRFToken` on writes; default: the `csrftoken` cookie. */
+  csrfToken?: () => string | null;
 }
 
 export interface RequestOptions {
@@ -106,11 +110,26 @@ export interface RawResponse<T> {
 }
 
 export function buildUrl(baseUrl: string, path: string, query: RequestOptions['query'] = {}): string {
-  const url = new URL(`${baseUrl.replace(/\/+$/, '')}/${path.replace(/^\/+/, '')}`);
+  // A relative base (`/api`) is resolved against the page's origin.
+  const url = new URL(`${baseUrl.replace(/\/+$/, '')}/${path.replace(/^\/+/, '')}`, window.location.origin);
   for (const [key, value] of Object.entries(query)) {
     if (value !== undefined && value !== null && value !== '') url.searchParams.set(key, String(value));
   }
   return url.toString();
+}
+
+/** The value of cookie `name` in `cookies` (document.cookie's format), or null. */
+export function readCookie(name: string, cookies: string): string | null {
+  for (const part of cookies.split(';')) {
+    const [key, ...value] = part.trim().split('=');
+    if (key === name) return decodeURIComponent(value.join('='));
+  }
+  return null;
+}
+
+/** Django's CSRF cookie: the session API sets it; writes echo it in `X-CSRFToken`. */
+export function csrfCookie(): string | null {
+  return typeof document === 'undefined' ? null : readCookie('csrftoken', document.cookie);
 }
 
 /** The `cursor` query parameter of a DRF cursor-pagination link, or null. */
@@ -125,12 +144,16 @@ export function cursorFromLink(link: string | null): string | null {
 
 export function createApiClient(options: ClientOptions) {
   const timeoutMs = options.timeoutMs ?? 10_000;
+  const csrfToken = options.csrfToken ?? csrfCookie;
 
   async function request<T>(path: string, opts: RequestOptions = {}): Promise<RawResponse<T>> {
     const url = buildUrl(options.baseUrl, path, opts.query);
     const headers: Record<string, string> = { Accept: 'application/json' };
     if (opts.body !== undefined) headers['Content-Type'] = 'application/json';
-    if (options.token) headers.Authorization = `Token ${options.token}`;
+    // Signed in with a session, every write must carry the CSRF token (GETs need none).
+    const method = opts.method ?? 'GET';
+    const csrf = method === 'GET' ? null : csrfToken();
+    if (csrf) headers['X-CSRFToken'] = csrf;
 
     const controller = new AbortController();
     let timedOut = false;
@@ -144,8 +167,10 @@ export function createApiClient(options: ClientOptions) {
     let response: Response;
     try {
       response = await fetch(url, {
-        method: opts.method ?? 'GET',
+        method,
         headers,
+        // The session cookie goes with requests to the dashboard's own origin only.
+        credentials: 'same-origin',
         body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
         signal: controller.signal,
       });
@@ -210,8 +235,24 @@ export function createApiClient(options: ClientOptions) {
 
     getJob: (id: string, signal?: AbortSignal) => get<Job>(`jobs/${encodeURIComponent(id)}/`, undefined, signal),
 
-    getJobEvents: (id: string, signal?: AbortSignal) =>
-      get<JobEvent[]>(`jobs/${encodeURIComponent(id)}/events/`, undefined, signal),
+    /** One page of a job's timeline, oldest first; follow `next` for later events. */
+    getJobEvents: (id: string, params: TimelineParams = {}, signal?: AbortSignal) =>
+      get<EventPage>(
+        `jobs/${encodeURIComponent(id)}/events/`,
+        { cursor: params.cursor, limit: params.limit } satisfies QueryParams<'jobs_events_list'>,
+        signal,
+      ),
+
+    /** Who is signed in; also makes Django set the CSRF cookie. */
+    getSession: (signal?: AbortSignal) => get<Session>('auth/session/', undefined, signal),
+
+    async login(credentials: LoginInput): Promise<Session> {
+      return (await request<Session>('auth/login/', { method: 'POST', body: credentials })).data;
+    },
+
+    async logout(): Promise<void> {
+      await request<null>('auth/logout/', { method: 'POST' });
+    },
 
     listEvents: (params: EventFeedParams, signal?: AbortSignal) =>
       get<EventPage>(
@@ -256,4 +297,4 @@ export function createApiClient(options: ClientOptions) {
 
 export type ApiClient = ReturnType<typeof createApiClient>;
 
-export const api: ApiClient = createApiClient({ baseUrl: settings.apiBaseUrl, token: settings.apiToken });
+export const api: ApiClient = createApiClient({ baseUrl: settings.apiBaseUrl });

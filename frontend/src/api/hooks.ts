@@ -4,6 +4,7 @@
  */
 import {
   keepPreviousData,
+  useInfiniteQuery,
   useMutation,
   useQueries,
   useQuery,
@@ -12,7 +13,7 @@ import {
 } from '@tanstack/react-query';
 import { useEffect, useRef } from 'react';
 import { useRefetchInterval } from '../polling/usePolling';
-import { api, ApiError } from './client';
+import { api, ApiError, cursorFromLink } from './client';
 import {
   isLive,
   type ApiConfig,
@@ -24,8 +25,10 @@ import {
   type JobListParams,
   type JobSelection,
   type JobStatus,
+  type LoginInput,
   type PageLimits,
   type RetryOutcome,
+  type Session,
   type ThroughputParams,
 } from './types';
 
@@ -39,6 +42,7 @@ export const queryKeys = {
   job: (id: string) => ['jobs', 'detail', id] as const,
   jobEvents: (id: string) => ['jobs', 'detail', id, 'events'] as const,
   eventFeed: (p: EventFeedParams) => ['events', p] as const,
+  session: ['session'] as const,
 };
 
 /** How often health is re-checked while the API is down, even with polling paused. */
@@ -179,9 +183,12 @@ export function useJob(id: string) {
 }
 
 /**
- * A job's timeline. It polls while the job can still change (queued or
- * running), and is refetched whenever the job row itself changes, so the final
- * event shows up even though polling stops once the job is finished.
+ * A job's timeline, oldest first, one API page at a time (`fetchNextPage` when
+ * `hasNextPage`); `data` is the events of every page loaded so far. It polls while
+ * the job can still change (queued or running), and is refetched whenever the job
+ * row itself changes, so the final event shows up even though polling stops once
+ * the job is finished. A refetch reloads every loaded page, so events that arrive
+ * fill the last page and then offer the next one.
  */
 export function useJobEvents(id: string, job: Job | undefined) {
   const interval = useRefetchInterval();
@@ -198,9 +205,12 @@ export function useJobEvents(id: string, job: Job | undefined) {
     lastVersion.current = version;
   }, [id, version, queryClient]);
 
-  return useQuery({
+  return useInfiniteQuery({
     queryKey: queryKeys.jobEvents(id),
-    queryFn: ({ signal }) => api.getJobEvents(id, signal),
+    queryFn: ({ signal, pageParam }) => api.getJobEvents(id, { cursor: pageParam ?? undefined }, signal),
+    initialPageParam: null as string | null,
+    getNextPageParam: (last) => cursorFromLink(last.next ?? null),
+    select: (data) => data.pages.flatMap((page) => page.results),
     refetchInterval: live ? interval : false,
     refetchIntervalInBackground: false,
   });
@@ -214,6 +224,42 @@ export function useEventFeed(params: EventFeedParams) {
     refetchInterval: interval,
     refetchIntervalInBackground: false,
     placeholderData: keepPreviousData,
+  });
+}
+
+/** Who is signed in (and whether the API needs anyone to be). */
+export function useSession() {
+  return useQuery({
+    queryKey: queryKeys.session,
+    queryFn: ({ signal }) => api.getSession(signal),
+    staleTime: 60_000,
+    retry: false,
+  });
+}
+
+const notSession = (query: { queryKey: readonly unknown[] }) => query.queryKey[0] !== 'session';
+
+/** Sign in with a session; every query is reloaded as the new user. */
+export function useLogin() {
+  const queryClient = useQueryClient();
+  return useMutation<Session, ApiError, LoginInput>({
+    mutationFn: (credentials) => api.login(credentials),
+    onSuccess: (session) => {
+      queryClient.setQueryData(queryKeys.session, session);
+      void queryClient.invalidateQueries({ predicate: notSession });
+    },
+  });
+}
+
+/** End the session; the previous user's data leaves the cache. */
+export function useLogout() {
+  const queryClient = useQueryClient();
+  return useMutation<void, ApiError, void>({
+    mutationFn: () => api.logout(),
+    onSuccess: () => {
+      queryClient.removeQueries({ predicate: notSession });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.session });
+    },
   });
 }
 

@@ -1,4 +1,4 @@
-import { QueryClient } from '@tanstack/react-query';
+import { QueryCache, QueryClient } from '@tanstack/react-query';
 import { ApiError } from './client';
 
 /** Retry once on transport errors and 5xx; never on 4xx, which will not change by retrying. */
@@ -7,8 +7,22 @@ export function shouldRetry(failureCount: number, error: unknown): boolean {
   return failureCount < 1;
 }
 
+/**
+ * A 401 from any query means the session ended (expired, signed out elsewhere): ask the
+ * session API again, so the sign-in form replaces the pages.
+ */
+export function recheckSessionOn401(queryClient: QueryClient) {
+  return (error: unknown, query: { queryKey: readonly unknown[] }) => {
+    if (error instanceof ApiError && error.status === 401 && query.queryKey[0] !== 'session') {
+      void queryClient.invalidateQueries({ queryKey: ['session'] });
+    }
+  };
+}
+
 export function createQueryClient(): QueryClient {
-  return new QueryClient({
+  const queryCache = new QueryCache({ onError: (error, query) => recheckSessionOn401(client)(error, query) });
+  const client: QueryClient = new QueryClient({
+    queryCache,
     defaultOptions: {
       queries: {
         retry: shouldRetry,
@@ -19,4 +33,5 @@ export function createQueryClient(): QueryClient {
       mutations: { retry: false },
     },
   });
+  return client;
 }

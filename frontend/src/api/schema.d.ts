@@ -4,6 +4,62 @@
  */
 
 export interface paths {
+    "/api/auth/login/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * @description Sign in with a username and password; the session cookie is set on success.
+         *
+         *     CSRF is checked although nobody is signed in yet (login CSRF); a client address past
+         *     its failed-login rate gets 429 without its password being checked.
+         */
+        post: operations["auth_login"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/logout/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description End the session (a no-op without one); CSRF-checked like every session write. */
+        post: operations["auth_logout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/session/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The signed-in user (if any) and the job permissions the API grants them. */
+        get: operations["auth_session"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/config/": {
         parameters: {
             query?: never;
@@ -114,7 +170,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description The job's whole timeline, oldest first (ascending id); not paginated. */
+        /**
+         * @description The job's timeline, oldest first (ascending id), cursor paginated: new events only
+         *     ever append to the last page.
+         */
         get: operations["jobs_events_list"];
         put?: never;
         post?: never;
@@ -222,7 +281,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Succeeded, failed and cancelled events per time bucket over the last minutes. */
+        /** @description Succeeded and failed events per time bucket over the last minutes. */
         get: operations["jobs_throughput"];
         put?: never;
         post?: never;
@@ -379,6 +438,14 @@ export interface components {
          * @enum {string}
          */
         JobEventTypeEnum: "created" | "claimed" | "progress" | "lease_renewed" | "succeeded" | "retry_scheduled" | "failed" | "timeout_requeued" | "manual_retry" | "cancel_requested" | "cancelled";
+        JobPermissions: {
+            /** @description jobs.view_job: read jobs, events and stats. */
+            view: boolean;
+            /** @description jobs.add_job: create jobs. */
+            add: boolean;
+            /** @description jobs.change_job: retry and cancel jobs. */
+            change: boolean;
+        };
         /** @description The body of the bulk actions: the job list's filters and/or ids, never nothing. */
         JobSelectionRequest: {
             /**
@@ -462,6 +529,10 @@ export interface components {
             /** @description Most jobs one bulk create may hold. */
             bulk_create_max: number;
         };
+        LoginRequest: {
+            username: string;
+            password: string;
+        };
         PageLimits: {
             /** @description Page size when `limit` is omitted. */
             default_limit: number;
@@ -501,6 +572,8 @@ export interface components {
             jobs: components["schemas"]["PageLimits"];
             /** @description GET /api/job-events/ (cursor). */
             job_events: components["schemas"]["PageLimits"];
+            /** @description GET /api/jobs/{id}/events/ (cursor). */
+            job_timeline: components["schemas"]["PageLimits"];
         };
         RetryConflict: {
             detail: string;
@@ -518,6 +591,14 @@ export interface components {
         RetryOutcome: {
             /** @description Failed or cancelled jobs queued again. */
             retried: number;
+        };
+        Session: {
+            /** @description False on the open local demo (DEBUG=true): the API needs no sign-in. */
+            login_required: boolean;
+            authenticated: boolean;
+            username: string | null;
+            /** @description What this user may do through the API. */
+            permissions: components["schemas"]["JobPermissions"];
         };
         Throughput: {
             bucket_seconds: number;
@@ -584,6 +665,97 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    auth_login: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LoginRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail?: string | string[];
+                    } & {
+                        [key: string]: string[];
+                    };
+                };
+            };
+            /** @description CSRF check failed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed logins. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    auth_logout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    auth_session: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+        };
+    };
     config: {
         parameters: {
             query?: never;
@@ -678,7 +850,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        detail?: string;
+                        detail?: string | string[];
                     } & {
                         [key: string]: string[];
                     };
@@ -729,7 +901,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        detail?: string;
+                        detail?: string | string[];
                     } & {
                         [key: string]: string[];
                     };
@@ -775,7 +947,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        detail?: string;
+                        detail?: string | string[];
                     } & {
                         [key: string]: string[];
                     };
@@ -884,7 +1056,12 @@ export interface operations {
     };
     jobs_events_list: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The pagination cursor value. */
+                cursor?: string;
+                /** @description Events per page (default 100, at most 500). */
+                limit?: number;
+            };
             header?: never;
             path: {
                 /** @description The job's id. */
@@ -899,7 +1076,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["JobEvent"][];
+                    "application/json": components["schemas"]["PaginatedJobEventList"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail?: string | string[];
+                    } & {
+                        [key: string]: string[];
+                    };
                 };
             };
             /** @description No job with this id. */
@@ -992,7 +1182,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        detail?: string;
+                        detail?: string | string[];
                     } & {
                         [key: string]: string[];
                     };
@@ -1037,7 +1227,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        detail?: string;
+                        detail?: string | string[];
                     } & {
                         [key: string]: string[];
                     };
@@ -1073,7 +1263,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        detail?: string;
+                        detail?: string | string[];
                     } & {
                         [key: string]: string[];
                     };
@@ -1128,7 +1318,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        detail?: string;
+                        detail?: string | string[];
                     } & {
                         [key: string]: string[];
                     };

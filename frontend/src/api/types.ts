@@ -99,6 +99,10 @@ export type ApiConfig = Narrow<Schema['Config'], { job_types: JobTypeInfo[] }>;
 
 export type Health = Schema['Health'];
 
+/** Who is signed in and what the API lets them do (`GET /api/auth/session/`). */
+export type Session = Schema['Session'];
+export type LoginInput = Schema['LoginRequest'];
+
 export type JobCreateInput = Schema['JobCreateRequest'];
 
 /** The body of the bulk actions: the list's filters and/or ids (never all empty). */
@@ -125,6 +129,13 @@ export interface EventFeedParams {
   limit?: number | undefined;
   type?: JobEventType | undefined;
   jobId?: string | undefined;
+}
+
+/** A page of one job's timeline: oldest first, `next` leads to later events. */
+export interface TimelineParams {
+  cursor?: string | undefined;
+  /** Omitted: the API's default page size. */
+  limit?: number | undefined;
 }
 
 export interface ThroughputParams {

@@ -5,6 +5,7 @@ import { OFFLINE_RECHECK_MS, useConnection } from '../api/hooks';
 import { usePolling } from '../polling/usePolling';
 import { ConnectionBanner } from './ConnectionBanner';
 import { PollControl } from './PollControl';
+import { SessionControl, SessionGate } from './SignIn';
 
 const NAV = [
   { to: '/', label: 'Overview', end: true },
@@ -48,6 +49,7 @@ export function Layout() {
           onPausedChange={polling.setPaused}
           onRefresh={() => void queryClient.refetchQueries({ type: 'active' })}
         />
+        <SessionControl />
       </header>
       <ConnectionBanner
         state={connection.state}
@@ -56,7 +58,9 @@ export function Layout() {
         retryingEveryMs={polling.paused ? OFFLINE_RECHECK_MS : Math.min(polling.intervalMs, OFFLINE_RECHECK_MS)}
       />
       <main id="main" className="main" tabIndex={-1}>
-        <Outlet />
+        <SessionGate>
+          <Outlet />
+        </SessionGate>
       </main>
     </div>
   );

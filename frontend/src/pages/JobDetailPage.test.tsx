@@ -3,7 +3,7 @@ import userEvent from '@testing-library/user-event';
 import { http, HttpResponse } from 'msw';
 import { describe, expect, it } from 'vitest';
 import type { Job, JobEvent } from '../api/types';
-import { API, JOB_ID, makeEvent, makeJob } from '../test/fixtures';
+import { API, JOB_ID, eventPage, makeEvent, makeJob } from '../test/fixtures';
 import { renderApp } from '../test/render';
 import { server } from '../test/server';
 
@@ -11,7 +11,7 @@ function serve(job: Job, events: JobEvent[]) {
   const state = { job, events, retries: 0 };
   server.use(
     http.get(`${API}/jobs/${JOB_ID}/`, () => HttpResponse.json(state.job)),
-    http.get(`${API}/jobs/${JOB_ID}/events/`, () => HttpResponse.json(state.events)),
+    http.get(`${API}/jobs/${JOB_ID}/events/`, () => HttpResponse.json(eventPage(state.events))),
   );
   return state;
 }
@@ -246,5 +246,36 @@ describe('Job detail page', () => {
     server.use(http.get(`${API}/jobs/nope/events/`, () => HttpResponse.json({ detail: 'Not found.' }, { status: 404 })));
     renderApp('/jobs/nope');
     expect(await screen.findByText('Job not found')).toBeInTheDocument();
+  });
+});
+
+describe('Job detail timeline paging', () => {
+  it('shows the first page and loads the next one on demand, oldest first', async () => {
+    const first = [makeEvent(), makeEvent({ id: 2, type: 'claimed', attempt: 1 })];
+    const second = [makeEvent({ id: 3, type: 'progress', attempt: 1, message: 'half way' })];
+    const cursors: (string | null)[] = [];
+    server.use(
+      http.get(`${API}/jobs/${JOB_ID}/`, () => HttpResponse.json(makeJob({ status: 'succeeded', attempts: 1 }))),
+      http.get(`${API}/jobs/${JOB_ID}/events/`, ({ request }) => {
+        const cursor = new URL(request.url).searchParams.get('cursor');
+        cursors.push(cursor);
+        return cursor === 'p2'
+          ? HttpResponse.json(eventPage(second, null, `${API}/jobs/${JOB_ID}/events/?cursor=p1`))
+          : HttpResponse.json(eventPage(first, `${API}/jobs/${JOB_ID}/events/?cursor=p2`));
+      }),
+    );
+    renderApp(`/jobs/${JOB_ID}`);
+    const timeline = await screen.findByRole('list', { name: 'Event timeline' });
+    expect(within(timeline).getAllByRole('listitem')).toHaveLength(2);
+    await userEvent.click(await screen.findByRole('button', { name: 'Load up to 100 more events' }));
+    await waitFor(() =>
+      expect(within(timeline).getAllByRole('listitem').map((i) => i.getAttribute('data-event-type'))).toEqual([
+        'created',
+        'claimed',
+        'progress',
+      ]),
+    );
+    expect(screen.queryByRole('button', { name: /more events/ })).not.toBeInTheDocument();
+    expect(cursors).toEqual([null, 'p2']);
   });
 });

@@ -1,6 +1,6 @@
 import { useState, type ReactNode } from 'react';
 import { Link, useParams } from 'react-router';
-import { useCancelJob, useConfig, useJob, useJobEvents, useRetryJob } from '../api/hooks';
+import { useCancelJob, useConfig, useJob, useJobEvents, usePageLimits, useRetryJob } from '../api/hooks';
 import { isCancellable, isLive, isRetryable, type Job, type WorkerSettings } from '../api/types';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { EventTimeline } from '../components/EventTimeline';
@@ -175,6 +175,7 @@ export function JobDetailPage() {
   const job = useJob(id);
   const events = useJobEvents(id, job.data);
   const worker = useConfig().data?.worker;
+  const timelinePage = usePageLimits('job_timeline');
 
   if (job.isPending) return <Loading label="Loading job…" />;
   if (job.isError && !job.data) {
@@ -225,7 +226,21 @@ export function JobDetailPage() {
           ) : events.isError && !events.data ? (
             <ErrorState error={events.error} onRetry={() => void events.refetch()} />
           ) : events.data && events.data.length > 0 ? (
-            <EventTimeline events={events.data} />
+            <>
+              <EventTimeline events={events.data} />
+              {events.hasNextPage && (
+                <button
+                  type="button"
+                  className="button button--small"
+                  disabled={events.isFetchingNextPage}
+                  onClick={() => void events.fetchNextPage()}
+                >
+                  {events.isFetchingNextPage
+                    ? 'Loading events…'
+                    : `Load ${timelinePage ? `up to ${timelinePage.default_limit} ` : ''}more events`}
+                </button>
+              )}
+            </>
           ) : (
             <Empty>No events recorded.</Empty>
           )}

@@ -2,7 +2,7 @@
  * Fixtures shaped exactly like the examples in the backend spec. They are typed
  * with the client's types, generated from the OpenAPI schema, so a drift fails `tsc`.
  */
-import type { ApiConfig, EventPage, Job, JobEvent, JobPage, JobStats, Throughput } from '../api/types';
+import type { ApiConfig, EventPage, Job, JobEvent, JobPage, JobStats, Session, Throughput } from '../api/types';
 
 export const API = 'http://localhost:8000/api';
 
@@ -55,6 +55,14 @@ export function eventPage(results: JobEvent[], next: string | null = null, previ
   return { next, previous, results };
 }
 
+/** The open local demo: no sign-in needed, everything allowed. */
+export const openSession: Session = {
+  login_required: false,
+  authenticated: false,
+  username: null,
+  permissions: { view: true, add: true, change: true },
+};
+
 export const stats: JobStats = {
   total: 53,
   by_status: { queued: 0, running: 0, succeeded: 41, failed: 12, cancelled: 0 },
@@ -98,6 +106,7 @@ export const config: ApiConfig = {
   pagination: {
     jobs: { default_limit: 25, max_limit: 100 },
     job_events: { default_limit: 50, max_limit: 200 },
+    job_timeline: { default_limit: 100, max_limit: 500 },
   },
 };
 

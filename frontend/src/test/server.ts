@@ -1,11 +1,12 @@
 import { http, HttpResponse } from 'msw';
 import { setupServer } from 'msw/node';
-import { API, config, makeThroughput, stats } from './fixtures';
+import { API, config, makeThroughput, openSession, stats } from './fixtures';
 
 /** Default handlers: a healthy, empty API. Tests override what they exercise. */
 export const defaultHandlers = [
   http.get(`${API}/health/`, () => HttpResponse.json({ ok: true, database: 'ok' })),
   http.get(`${API}/config/`, () => HttpResponse.json(config)),
+  http.get(`${API}/auth/session/`, () => HttpResponse.json(openSession)),
   http.get(`${API}/jobs/stats/`, () => HttpResponse.json(stats)),
   http.get(`${API}/jobs/throughput/`, () => HttpResponse.json(makeThroughput([[0, 0]]))),
 ];

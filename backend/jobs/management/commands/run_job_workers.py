@@ -5,6 +5,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from jobs.checks import INTEGER_RANGES
 from jobs.conf import app_settings
 from jobs.worker import WorkerConfig, WorkerRunner
 
@@ -41,8 +42,9 @@ class Command(BaseCommand):
         burst: bool,
         **options: object,
     ) -> None:
-        if threads is not None and threads < 1:
-            self.stderr.write("--threads must be at least 1")
+        low, high = INTEGER_RANGES["JOB_WORKER_THREADS"]
+        if threads is not None and not low <= threads <= high:
+            self.stderr.write(f"--threads must be from {low} to {high}")
             sys.exit(2)
         names = None
         if queues is not None:

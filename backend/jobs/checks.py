@@ -1,0 +1,100 @@
+"""System checks of the app's settings (``manage.py check``; every management command,
+``run_job_workers`` and ``migrate`` included, runs them first and refuses to start).
+
+Each integer setting has a range whose upper end keeps the arithmetic valid: a lease or a
+backoff becomes ``now + timedelta(seconds=...)`` and a timestamp column, a poll interval
+a ``sleep()``, a batch size a ``LIMIT`` and a list in memory. The ranges are generous for
+any real deployment; values past them are mistakes (an extra digit, milliseconds given as
+seconds) that would otherwise surface as an ``OverflowError`` on every claim.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from django.apps import AppConfig
+from django.core.checks import CheckMessage, Error, register
+
+from .conf import app_settings
+from .models import QUEUE_NAME_PATTERN
+from .serializers import MAX_ATTEMPTS_MAX, TIMEOUT_SECONDS_MAX
+
+DAY = 24 * 3600
+
+# Setting -> (lowest, highest) accepted value.
+INTEGER_RANGES: dict[str, tuple[int, int]] = {
+    "JOB_WORKER_THREADS": (1, 256),
+    "JOB_WORKER_POLL_INTERVAL_MS": (1, 3_600_000),  # an hour
+    "JOB_WORKER_LEASE_SECONDS": (1, DAY),
+    "JOB_WORKER_CLEANUP_INTERVAL_SECONDS": (1, DAY),
+    "JOB_WORKER_CLEANUP_BATCH_SIZE": (1, 10_000),
+    "JOB_WORKER_BACKOFF_BASE_SECONDS": (0, 30 * DAY),
+    "JOB_WORKER_BACKOFF_MAX_SECONDS": (0, 30 * DAY),
+    "JOB_WORKER_MAX_ATTEMPTS_DEFAULT": (1, MAX_ATTEMPTS_MAX),  # what the API accepts
+    "JOB_WORKER_TIMEOUT_SECONDS": (0, TIMEOUT_SECONDS_MAX),  # 0: no timeout
+    "JOB_API_MAX_BODY_BYTES": (1024, 64 * 1024 * 1024),
+    "JOB_STATS_EXACT_MAX_ROWS": (0, 10**12),
+    "JOB_STATS_CACHE_SECONDS": (0, DAY),
+}
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _integer_errors(name: str, value: Any) -> list[CheckMessage]:
+    low, high = INTEGER_RANGES[name]
+    if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high:
+        return []
+    return [
+        Error(
+            f"{name} is {value!r}; it must be an integer from {low} to {high}.",
+            hint=f"Set {name} (in the environment or the settings) within {low}..{high}.",
+            obj=name,
+            id="jobs.E001",
+        )
+    ]
+
+
+def _log_level_errors(value: Any) -> list[CheckMessage]:
+    if isinstance(value, str) and value.upper() in LOG_LEVELS:
+        return []
+    return [
+        Error(
+            f"JOB_WORKER_LOG_LEVEL is {value!r}; it must be one of {', '.join(LOG_LEVELS)}.",
+            obj="JOB_WORKER_LOG_LEVEL",
+            id="jobs.E002",
+        )
+    ]
+
+
+def _queues_errors(value: Any) -> list[CheckMessage]:
+    names = list(value) if isinstance(value, list | tuple) else None
+    valid = bool(names) and all(
+        isinstance(name, str) and (name == "*" or re.fullmatch(QUEUE_NAME_PATTERN, name))
+        for name in names or []
+    )
+    if valid:
+        return []
+    return [
+        Error(
+            f"JOB_WORKER_QUEUES is {value!r}; it must be a non-empty list of queue names "
+            '(letters, digits and . _ : -) or ["*"] for every queue.',
+            obj="JOB_WORKER_QUEUES",
+            id="jobs.E003",
+        )
+    ]
+
+
+@register
+def check_settings(
+    app_configs: Sequence[AppConfig] | None = None,
+    databases: Sequence[str] | None = None,
+    **kwargs: Any,
+) -> list[CheckMessage]:
+    """Every ``JOB_*`` setting within its range (``jobs.E001``-``E003``)."""
+    errors: list[CheckMessage] = []
+    for name in INTEGER_RANGES:
+        errors += _integer_errors(name, getattr(app_settings, name))
+    errors += _log_level_errors(app_settings.JOB_WORKER_LOG_LEVEL)
+    errors += _queues_errors(app_settings.JOB_WORKER_QUEUES)
+    return errors
