@@ -171,21 +171,26 @@ class Attempt:
 
 
 class InFlight:
-    """The attempts running in this process, shared by its threads."""
+    """The attempts running in this process, shared by its threads.
+
+    Keyed by job and attempt: a timed-out attempt's abandoned thread may still be running
+    when the job's next attempt starts in this process, and its removal must not drop that
+    one from the heartbeat and the timeouts.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._attempts: dict[Any, Attempt] = {}
+        self._attempts: dict[tuple[Any, int], Attempt] = {}
         self.changed = threading.Event()  # wakes the maintenance thread
 
     def add(self, attempt: Attempt) -> None:
         with self._lock:
-            self._attempts[attempt.job.id] = attempt
+            self._attempts[attempt.job.id, attempt.job.attempts] = attempt
         self.changed.set()
 
     def remove(self, attempt: Attempt) -> None:
         with self._lock:
-            self._attempts.pop(attempt.job.id, None)
+            self._attempts.pop((attempt.job.id, attempt.job.attempts), None)
 
     def snapshot(self) -> list[Attempt]:
         with self._lock:
