@@ -284,6 +284,14 @@ UNFOLD = {
 JOB_WORKER_THREADS = env_int("JOB_WORKER_THREADS", 4, minimum=1)
 JOB_WORKER_POLL_INTERVAL_MS = env_int("JOB_WORKER_POLL_INTERVAL_MS", 500, minimum=1)
 JOB_WORKER_LEASE_SECONDS = env_int("JOB_WORKER_LEASE_SECONDS", 30, minimum=1)
+# Seconds between a worker process's heartbeats (one renewal of all its running attempts'
+# leases); 0: a third of the lease. Shorter than the lease, or leases would lapse between.
+JOB_WORKER_HEARTBEAT_SECONDS = env_int("JOB_WORKER_HEARTBEAT_SECONDS", 0, minimum=0)
+if JOB_WORKER_HEARTBEAT_SECONDS >= JOB_WORKER_LEASE_SECONDS:
+    raise ImproperlyConfigured(
+        f"JOB_WORKER_HEARTBEAT_SECONDS ({JOB_WORKER_HEARTBEAT_SECONDS}) must be shorter than "
+        f"JOB_WORKER_LEASE_SECONDS ({JOB_WORKER_LEASE_SECONDS})."
+    )
 JOB_WORKER_CLEANUP_INTERVAL_SECONDS = env_int("JOB_WORKER_CLEANUP_INTERVAL_SECONDS", 5, minimum=1)
 JOB_WORKER_CLEANUP_BATCH_SIZE = env_int("JOB_WORKER_CLEANUP_BATCH_SIZE", 100, minimum=1)
 JOB_WORKER_BACKOFF_BASE_SECONDS = env_int("JOB_WORKER_BACKOFF_BASE_SECONDS", 5, minimum=0)
