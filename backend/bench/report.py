@@ -21,7 +21,7 @@ from .common import JOB_TYPE, REPO_DIR, IndexSize, TableSize, load_average, rati
 from .enqueue import EnqueueResult
 from .raw_sql import RawSqlRun
 from .scale import ScaleResult
-from .workers import WorkerRun
+from .workers import HeartbeatCost, WorkerRun
 
 
 @dataclass(kw_only=True)
@@ -59,6 +59,7 @@ class Results:
     workers: list[WorkerRun] | None = None
     enqueue: EnqueueResult | None = None
     scale: ScaleResult | None = None
+    heartbeat: HeartbeatCost | None = None
     targets: list[Target] = field(default_factory=list)
 
 
@@ -122,6 +123,16 @@ def evaluate_targets(results: Results) -> list[Target]:
                 target=f"{item.processes} proc x 4 thr >= {goal:.0%} of raw SQL",
                 measured=pct(value),
                 met=None if value is None else value >= goal,
+            )
+        )
+    if results.heartbeat and results.heartbeat.cost_percent is not None:
+        cost = results.heartbeat.cost_percent
+        targets.append(
+            Target(
+                target=f"heartbeat every {results.heartbeat.heartbeat_seconds} s costs <= 5 % "
+                "of worker throughput",
+                measured=f"{cost:.1f} %",
+                met=cost <= 5,
             )
         )
     if results.enqueue:
@@ -328,6 +339,26 @@ def _scale(scale: ScaleResult) -> list[str]:
     return out
 
 
+def _heartbeat(cost: HeartbeatCost) -> list[str]:
+    out = [
+        "",
+        f"6. Heartbeat cost: 1 proc x {cost.threads} thr drain {cost.jobs:,} jobs that sleep "
+        f"{cost.job_seconds} s each (ceiling {fmt(cost.ceiling_jobs_per_second)} jobs/s), "
+        f"lease {cost.lease_seconds} s",
+        f"   {'heartbeat':<28}{'jobs/s':>9}{'of ceiling':>12}{'commits/job':>13}{'load':>7}",
+    ]
+    rows = [("none during the drain", cost.without)]
+    rows.append((f"every {cost.heartbeat_seconds} s", cost.with_heartbeat))
+    for label, run in rows:
+        out.append(
+            f"   {label:<28}{fmt(run.jobs_per_second, ',.1f'):>9}"
+            f"{pct(ratio(run.jobs_per_second, cost.ceiling_jobs_per_second)):>12}"
+            f"{fmt(run.commits_per_job, '.2f'):>13}{run.load_average[0]:>7}"
+        )
+    out.append(f"   throughput lost to the heartbeat: {fmt(cost.cost_percent, '.1f')} %")
+    return out
+
+
 def _sizes(sizes: dict[str, list[TableSize | IndexSize]]) -> list[str]:
     mb = 1024 * 1024
     out = ["", "5. Sizes"]
@@ -361,6 +392,8 @@ def render(results: Results) -> str:
         out += _scale(results.scale)
     if results.sizes:
         out += _sizes(results.sizes)
+    if results.heartbeat:
+        out += _heartbeat(results.heartbeat)
     if results.targets:
         out += ["", "Targets"]
         for target in results.targets:

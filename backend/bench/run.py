@@ -15,6 +15,8 @@ and written, with the raw figures, to ``bench-results/latest.json`` (and ``lates
 4. Scale (``bench.scale``): claim latency and the stats/list endpoints with 10 k and
    ``--scale-max`` finished jobs, claim latency with a deep backlog, and the plans.
 5. Sizes: rows, dead tuples and table/index sizes after a worker run and the scale run.
+6. Heartbeat cost (``bench.workers.run_heartbeat_cost``): one process draining jobs that
+   stay in flight, without and with a heartbeat every second.
 
 Benchmarks print figures; nothing here asserts a timing.
 """
@@ -47,9 +49,9 @@ from .enqueue import run_enqueue
 from .raw_sql import PROTOCOLS, RawSqlRun, pgbench_available, run_pgbench
 from .scale import SMALL, run_scale
 from .server import ServerShape
-from .workers import CONFIGS, WorkerRun, run_workers
+from .workers import CONFIGS, WorkerRun, run_heartbeat_cost, run_workers
 
-PHASES = ("workers", "raw", "enqueue", "scale")
+PHASES = ("workers", "raw", "enqueue", "scale", "heartbeat")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -59,7 +61,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--repeat",
         type=int,
         default=1,
-        help="rounds of each raw-SQL/worker pair; the best round is reported (default 1)",
+        help="rounds of each raw-SQL/worker pair and heartbeat pair; the best round of each "
+        "is reported (default 1)",
+    )
+    parser.add_argument(
+        "--heartbeat-jobs",
+        type=int,
+        default=800,
+        help="jobs per heartbeat-cost run; each sleeps 0.2 s (default 800)",
     )
     parser.add_argument(
         "--orm-path",
@@ -97,7 +106,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--only",
         default=",".join(PHASES),
-        help="comma-separated phases to run: workers,raw,enqueue,scale (default all)",
+        help="comma-separated phases to run: workers,raw,enqueue,scale,heartbeat (default all)",
     )
     parser.add_argument(
         "--db",
@@ -232,6 +241,11 @@ def main(argv: list[str] | None = None) -> int:
                 log_dir=log_dir,
             )
             results.sizes["after the scale run"] = table_sizes(db)
+        if "heartbeat" in args.phases:
+            log(f"heartbeat cost: {args.heartbeat_jobs} sleeping jobs, without and with")
+            results.heartbeat = run_heartbeat_cost(
+                db, env, jobs=args.heartbeat_jobs, repeat=args.repeat, log_dir=log_dir
+            )
     finally:
         db.close()
         from django.db import connections
