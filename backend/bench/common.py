@@ -28,6 +28,9 @@ BACKEND_DIR = Path(__file__).resolve().parent.parent
 REPO_DIR = BACKEND_DIR.parent
 RESULTS_DIR = REPO_DIR / "bench-results"
 JOB_TYPE = "bench.noop"
+# Jobs that stay in flight (``bench.handlers``), for what costs only while attempts run.
+SLEEP_JOB_TYPE = "bench.sleep"
+SLEEP_SECONDS = 0.2
 # The drivers a scenario can run the services on, and what the results call each: "cte" is
 # the PostgreSQL driver (one data-modifying CTE per transition), "orm" the ORM driver.
 PATHS = {"postgres": "cte", "orm": "orm"}
@@ -238,9 +241,10 @@ def enqueue_bulk(
     priority: str = "50",
     available_at: str = "now()",
     created_at: str = "now()",
+    job_type: str = JOB_TYPE,
 ) -> None:
     sql = _ENQUEUE_SQL.format(priority=priority, available_at=available_at, created_at=created_at)
-    db.execute(sql, {"type": JOB_TYPE, "count": count})
+    db.execute(sql, {"type": job_type, "count": count})
 
 
 # Finished jobs (5 % failed after 3 attempts) with created, claimed and succeeded/failed

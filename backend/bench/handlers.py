@@ -1,22 +1,33 @@
 """Benchmark-only handler module, loaded by the benchmark's workers via JOB_HANDLER_MODULES.
 
 ``bench.noop`` does nothing, so a worker run measures the queue's own cost per job;
-``noop_task`` is the same through ``django.tasks`` (``bench.tasks`` compares the two). With
-``BENCH_DRIVER=orm`` in the environment (set only by ``bench.workers`` for the ORM-path
-runs), the process runs the services on ``OrmDriver`` on PostgreSQL too, so both drivers
-can be timed side by side.
+``noop_task`` is the same through ``django.tasks`` (``bench.tasks`` compares the two).
+``bench.sleep`` sleeps ``SLEEP_SECONDS`` without checking in, so attempts stay in flight
+(what the heartbeat scenario needs). With ``BENCH_DRIVER=orm`` in the environment (set
+only by ``bench.workers`` for the ORM-path runs), the process runs the services on
+``OrmDriver`` on PostgreSQL too, so both drivers can be timed side by side.
 """
 
 import os
+import time
 
 from django.tasks import task
 
 from jobs import drivers, handlers
 
+from .common import SLEEP_JOB_TYPE, SLEEP_SECONDS
+
 
 @handlers.register("bench.noop", description="Benchmark: does nothing and succeeds.")
 def noop(context: handlers.JobContext) -> None:
     return None
+
+
+@handlers.register(
+    SLEEP_JOB_TYPE, description=f"Benchmark: sleeps {SLEEP_SECONDS} s, then succeeds."
+)
+def sleep(context: handlers.JobContext) -> None:
+    time.sleep(SLEEP_SECONDS)
 
 
 # Imported from the app registry's ready(), before any worker thread claims a job.

@@ -22,7 +22,7 @@ from .enqueue import EnqueueResult
 from .raw_sql import RawSqlRun
 from .scale import ScaleResult
 from .tasks import TasksResult
-from .workers import WorkerRun
+from .workers import HeartbeatCost, WorkerRun
 
 
 @dataclass(kw_only=True)
@@ -61,6 +61,7 @@ class Results:
     enqueue: EnqueueResult | None = None
     scale: ScaleResult | None = None
     tasks: TasksResult | None = None
+    heartbeat: HeartbeatCost | None = None
     targets: list[Target] = field(default_factory=list)
 
 
@@ -124,6 +125,16 @@ def evaluate_targets(results: Results) -> list[Target]:
                 target=f"{item.processes} proc x 4 thr >= {goal:.0%} of raw SQL",
                 measured=pct(value),
                 met=None if value is None else value >= goal,
+            )
+        )
+    if results.heartbeat and results.heartbeat.cost_percent is not None:
+        cost = results.heartbeat.cost_percent
+        targets.append(
+            Target(
+                target=f"heartbeat every {results.heartbeat.heartbeat_seconds} s costs <= 5 % "
+                "of worker throughput",
+                measured=f"{cost:.1f} %",
+                met=cost <= 5,
             )
         )
     if results.enqueue:
@@ -365,6 +376,25 @@ def _tasks(tasks: TasksResult) -> list[str]:
         "   @register = services.create_job + a registered handler; django.tasks = "
         "Task.enqueue() + the task through the registry, with task_started/task_finished.",
     ]
+
+
+def _heartbeat(cost: HeartbeatCost) -> list[str]:
+    out = [
+        "",
+        f"6. Heartbeat cost: 1 proc x {cost.threads} thr drain {cost.jobs:,} jobs that sleep "
+        f"{cost.job_seconds} s each (ceiling {fmt(cost.ceiling_jobs_per_second)} jobs/s), "
+        f"lease {cost.lease_seconds} s",
+        f"   {'heartbeat':<28}{'jobs/s':>9}{'of ceiling':>12}{'commits/job':>13}{'load':>7}",
+    ]
+    rows = [("none during the drain", cost.without)]
+    rows.append((f"every {cost.heartbeat_seconds} s", cost.with_heartbeat))
+    for label, run in rows:
+        out.append(
+            f"   {label:<28}{fmt(run.jobs_per_second, ',.1f'):>9}"
+            f"{pct(ratio(run.jobs_per_second, cost.ceiling_jobs_per_second)):>12}"
+            f"{fmt(run.commits_per_job, '.2f'):>13}{run.load_average[0]:>7}"
+        )
+    out.append(f"   throughput lost to the heartbeat: {fmt(cost.cost_percent, '.1f')} %")
     return out
 
 
@@ -403,6 +433,8 @@ def render(results: Results) -> str:
         out += _tasks(results.tasks)
     if results.sizes:
         out += _sizes(results.sizes)
+    if results.heartbeat:
+        out += _heartbeat(results.heartbeat)
     if results.targets:
         out += ["", "Targets"]
         for target in results.targets:

@@ -17,6 +17,8 @@ and written, with the raw figures, to ``bench-results/latest.json`` (and ``lates
 5. django.tasks (``bench.tasks``): the same no-op enqueued with ``Task.enqueue()`` and run by
    a worker, against the ``@register`` path (``services.create_job`` and the handler).
 6. Sizes: rows, dead tuples and table/index sizes after a worker run and the scale run.
+7. Heartbeat cost (``bench.workers.run_heartbeat_cost``): one process draining jobs that
+   stay in flight, without and with a heartbeat every second.
 
 Benchmarks print figures; nothing here asserts a timing.
 """
@@ -50,9 +52,9 @@ from .raw_sql import PROTOCOLS, RawSqlRun, pgbench_available, run_pgbench
 from .scale import SMALL, run_scale
 from .server import ServerShape
 from .tasks import run_tasks
-from .workers import CONFIGS, WorkerRun, run_workers
+from .workers import CONFIGS, WorkerRun, run_heartbeat_cost, run_workers
 
-PHASES = ("workers", "raw", "enqueue", "scale", "tasks")
+PHASES = ("workers", "raw", "enqueue", "scale", "tasks", "heartbeat")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -62,7 +64,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--repeat",
         type=int,
         default=1,
-        help="rounds of each raw-SQL/worker pair; the best round is reported (default 1)",
+        help="rounds of each raw-SQL/worker pair and heartbeat pair; the best round of each "
+        "is reported (default 1)",
+    )
+    parser.add_argument(
+        "--heartbeat-jobs",
+        type=int,
+        default=800,
+        help="jobs per heartbeat-cost run; each sleeps 0.2 s (default 800)",
     )
     parser.add_argument(
         "--orm-path",
@@ -100,7 +109,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--only",
         default=",".join(PHASES),
-        help="comma-separated phases to run: workers,raw,enqueue,scale,tasks (default all)",
+        help="comma-separated phases: workers,raw,enqueue,scale,tasks,heartbeat (default all)",
     )
     parser.add_argument(
         "--task-rounds",
@@ -245,6 +254,11 @@ def main(argv: list[str] | None = None) -> int:
         if "tasks" in args.phases:
             results.tasks = run_tasks(
                 db, env, jobs=args.jobs, threads=4, rounds=args.task_rounds, log_dir=log_dir
+            )
+        if "heartbeat" in args.phases:
+            log(f"heartbeat cost: {args.heartbeat_jobs} sleeping jobs, without and with")
+            results.heartbeat = run_heartbeat_cost(
+                db, env, jobs=args.heartbeat_jobs, repeat=args.repeat, log_dir=log_dir
             )
     finally:
         db.close()

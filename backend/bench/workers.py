@@ -6,10 +6,19 @@ the workers are stopped with SIGTERM once none is queued or running. jobs/s is c
 the first ``claimed`` to the last ``succeeded`` event, so process start-up and shutdown are
 left out. With ``driver="orm"`` the workers run ``jobs.drivers.OrmDriver`` (what SQLite runs)
 instead of the PostgreSQL driver's one statement per transition (``bench/handlers.py``).
+
+Heartbeat cost (``run_heartbeat_cost``): the heartbeat renews the leases of a process's
+running attempts, so it costs only while attempts are in flight. One process with 8
+threads drains ``bench.sleep`` jobs (0.2 s each: all 8 threads always busy) twice, with
+the same lease: once with ``JOB_WORKER_HEARTBEAT_SECONDS`` longer than the drain (no
+heartbeat happens) and once with a heartbeat every second, the shortest the setting allows
+and ten times the default rate (a third of the 30 s default lease): an upper bound on what
+the default cadence costs.
 """
 
 from __future__ import annotations
 
+import math
 import signal
 import subprocess
 import sys
@@ -19,9 +28,13 @@ from pathlib import Path
 
 from .common import (
     BACKEND_DIR,
+    JOB_TYPE,
     PATHS,
+    SLEEP_JOB_TYPE,
+    SLEEP_SECONDS,
     Database,
     EventWindow,
+    best_of,
     enqueue_bulk,
     event_window,
     load_average,
@@ -32,6 +45,11 @@ from .common import (
 
 # (processes, threads per process), in the order they run.
 CONFIGS = [(1, 4), (2, 4), (1, 1)]
+# The heartbeat scenario: threads of its one process, the lease of both runs, and the
+# heartbeat interval of the run with heartbeats.
+HEARTBEAT_THREADS = 8
+HEARTBEAT_LEASE_SECONDS = 600
+HEARTBEAT_SECONDS = 1
 
 
 @dataclass(kw_only=True)
@@ -65,11 +83,14 @@ def run_workers(
     jobs: int,
     driver: str,
     log_dir: Path,
+    job_type: str = JOB_TYPE,
+    extra_env: dict[str, str] | None = None,
+    label: str = "",
 ) -> WorkerRun:
     reset_tables(db)
     path = PATHS[driver]
-    label = f"{processes}x{threads}-{path}"
-    worker_env = dict(env, BENCH_DRIVER=driver)
+    label = label or f"{processes}x{threads}-{path}"
+    worker_env = dict(env, BENCH_DRIVER=driver, **(extra_env or {}))
     log_paths = [log_dir / f"worker-{label}-{index}.log" for index in range(processes)]
     command = [sys.executable, "manage.py", "run_job_workers", "--threads", str(threads)]
     procs: list[subprocess.Popen[bytes]] = []
@@ -96,7 +117,7 @@ def run_workers(
         time.sleep(0.5)  # every thread has run its first (empty) claim and now idles
         before = _commits(db)
         enqueued_at = time.monotonic()
-        enqueue_bulk(db, jobs)
+        enqueue_bulk(db, jobs, job_type=job_type)
         wait_for(
             lambda: _queue_empty(db),
             timeout=max(120, jobs / 20),
@@ -126,3 +147,62 @@ def run_workers(
     if result.jobs_succeeded != jobs or result.claimed_events != jobs:
         raise RuntimeError(f"expected {jobs} jobs claimed and succeeded once: {result}")
     return result
+
+
+@dataclass(kw_only=True)
+class HeartbeatCost:
+    """The same drain of in-flight jobs without and with heartbeats."""
+
+    threads: int
+    jobs: int
+    job_seconds: float
+    lease_seconds: int
+    heartbeat_seconds: int
+    ceiling_jobs_per_second: float  # threads / job_seconds: no queue cost at all
+    without: WorkerRun  # heartbeat interval longer than the drain: none happens
+    with_heartbeat: WorkerRun
+    cost_percent: float | None  # throughput lost to the heartbeat
+
+
+def run_heartbeat_cost(
+    db: Database, env: dict[str, str], *, jobs: int, repeat: int, log_dir: Path
+) -> HeartbeatCost:
+    """Drain ``jobs`` ``bench.sleep`` jobs without and with a heartbeat, ``repeat`` rounds
+    (alternating which goes first, so drift in the machine's load favours neither); the
+    best round of each is kept."""
+    intervals = {"without": HEARTBEAT_LEASE_SECONDS - 1, "with": HEARTBEAT_SECONDS}
+    samples: dict[str, list[WorkerRun]] = {mode: [] for mode in intervals}
+    for round_number in range(repeat):
+        order = list(intervals) if round_number % 2 == 0 else list(reversed(intervals))
+        for mode in order:
+            samples[mode].append(
+                run_workers(
+                    db,
+                    env,
+                    processes=1,
+                    threads=HEARTBEAT_THREADS,
+                    jobs=jobs,
+                    driver="postgres",
+                    log_dir=log_dir,
+                    job_type=SLEEP_JOB_TYPE,
+                    extra_env={
+                        "JOB_WORKER_LEASE_SECONDS": str(HEARTBEAT_LEASE_SECONDS),
+                        "JOB_WORKER_HEARTBEAT_SECONDS": str(intervals[mode]),
+                    },
+                    label=f"heartbeat-{mode}-{round_number + 1}",
+                )
+            )
+    without, with_heartbeat = best_of(samples["without"]), best_of(samples["with"])
+    base = without.jobs_per_second
+    lost = (1 - with_heartbeat.jobs_per_second / base) * 100 if base > 0 else math.nan
+    return HeartbeatCost(
+        threads=HEARTBEAT_THREADS,
+        jobs=jobs,
+        job_seconds=SLEEP_SECONDS,
+        lease_seconds=HEARTBEAT_LEASE_SECONDS,
+        heartbeat_seconds=HEARTBEAT_SECONDS,
+        ceiling_jobs_per_second=HEARTBEAT_THREADS / SLEEP_SECONDS,
+        without=without,
+        with_heartbeat=with_heartbeat,
+        cost_percent=None if math.isnan(lost) else round(lost, 1),
+    )

@@ -342,6 +342,9 @@ TASKS = {"default": {"BACKEND": "jobs.backends.JobQueueBackend", "QUEUES": []}}
 JOB_WORKER_THREADS = env_int("JOB_WORKER_THREADS", 4)
 JOB_WORKER_POLL_INTERVAL_MS = env_int("JOB_WORKER_POLL_INTERVAL_MS", 500)
 JOB_WORKER_LEASE_SECONDS = env_int("JOB_WORKER_LEASE_SECONDS", 30)
+# Seconds between a worker process's heartbeats (one renewal of all its running attempts'
+# leases); 0: a third of the lease. Must be shorter than the lease (jobs.E004).
+JOB_WORKER_HEARTBEAT_SECONDS = env_int("JOB_WORKER_HEARTBEAT_SECONDS", 0)
 JOB_WORKER_CLEANUP_INTERVAL_SECONDS = env_int("JOB_WORKER_CLEANUP_INTERVAL_SECONDS", 5)
 JOB_WORKER_CLEANUP_BATCH_SIZE = env_int("JOB_WORKER_CLEANUP_BATCH_SIZE", 100)
 JOB_WORKER_BACKOFF_BASE_SECONDS = env_int("JOB_WORKER_BACKOFF_BASE_SECONDS", 5)

@@ -37,6 +37,7 @@ INTEGER_RANGES: dict[str, tuple[int, int]] = {
     "JOB_API_MAX_BODY_BYTES": (1024, 64 * 1024 * 1024),
     "JOB_STATS_EXACT_MAX_ROWS": (0, 10**12),
     "JOB_STATS_CACHE_SECONDS": (0, DAY),
+    "JOB_WORKER_HEARTBEAT_SECONDS": (0, DAY),  # 0: a third of the lease
 }
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -91,10 +92,29 @@ def check_settings(
     databases: Sequence[str] | None = None,
     **kwargs: Any,
 ) -> list[CheckMessage]:
-    """Every ``JOB_*`` setting within its range (``jobs.E001``-``E003``)."""
+    """Every ``JOB_*`` setting within its range (``jobs.E001``-``E004``)."""
     errors: list[CheckMessage] = []
     for name in INTEGER_RANGES:
         errors += _integer_errors(name, getattr(app_settings, name))
     errors += _log_level_errors(app_settings.JOB_WORKER_LOG_LEVEL)
     errors += _queues_errors(app_settings.JOB_WORKER_QUEUES)
+    if not errors:
+        errors += _heartbeat_errors(
+            app_settings.JOB_WORKER_HEARTBEAT_SECONDS, app_settings.JOB_WORKER_LEASE_SECONDS
+        )
     return errors
+
+
+def _heartbeat_errors(heartbeat: int, lease: int) -> list[CheckMessage]:
+    # A heartbeat as long as the lease would let leases lapse between two renewals.
+    if heartbeat < lease:
+        return []
+    return [
+        Error(
+            f"JOB_WORKER_HEARTBEAT_SECONDS is {heartbeat}; it must be shorter than "
+            f"JOB_WORKER_LEASE_SECONDS ({lease}), or leases would lapse between heartbeats.",
+            hint="Leave JOB_WORKER_HEARTBEAT_SECONDS at 0 (a third of the lease).",
+            obj="JOB_WORKER_HEARTBEAT_SECONDS",
+            id="jobs.E004",
+        )
+    ]

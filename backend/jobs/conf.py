@@ -16,6 +16,8 @@ DEFAULTS: dict[str, Any] = {
     "JOB_WORKER_THREADS": 4,
     "JOB_WORKER_POLL_INTERVAL_MS": 500,
     "JOB_WORKER_LEASE_SECONDS": 30,
+    # Seconds between a worker process's heartbeats; 0: a third of the lease.
+    "JOB_WORKER_HEARTBEAT_SECONDS": 0,
     "JOB_WORKER_CLEANUP_INTERVAL_SECONDS": 5,
     "JOB_WORKER_CLEANUP_BATCH_SIZE": 100,
     "JOB_WORKER_BACKOFF_BASE_SECONDS": 5,

@@ -241,6 +241,8 @@ def session_state(user: Any) -> dict[str, Any]:
 
 def api_config() -> dict[str, Any]:
     """What a client needs to build a create form, explain the worker and size its pages."""
+    from .worker import WorkerConfig  # the worker imports this module
+
     return {
         "job_types": [
             {
@@ -259,7 +261,7 @@ def api_config() -> dict[str, Any]:
             "backoff_base_seconds": app_settings.JOB_WORKER_BACKOFF_BASE_SECONDS,
             "backoff_max_seconds": app_settings.JOB_WORKER_BACKOFF_MAX_SECONDS,
             "max_attempts_default": app_settings.JOB_WORKER_MAX_ATTEMPTS_DEFAULT,
-            "heartbeat_seconds": app_settings.JOB_WORKER_LEASE_SECONDS / 3,
+            "heartbeat_seconds": WorkerConfig.from_settings().heartbeat_interval_seconds,
             "timeout_seconds": app_settings.JOB_WORKER_TIMEOUT_SECONDS,
             "queues": list(app_settings.JOB_WORKER_QUEUES),
         },

@@ -6,8 +6,9 @@ queue cannot starve another), run its handler, record the outcome through
 attempt ends truthfully and the thread carries on.
 
 The ``Maintenance`` thread does what must not depend on a free worker thread:
-* heartbeat: every lease/3 it renews the lease of every attempt this process runs, in
-  one statement, and learns which attempts were lost or asked to cancel;
+* heartbeat: every ``JOB_WORKER_HEARTBEAT_SECONDS`` (a third of the lease by default) it
+  renews the lease of every attempt this process runs, in one statement, and learns which
+  attempts were lost or asked to cancel;
 * timeouts: at an attempt's deadline it records the attempt as timed out; the handler's
   thread cannot be killed, so it is abandoned and a replacement keeps the capacity;
 * cleanup: every cleanup interval it releases the expired leases of any process.
@@ -65,10 +66,11 @@ class WorkerConfig:
     queues: tuple[str, ...] = (ALL_QUEUES,)
     timeout_seconds: int = 0  # default for jobs whose type sets none; 0: no timeout
     burst: bool = False
+    heartbeat_seconds: float = 0  # 0: a third of the lease
 
     @property
     def heartbeat_interval_seconds(self) -> float:
-        return self.lease_seconds / 3
+        return self.heartbeat_seconds or self.lease_seconds / 3
 
     @classmethod
     def from_settings(
@@ -87,6 +89,7 @@ class WorkerConfig:
             queues=tuple(app_settings.JOB_WORKER_QUEUES) if queues is None else queues,
             timeout_seconds=app_settings.JOB_WORKER_TIMEOUT_SECONDS,
             burst=burst,
+            heartbeat_seconds=app_settings.JOB_WORKER_HEARTBEAT_SECONDS,
         )
 
 
@@ -174,21 +177,26 @@ class Attempt:
 
 
 class InFlight:
-    """The attempts running in this process, shared by its threads."""
+    """The attempts running in this process, shared by its threads.
+
+    Keyed by job and attempt: a timed-out attempt's abandoned thread may still be running
+    when the job's next attempt starts in this process, and its removal must not drop that
+    one from the heartbeat and the timeouts.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._attempts: dict[Any, Attempt] = {}
+        self._attempts: dict[tuple[Any, int], Attempt] = {}
         self.changed = threading.Event()  # wakes the maintenance thread
 
     def add(self, attempt: Attempt) -> None:
         with self._lock:
-            self._attempts[attempt.job.id] = attempt
+            self._attempts[attempt.job.id, attempt.job.attempts] = attempt
         self.changed.set()
 
     def remove(self, attempt: Attempt) -> None:
         with self._lock:
-            self._attempts.pop(attempt.job.id, None)
+            self._attempts.pop((attempt.job.id, attempt.job.attempts), None)
 
     def snapshot(self) -> list[Attempt]:
         with self._lock:

@@ -105,6 +105,17 @@ class WorkerProcess:
     def wait_for_log(self, text: str, timeout: float = 20) -> None:
         wait_until(lambda: text in self.log(), timeout, f"log line {text!r}")
 
+    def wait_for_threads(self, count: int, timeout: float = 30) -> None:
+        """Until ``count`` worker threads and the maintenance thread have started."""
+        wait_until(
+            lambda: (
+                self.log().count("action=thread_started") >= count
+                and "action=maintenance_started" in self.log()
+            ),
+            timeout,
+            f"{count} worker threads",
+        )
+
     def signal(self, signum: int = signal.SIGTERM) -> None:
         self.proc.send_signal(signum)
 
@@ -119,6 +130,23 @@ class WorkerProcess:
             self.proc.kill()
             self.proc.wait(timeout=10)
         self._log.close()
+
+
+def pid_of(worker_id: str) -> str:
+    """``hostname:pid:thread-N:random`` -> pid."""
+    return worker_id.split(":")[1]
+
+
+def stop_all(workers: list[WorkerProcess]) -> list[int]:
+    """SIGTERM every worker, then their exit codes."""
+    for worker in workers:
+        worker.signal(signal.SIGTERM)
+    return [worker.wait(timeout=30) for worker in workers]
+
+
+def figures(title: str, **values: object) -> None:
+    """One line of measured figures, shown with ``pytest -s``."""
+    print(f"\n[fault] {title}: " + ", ".join(f"{k}={v}" for k, v in values.items()))
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:

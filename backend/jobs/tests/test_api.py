@@ -92,6 +92,11 @@ def test_health_ignores_credentials_that_other_endpoints_reject(api):
 # --- Config -----------------------------------------------------------------------------
 
 
+def test_config_shows_the_heartbeat_setting_when_it_is_set(api, settings):
+    settings.JOB_WORKER_HEARTBEAT_SECONDS = 4
+    assert api.get("/api/config/").json()["worker"]["heartbeat_seconds"] == 4
+
+
 def test_config_describes_job_types_worker_and_limits(api, settings):
     settings.JOB_WORKER_THREADS = 7
     settings.JOB_WORKER_LEASE_SECONDS = 42
@@ -1077,4 +1082,3 @@ def test_bulk_create_names_the_item_and_field_holding_an_unstorable_string(api):
         "jobs": ["Strings may not contain a lone surrogate \\ud800 (at $[1].payload.a)."]
     }
     assert nothing_written()
-

@@ -128,6 +128,27 @@ def test_the_global_default_timeout_applies_last(register_handler):
     assert fresh(job).last_error == "Timed out after 1 s"
 
 
+def test_a_timed_out_attempt_returning_late_leaves_the_next_attempt_of_its_job_in_care(
+    register_handler, settings
+):
+    """Attempt 1 times out and its abandoned thread returns while attempt 2 of the same job
+    runs in this process: attempt 2 must still be timed out (and heartbeated), not dropped
+    and left to lease expiry."""
+    settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 0  # attempt 2 is claimed right away
+    register_handler("test.late", lambda context: time.sleep(1.5 if context.attempt == 1 else 3))
+    job = queued_job("test.late", timeout_seconds=1, max_attempts=2)
+    run_workers_in_burst(lease_seconds=2, cleanup_interval_seconds=0.5)
+    job = fresh(job)
+    assert (job.status, job.last_error) == (Status.FAILED, "Timed out after 1 s")
+    assert timeline(job) == [
+        Event.CREATED,
+        Event.CLAIMED,
+        Event.RETRY_SCHEDULED,
+        Event.CLAIMED,
+        Event.FAILED,
+    ]
+
+
 # --- cancellation -----------------------------------------------------------------------------
 
 

@@ -17,28 +17,22 @@ from django.db.models import Count
 
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import queued_job, queued_jobs
-from jobs.tests.helpers import HttpServer, WorkerProcess, child_env, serve_api, wait_until
+from jobs.tests.helpers import (
+    HttpServer,
+    WorkerProcess,
+    child_env,
+    figures,
+    pid_of,
+    serve_api,
+    stop_all,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 Status = Job.Status
 Event = JobEvent.Type
 NOOP_MODULE = "jobs.tests.fault_handlers"
-
-
-def figures(title: str, **values: object) -> None:
-    print(f"\n[fault] {title}: " + ", ".join(f"{k}={v}" for k, v in values.items()))
-
-
-def pid_of(worker_id: str) -> str:
-    """``hostname:pid:thread-N:random`` -> pid."""
-    return worker_id.split(":")[1]
-
-
-def stop_all(workers: list[WorkerProcess]) -> list[int]:
-    for worker in workers:
-        worker.signal(signal.SIGTERM)
-    return [worker.wait(timeout=30) for worker in workers]
 
 
 # --- Three processes, twelve threads, 3,000 jobs ----------------------------------------

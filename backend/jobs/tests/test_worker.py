@@ -2,6 +2,8 @@
 
 import re
 import signal
+import subprocess
+import sys
 from datetime import timedelta
 
 import pytest
@@ -11,8 +13,15 @@ from django.utils import timezone
 from jobs import services
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import queued_job, running_job, timeline
-from jobs.tests.helpers import WorkerProcess, run_workers_in_burst, wait_until, worker_runner
-from jobs.worker import make_worker_id
+from jobs.tests.helpers import (
+    BACKEND_DIR,
+    WorkerProcess,
+    child_env,
+    run_workers_in_burst,
+    wait_until,
+    worker_runner,
+)
+from jobs.worker import WorkerConfig, make_worker_id
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,6 +34,31 @@ def test_worker_id_has_hostname_pid_thread_number_and_random_suffix():
     first, second = make_worker_id(3), make_worker_id(3)
     assert re.fullmatch(r"[^:]+:\d+:thread-3:[0-9a-f]{8}", first)
     assert first != second
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("setting", "interval"), [(0, 10.0), (4, 4)])
+def test_the_heartbeat_runs_every_setting_seconds_or_a_third_of_the_lease(
+    settings, setting, interval
+):
+    settings.JOB_WORKER_LEASE_SECONDS = 30
+    settings.JOB_WORKER_HEARTBEAT_SECONDS = setting
+    assert WorkerConfig.from_settings().heartbeat_interval_seconds == interval
+
+
+def test_a_heartbeat_interval_not_shorter_than_the_lease_is_refused_at_start_up():
+    env = child_env(JOB_WORKER_LEASE_SECONDS="5", JOB_WORKER_HEARTBEAT_SECONDS="5")
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=BACKEND_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "JOB_WORKER_HEARTBEAT_SECONDS is 5; it must be shorter than" in result.stderr
+    assert "jobs.E004" in result.stderr
 
 
 def test_demo_success_runs_to_succeeded_with_progress_and_renewal():
