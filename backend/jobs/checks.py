@@ -37,7 +37,7 @@ INTEGER_RANGES: dict[str, tuple[int, int]] = {
     "JOB_API_MAX_BODY_BYTES": (1024, 64 * 1024 * 1024),
     "JOB_STATS_EXACT_MAX_ROWS": (0, 10**12),
     "JOB_STATS_CACHE_SECONDS": (0, DAY),
-    "JOB_WORKER_HEARTBEAT_SECONDS": (0, DAY),  # 0: a third of the lease
+    "JOB_WORKER_HEARTBEAT_SECONDS": (0, DAY - 1),  # 0: a third; shorter than the lease
 }
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 

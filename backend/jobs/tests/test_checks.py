@@ -26,12 +26,22 @@ def test_the_defaults_pass(settings):
 @pytest.mark.parametrize("name", sorted(INTEGER_RANGES))
 def test_each_integer_setting_is_refused_just_outside_its_range(settings, name):
     low, high = INTEGER_RANGES[name]
+    if name == "JOB_WORKER_HEARTBEAT_SECONDS":  # it must also stay below the lease
+        settings.JOB_WORKER_LEASE_SECONDS = INTEGER_RANGES["JOB_WORKER_LEASE_SECONDS"][1]
     assert errors(settings, **{name: low}) == []
     assert errors(settings, **{name: high}) == []
     for value in (low - 1, high + 1):
         assert errors(settings, **{name: value}) == [
             f"jobs.E001: {name} is {value}; it must be an integer from {low} to {high}."
         ]
+
+
+def test_a_heartbeat_as_long_as_the_lease_is_refused(settings):
+    assert errors(settings, JOB_WORKER_LEASE_SECONDS=10, JOB_WORKER_HEARTBEAT_SECONDS=10) == [
+        "jobs.E004: JOB_WORKER_HEARTBEAT_SECONDS is 10; it must be shorter than "
+        "JOB_WORKER_LEASE_SECONDS (10), or leases would lapse between heartbeats."
+    ]
+    assert errors(settings, JOB_WORKER_HEARTBEAT_SECONDS=9) == []
 
 
 @pytest.mark.parametrize("value", ["30", 30.0, True, None])
