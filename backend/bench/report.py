@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .activity import ActivityResult
+from .activity import render as render_activity
 from .common import JOB_TYPE, REPO_DIR, IndexSize, TableSize, load_average, ratio
 from .enqueue import EnqueueResult
 from .raw_sql import RawSqlRun
@@ -62,6 +64,7 @@ class Results:
     scale: ScaleResult | None = None
     tasks: TasksResult | None = None
     heartbeat: HeartbeatCost | None = None
+    activity: ActivityResult | None = None
     targets: list[Target] = field(default_factory=list)
 
 
@@ -189,6 +192,19 @@ def evaluate_targets(results: Results) -> list[Target]:
                 met=value >= 0.85,
             )
         )
+    if results.activity:
+        for name, read in (
+            ("job types", results.activity.type_health),
+            ("workers", results.activity.worker_activity),
+        ):
+            targets.append(
+                Target(
+                    target=f"{name} read p95 < 100 ms at {results.activity.events:,} events "
+                    "in the window (warm)",
+                    measured=f"{read.p95_ms} ms (cold {read.cold_ms} ms)",
+                    met=read.p95_ms < 100,
+                )
+            )
     return targets
 
 
@@ -431,6 +447,8 @@ def render(results: Results) -> str:
         out += _scale(results.scale)
     if results.tasks:
         out += _tasks(results.tasks)
+    if results.activity:
+        out += render_activity(results.activity)
     if results.sizes:
         out += _sizes(results.sizes)
     if results.heartbeat:

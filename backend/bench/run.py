@@ -19,6 +19,8 @@ and written, with the raw figures, to ``bench-results/latest.json`` (and ``lates
 6. Sizes: rows, dead tuples and table/index sizes after a worker run and the scale run.
 7. Heartbeat cost (``bench.workers.run_heartbeat_cost``): one process draining jobs that
    stay in flight, without and with a heartbeat every second.
+8. Activity (``bench.activity``): the job types and workers reads with
+   ``--activity-events`` events in the last hour, cold and warm.
 
 Benchmarks print figures; nothing here asserts a timing.
 """
@@ -33,6 +35,7 @@ import time
 from pathlib import Path
 
 from . import report
+from .activity import run_activity
 from .common import (
     BACKEND_DIR,
     RESULTS_DIR,
@@ -54,7 +57,7 @@ from .server import ServerShape
 from .tasks import run_tasks
 from .workers import CONFIGS, WorkerRun, run_heartbeat_cost, run_workers
 
-PHASES = ("workers", "raw", "enqueue", "scale", "tasks", "heartbeat")
+PHASES = ("workers", "raw", "enqueue", "scale", "tasks", "heartbeat", "activity")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -102,6 +105,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--requests", type=int, default=3000, help="POST /api/jobs/ requests per server (3000)"
     )
+    parser.add_argument(
+        "--activity-events",
+        type=int,
+        default=1_000_000,
+        help="events in the last hour for the job types and workers reads (1000000)",
+    )
     parser.add_argument("--creates", type=int, default=1000, help="in-process create_job calls")
     parser.add_argument("--concurrency", type=int, default=8, help="HTTP clients (default 8)")
     parser.add_argument("--api-workers", type=int, default=2, help="gunicorn workers (2)")
@@ -109,7 +118,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--only",
         default=",".join(PHASES),
-        help="comma-separated phases: workers,raw,enqueue,scale,tasks,heartbeat (default all)",
+        help="comma-separated phases: workers,raw,enqueue,scale,tasks,"
+        "heartbeat,activity (default all)",
     )
     parser.add_argument(
         "--task-rounds",
@@ -259,6 +269,10 @@ def main(argv: list[str] | None = None) -> int:
             log(f"heartbeat cost: {args.heartbeat_jobs} sleeping jobs, without and with")
             results.heartbeat = run_heartbeat_cost(
                 db, env, jobs=args.heartbeat_jobs, repeat=args.repeat, log_dir=log_dir
+            )
+        if "activity" in args.phases:
+            results.activity = run_activity(
+                db, events=args.activity_events, minutes=60, calls=args.endpoint_requests
             )
     finally:
         db.close()

@@ -200,6 +200,9 @@ else:
     )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# The events' covering indexes (INCLUDE) are a PostgreSQL optimisation; SQLite builds them
+# on their key columns, which is all it needs.
+SILENCED_SYSTEM_CHECKS = ["models.W040"]
 
 # --- I18N / time ------------------------------------------------------------------------
 
@@ -381,16 +384,31 @@ JOB_DB_PREPARED_STATEMENTS = env_bool("JOB_DB_PREPARED_STATEMENTS", True)
 # per JOB_STATS_CACHE_SECONDS per cache (0: on every request).
 JOB_STATS_EXACT_MAX_ROWS = env_int("JOB_STATS_EXACT_MAX_ROWS", 200_000, minimum=0)
 JOB_STATS_CACHE_SECONDS = env_int("JOB_STATS_CACHE_SECONDS", 1, minimum=0)
+# Prometheus metrics of each worker process on this port (0: off) and address.
+JOB_WORKER_METRICS_PORT = env_int("JOB_WORKER_METRICS_PORT", 0, minimum=0)
+JOB_WORKER_METRICS_ADDRESS = env_str("JOB_WORKER_METRICS_ADDRESS", "127.0.0.1")
 # Extra modules that register handlers with @jobs.handlers.register, imported at startup.
 JOB_HANDLER_MODULES = env_list("JOB_HANDLER_MODULES", "")
+
+# Log lines: "text" (time level logger action=... key=value) or "json" (one object per
+# line with the same fields, for log shippers).
+JOB_LOG_FORMAT = env_str("JOB_LOG_FORMAT", "text").strip().lower()
+if JOB_LOG_FORMAT not in {"text", "json"}:
+    raise ImproperlyConfigured(f"JOB_LOG_FORMAT must be text or json, got {JOB_LOG_FORMAT!r}")
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "jobs.logformat.JsonFormatter"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json" if JOB_LOG_FORMAT == "json" else "plain",
+        }
+    },
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
         "jobs": {"handlers": ["console"], "level": JOB_WORKER_LOG_LEVEL, "propagate": False},

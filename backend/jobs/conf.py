@@ -48,6 +48,12 @@ DEFAULTS: dict[str, Any] = {
     # Prepare the hot statements once per connection (PostgreSQL). Turn off behind a
     # PgBouncer older than 1.21 in transaction mode, which cannot carry them.
     "JOB_DB_PREPARED_STATEMENTS": True,
+    # A worker process serves its Prometheus metrics on this port (None or 0: off) and
+    # address; run_job_workers starts the server.
+    "JOB_WORKER_METRICS_PORT": None,
+    "JOB_WORKER_METRICS_ADDRESS": "127.0.0.1",
+    # Log lines as "text" (action=... key=value) or "json" (one object per line).
+    "JOB_LOG_FORMAT": "text",
 }
 
 

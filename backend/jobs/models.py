@@ -39,6 +39,23 @@ class JobEventType(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"
 
 
+# Events that end a running attempt (they carry run_ms), the failures among them, and
+# what the activity rollups read: those plus claims.
+ATTEMPT_END_EVENT_TYPES = [
+    JobEventType.SUCCEEDED,
+    JobEventType.RETRY_SCHEDULED,
+    JobEventType.FAILED,
+    JobEventType.TIMEOUT_REQUEUED,
+    JobEventType.CANCELLED,
+]
+FAILURE_EVENT_TYPES = [
+    JobEventType.RETRY_SCHEDULED,
+    JobEventType.FAILED,
+    JobEventType.TIMEOUT_REQUEUED,
+]
+ACTIVITY_EVENT_TYPES = [JobEventType.CLAIMED, *ATTEMPT_END_EVENT_TYPES]
+
+
 class JobQuerySet(models.QuerySet["Job"]):
     def matching(
         self,
@@ -179,6 +196,16 @@ class JobEvent(models.Model):
     message = models.TextField(default="", db_default="", blank=True)
     data = models.JSONField(default=dict, db_default={})
     created_at = models.DateTimeField(default=timezone.now)
+    # Columns added after the spec, appended (see Job). They let the per-type and per-worker
+    # reads aggregate events without a join per event. Null on events written before them.
+    # The job's type, on every event.
+    job_type = models.CharField(max_length=120, null=True, blank=True)  # noqa: DJ001
+    # The attempt's queue wait in ms (claimed - max(available_at, created_at)): on claimed
+    # events, and copied onto the event that ends the attempt.
+    wait_ms = models.BigIntegerField(null=True, blank=True)
+    # The attempt's run time in ms (this event - its claimed event), on the event that ends
+    # a running attempt: succeeded, retry_scheduled, failed, timeout_requeued, cancelled.
+    run_ms = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         indexes = [
@@ -186,6 +213,30 @@ class JobEvent(models.Model):
             models.Index(fields=["created_at"], name="jobs_jobevent_created_at_idx"),
             models.Index(fields=["job", "id"], name="job_event_job_id_idx"),
             models.Index(fields=["id"], name="job_event_id_idx"),
+            # Claims and attempt endings by time, with what the per-minute rollups of the
+            # job types and workers pages group by (an index-only range scan on PostgreSQL).
+            models.Index(
+                fields=["created_at"],
+                include=["job_type", "type", "worker_id"],
+                name="job_event_activity_idx",
+                condition=Q(type__in=ACTIVITY_EVENT_TYPES),
+            ),
+            # Each type's latest ended attempts, newest first: the run time and queue wait
+            # sample of the job types page, one bounded probe per type.
+            models.Index(
+                F("job_type"),
+                F("created_at").desc(),
+                include=["run_ms", "wait_ms"],
+                name="job_event_type_run_idx",
+                condition=Q(run_ms__isnull=False),
+            ),
+            # Each type's latest failure (its error), one probe per type.
+            models.Index(
+                F("job_type"),
+                F("created_at").desc(),
+                name="job_event_type_failure_idx",
+                condition=Q(type__in=FAILURE_EVENT_TYPES),
+            ),
         ]
         constraints = [
             models.CheckConstraint(

@@ -5,22 +5,34 @@ Views parse their input, call one of these, and serialize what it returns.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import re
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 from django.core.cache import cache
-from django.db.models import Count, Func, IntegerField, Min, Q, QuerySet
+from django.db.models import Count, Func, IntegerField, Max, Min, OuterRef, Q, QuerySet, Subquery
 from django.db.models.expressions import Combinable
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
 from django.utils import timezone
 from rest_framework.permissions import AllowAny
 from rest_framework.settings import api_settings
 
-from . import handlers
+from . import handlers, rollups
 from .conf import app_settings
 from .drivers import get_driver
 from .errors import JobNotFound
-from .models import Job, JobEvent, JobEventType, JobStatus
+from .models import (
+    ACTIVITY_EVENT_TYPES,
+    ATTEMPT_END_EVENT_TYPES,
+    FAILURE_EVENT_TYPES,
+    Job,
+    JobEvent,
+    JobEventType,
+    JobStatus,
+)
 from .pagination import JobEventCursorPagination, JobPagination, JobTimelinePagination
 from .permissions import ADD, CHANGE, VIEW
 from .serializers import input_limits
@@ -157,6 +169,26 @@ def cached_job_stats() -> dict[str, Any]:
 STATS_CACHE_KEY = "jobs:job_stats"
 
 
+def live_jobs(*, now: datetime | None = None) -> list[dict[str, Any]]:
+    """Queued and running jobs per (status, queue, type), exact: their count, the oldest
+    due ``available_at`` (queued) and how many hold an expired lease (running). One query
+    over the live rows only (the status index), however large the history."""
+    now = timezone.now() if now is None else now
+    return [
+        dict(row)
+        for row in Job.objects.filter(status__in=[JobStatus.QUEUED, JobStatus.RUNNING])
+        .values("status", "queue", "type")
+        .annotate(
+            jobs=Count("pk"),
+            oldest_due_at=Min(
+                "available_at", filter=Q(status=JobStatus.QUEUED, available_at__lte=now)
+            ),
+            overdue=Count("pk", filter=Q(status=JobStatus.RUNNING, locked_until__lt=now)),
+        )
+        .order_by("status", "queue", "type")
+    ]
+
+
 class EpochSeconds(Func):
     """Whole seconds since the Unix epoch of a datetime column, floored."""
 
@@ -236,6 +268,236 @@ def session_state(user: Any) -> dict[str, Any]:
             name: open_api or (signed_in and user.has_perm(perm))
             for name, perm in (("view", VIEW), ("add", ADD), ("change", CHANGE))
         },
+    }
+
+
+# --- Job types and workers ------------------------------------------------------------
+
+# Ended attempts per type that the run time and queue wait percentiles are taken over.
+TYPE_SAMPLE_SIZE = 1000
+# Points of a type's failure sparkline, at most (whole minutes each).
+SPARKLINE_POINTS = 60
+LAST_ERROR_MAX_CHARS = 1000
+
+
+def _window(now: datetime, minutes: int) -> tuple[int, datetime]:
+    """The first epoch minute of a window of ``minutes`` whole minutes ending with the one
+    that holds ``now`` (partial), and that minute's start."""
+    first = int(now.timestamp()) // 60 - (minutes - 1)
+    return first, rollups.minute_start(first)
+
+
+def _activity_by_type(start: datetime, end: datetime) -> rollups.MinuteRows:
+    rows: rollups.MinuteRows = defaultdict(list)
+    for row in (
+        JobEvent.objects.filter(
+            type__in=ACTIVITY_EVENT_TYPES, created_at__gte=start, created_at__lte=end
+        )
+        .annotate(minute=EpochSeconds("created_at") / 60)
+        .values("minute", "job_type", "type")
+        .annotate(events=Count("*"))  # count(*): the covering index answers it alone
+        .order_by()
+    ):
+        rows[row["minute"]].append((row["job_type"], row["type"], row["events"]))
+    return rows
+
+
+def type_health(*, minutes: int = 60, now: datetime | None = None) -> dict[str, Any]:
+    """Per job type over the last ``minutes`` whole minutes (the newest partial): events
+    by outcome, failure rate, run time and queue wait percentiles, last error, and failures
+    per sparkline bucket. Registered types are listed even without activity.
+
+    Counts are exact, from per-minute rollups of ``job_event_activity_idx`` (settled
+    minutes cached, see ``jobs.rollups``). Percentiles are nearest-rank over each type's
+    newest ``TYPE_SAMPLE_SIZE`` ended attempts in the window (``sample_size`` says how many).
+    At most two queries however many types: the unsettled minutes' rollup and the samples.
+    """
+    now = timezone.now() if now is None else now
+    first, start = _window(now, minutes)
+    per_minute = rollups.per_minute("types", first=first, now=now, compute=_activity_by_type)
+    bucket_minutes = -(-minutes // SPARKLINE_POINTS)
+    points = -(-minutes // bucket_minutes)
+    counts: dict[str, dict[str, int]] = {}
+    failures: dict[str, list[int]] = {}
+    for minute, rows in per_minute.items():
+        for job_type, event_type, events in rows:
+            if job_type is None:  # written before events carried their job's type
+                continue
+            by_type = counts.setdefault(job_type, dict.fromkeys(ACTIVITY_EVENT_TYPES, 0))
+            by_type[event_type] += events
+            if event_type in FAILURE_EVENT_TYPES:
+                series = failures.setdefault(job_type, [0] * points)
+                series[(minute - first) // bucket_minutes] += events
+    registered = set(handlers.registered_types())
+    names = sorted(registered | set(counts))
+    samples = {
+        sample.job_type: sample
+        for sample in get_driver().type_samples(names, start=start, end=now, size=TYPE_SAMPLE_SIZE)
+    }
+    types = []
+    for name in names:
+        by_type = counts.get(name, dict.fromkeys(ACTIVITY_EVENT_TYPES, 0))
+        failed = sum(by_type[event_type] for event_type in FAILURE_EVENT_TYPES)
+        ended = failed + by_type[JobEventType.SUCCEEDED]
+        sample = samples[name]
+        types.append(
+            {
+                "type": name,
+                "registered": name in registered,
+                "counts": {str(key): value for key, value in by_type.items()},
+                "attempts": ended,
+                "failure_rate": round(failed / ended, 4) if ended else None,
+                "sample_size": sample.attempts,
+                "run_ms": {"p50": sample.run_p50_ms, "p95": sample.run_p95_ms},
+                "wait_ms": {"p50": sample.wait_p50_ms, "p95": sample.wait_p95_ms},
+                "last_error": None
+                if sample.last_error is None
+                else {
+                    "message": sample.last_error[:LAST_ERROR_MAX_CHARS],
+                    "at": sample.last_error_at,
+                    "job_id": sample.last_error_job_id,
+                },
+                "failures": failures.get(name, [0] * points),
+            }
+        )
+    return {
+        "minutes": minutes,
+        "start": start,
+        "end": now,
+        "bucket_seconds": bucket_minutes * 60,
+        "sample_size_max": TYPE_SAMPLE_SIZE,
+        "types": types,
+    }
+
+
+# hostname:pid:thread-N:random, as jobs.worker.make_worker_id builds it.
+WORKER_ID = re.compile(r"^(?P<host>.+):(?P<pid>\d+):thread-(?P<thread>\d+):[0-9a-f]+$")
+
+
+def _activity_by_worker(start: datetime, end: datetime) -> rollups.MinuteRows:
+    rows: rollups.MinuteRows = defaultdict(list)
+    for row in (
+        JobEvent.objects.filter(
+            type__in=ACTIVITY_EVENT_TYPES,
+            created_at__gte=start,
+            created_at__lte=end,
+            worker_id__isnull=False,
+        )
+        .annotate(minute=EpochSeconds("created_at") / 60)
+        .values("minute", "worker_id")
+        .annotate(
+            finished=Count("type", filter=Q(type__in=ATTEMPT_END_EVENT_TYPES)),
+            last_at=Max("created_at"),
+        )
+        .order_by()
+    ):
+        rows[row["minute"]].append((row["worker_id"], row["finished"], row["last_at"]))
+    return rows
+
+
+def worker_activity(*, minutes: int = 60, now: datetime | None = None) -> dict[str, Any]:
+    """The worker threads seen in the last ``minutes`` whole minutes, grouped by process.
+
+    A thread is seen by the claims and attempt endings it wrote in the window (counted as
+    ``finished``; the maintenance thread, thread 0, writes lease-expiry endings) and by the
+    running job it holds. The heartbeat renews a running job's lease every lease/3 without
+    an event, so a busy thread was last seen at ``locked_until - lease``. An idle thread
+    writes nothing and is listed while its last event is in the window. Two queries however
+    many workers: running jobs (with their claims) and the unsettled minutes' rollup.
+    """
+    now = timezone.now() if now is None else now
+    first, start = _window(now, minutes)
+    workers: dict[str, dict[str, Any]] = {}
+
+    def worker(worker_id: str) -> dict[str, Any]:
+        if worker_id not in workers:
+            match = WORKER_ID.match(worker_id)
+            thread = int(match["thread"]) if match else None
+            workers[worker_id] = {
+                "worker_id": worker_id,
+                "host": match["host"] if match else None,
+                "pid": int(match["pid"]) if match else None,
+                "thread": thread,
+                "process": f"{match['host']}:{match['pid']}" if match else worker_id,
+                "role": "maintenance" if thread == 0 else "worker",
+                "current_job": None,
+                "finished": 0,
+                "last_seen": None,
+            }
+        return workers[worker_id]
+
+    def seen(entry: dict[str, Any], at: datetime) -> None:
+        if entry["last_seen"] is None or at > entry["last_seen"]:
+            entry["last_seen"] = at
+
+    for rows in rollups.per_minute(
+        "workers", first=first, now=now, compute=_activity_by_worker
+    ).values():
+        for worker_id, finished, last_at in rows:
+            entry = worker(worker_id)
+            entry["finished"] += finished
+            seen(entry, last_at)
+    claims = JobEvent.objects.filter(
+        job_id=OuterRef("pk"), type=JobEventType.CLAIMED, attempt=OuterRef("attempts")
+    ).order_by("-id")
+    lease = app_settings.JOB_WORKER_LEASE_SECONDS
+    # A running job always has locked_by and locked_until (job_status_valid_shape).
+    running: list[dict[str, Any]] = [
+        dict(row)
+        for row in Job.objects.filter(status=JobStatus.RUNNING).values(
+            "id",
+            "type",
+            "queue",
+            "attempts",
+            "locked_by",
+            "locked_until",
+            claimed_at=Subquery(claims.values("created_at")[:1]),
+            lease_seconds=Subquery(
+                claims.values(held=Cast(KeyTextTransform("lease_seconds", "data"), IntegerField()))[
+                    :1
+                ]
+            ),
+        )
+    ]
+    for job in running:
+        entry = worker(job["locked_by"])
+        held = job["lease_seconds"] if isinstance(job["lease_seconds"], int) else lease
+        renewed = job["locked_until"] - timedelta(seconds=held)
+        seen(entry, max(renewed, job["claimed_at"] or renewed))
+        entry["current_job"] = {
+            "id": job["id"],
+            "type": job["type"],
+            "queue": job["queue"],
+            "attempt": job["attempts"],
+            "since": job["claimed_at"],
+            "locked_until": job["locked_until"],
+            "lease_overdue": job["locked_until"] < now,
+        }
+    processes: dict[str, dict[str, Any]] = {}
+    for entry in sorted(workers.values(), key=lambda w: (w["thread"] is None, w["thread"] or 0)):
+        process = processes.setdefault(
+            entry["process"],
+            {
+                "process": entry["process"],
+                "host": entry["host"],
+                "pid": entry["pid"],
+                "last_seen": entry["last_seen"],
+                "running": 0,
+                "finished": 0,
+                "workers": [],
+            },
+        )
+        process["workers"].append(entry)
+        process["running"] += entry["current_job"] is not None
+        process["finished"] += entry["finished"]
+        process["last_seen"] = max(process["last_seen"], entry["last_seen"])
+    return {
+        "minutes": minutes,
+        "start": start,
+        "end": now,
+        "processes": sorted(
+            processes.values(), key=lambda p: (p["last_seen"], p["process"]), reverse=True
+        ),
     }
 
 

@@ -461,6 +461,134 @@ class ThroughputSerializer(serializers.Serializer[dict[str, Any]]):
     buckets = ThroughputBucketSerializer(many=True, help_text="Oldest first, zero-filled.")
 
 
+# --- Job types and workers -------------------------------------------------------------
+
+ACTIVITY_MINUTES_MAX = 1440
+
+
+class ActivityWindowQuerySerializer(serializers.Serializer[Any]):
+    minutes = serializers.IntegerField(
+        required=False,
+        default=60,
+        min_value=1,
+        max_value=ACTIVITY_MINUTES_MAX,
+        help_text=(
+            "Window in whole minutes, the newest one partial (default 60, at most "
+            f"{ACTIVITY_MINUTES_MAX})."
+        ),
+    )
+
+
+class TypeEventCountsSerializer(serializers.Serializer[dict[str, Any]]):
+    claimed = serializers.IntegerField(help_text="Attempts started.")
+    succeeded = serializers.IntegerField()
+    retry_scheduled = serializers.IntegerField(help_text="Failed attempts that will be retried.")
+    failed = serializers.IntegerField(help_text="Jobs failed for good (attempts exhausted).")
+    timeout_requeued = serializers.IntegerField(
+        help_text="Attempts whose lease expired (worker gone or stuck); requeued."
+    )
+    cancelled = serializers.IntegerField(help_text="Jobs cancelled, queued or running.")
+
+
+class PercentilesSerializer(serializers.Serializer[dict[str, Any]]):
+    p50 = serializers.IntegerField(allow_null=True, help_text="Milliseconds; null: no sample.")
+    p95 = serializers.IntegerField(allow_null=True, help_text="Milliseconds; null: no sample.")
+
+
+class LastErrorSerializer(serializers.Serializer[dict[str, Any]]):
+    message = serializers.CharField(help_text="The error, cut to 1,000 characters.")
+    at = serializers.DateTimeField()
+    job_id = serializers.UUIDField()
+
+
+class JobTypeHealthSerializer(serializers.Serializer[dict[str, Any]]):
+    type = serializers.CharField()
+    registered = serializers.BooleanField(help_text="A handler is registered for it here.")
+    counts = TypeEventCountsSerializer(help_text="Events in the window, exact.")
+    attempts = serializers.IntegerField(
+        help_text="Ended attempts: succeeded + retry_scheduled + failed + timeout_requeued."
+    )
+    failure_rate = serializers.FloatField(
+        allow_null=True,
+        help_text="Share of ended attempts that did not succeed; null without any.",
+    )
+    sample_size = serializers.IntegerField(
+        help_text="Ended attempts the percentiles are over: the newest in the window, at "
+        "most sample_size_max."
+    )
+    run_ms = PercentilesSerializer(help_text="Handler run time: claimed to the attempt's end.")
+    wait_ms = PercentilesSerializer(
+        help_text="Queue wait: due (available_at, or created_at if later) to claimed."
+    )
+    last_error = LastErrorSerializer(
+        allow_null=True, help_text="The newest failure in the window; null without any."
+    )
+    failures = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="retry_scheduled + failed + timeout_requeued per bucket, oldest first.",
+    )
+
+
+class JobTypesSerializer(serializers.Serializer[dict[str, Any]]):
+    minutes = serializers.IntegerField()
+    start = serializers.DateTimeField(help_text="Start of the window's oldest minute.")
+    end = serializers.DateTimeField(help_text="Now; the newest minute is partial.")
+    bucket_seconds = serializers.IntegerField(help_text="Width of each `failures` bucket.")
+    sample_size_max = serializers.IntegerField(
+        help_text="Newest ended attempts per type the percentiles are taken over, at most."
+    )
+    types = JobTypeHealthSerializer(
+        many=True, help_text="Registered types and any other type seen, by name."
+    )
+
+
+class CurrentJobSerializer(serializers.Serializer[dict[str, Any]]):
+    id = serializers.UUIDField()
+    type = serializers.CharField()
+    queue = serializers.CharField()
+    attempt = serializers.IntegerField()
+    since = serializers.DateTimeField(allow_null=True, help_text="When this attempt was claimed.")
+    locked_until = serializers.DateTimeField()
+    lease_overdue = serializers.BooleanField(
+        help_text="The lease has expired: the worker is gone or stuck; cleanup will requeue."
+    )
+
+
+class WorkerSerializer(serializers.Serializer[dict[str, Any]]):
+    worker_id = serializers.CharField()
+    host = serializers.CharField(allow_null=True)
+    pid = serializers.IntegerField(allow_null=True)
+    thread = serializers.IntegerField(
+        allow_null=True, help_text="Thread number; 0 is the maintenance thread."
+    )
+    role = serializers.ChoiceField(
+        choices=["worker", "maintenance"],
+        help_text="maintenance: heartbeat, timeouts and expired-lease cleanup.",
+    )
+    current_job = CurrentJobSerializer(allow_null=True)
+    finished = serializers.IntegerField(help_text="Attempt endings it wrote in the window.")
+    last_seen = serializers.DateTimeField(
+        help_text="Its newest event; for a busy thread its last heartbeat (locked_until - lease)."
+    )
+
+
+class WorkerProcessSerializer(serializers.Serializer[dict[str, Any]]):
+    process = serializers.CharField(help_text="host:pid (the worker id when not of that form).")
+    host = serializers.CharField(allow_null=True)
+    pid = serializers.IntegerField(allow_null=True)
+    last_seen = serializers.DateTimeField()
+    running = serializers.IntegerField(help_text="Its threads running a job now.")
+    finished = serializers.IntegerField(help_text="Attempt endings its threads wrote.")
+    workers = WorkerSerializer(many=True, help_text="Its threads, by thread number.")
+
+
+class WorkersSerializer(serializers.Serializer[dict[str, Any]]):
+    minutes = serializers.IntegerField()
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    processes = WorkerProcessSerializer(many=True, help_text="Most recently seen first.")
+
+
 # --- Config and health ------------------------------------------------------------------
 
 

@@ -10,6 +10,7 @@ urlpatterns = [
     path("jobs/", views.JobListCreateView.as_view(), name="job-list"),
     path("jobs/stats/", views.JobStatsView.as_view(), name="job-stats"),
     path("jobs/throughput/", views.JobThroughputView.as_view(), name="job-throughput"),
+    path("jobs/types/", views.JobTypesView.as_view(), name="job-types"),
     path("jobs/bulk/", views.JobBulkCreateView.as_view(), name="job-bulk-create"),
     path("jobs/cancel/", views.JobBulkCancelView.as_view(), name="job-bulk-cancel"),
     path("jobs/retry/", views.JobBulkRetryView.as_view(), name="job-bulk-retry"),
@@ -21,4 +22,5 @@ urlpatterns = [
     path("auth/session/", views.SessionView.as_view(), name="auth-session"),
     path("auth/login/", views.LoginView.as_view(), name="auth-login"),
     path("auth/logout/", views.LogoutView.as_view(), name="auth-logout"),
+    path("workers/", views.WorkersView.as_view(), name="worker-list"),
 ]

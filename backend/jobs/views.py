@@ -31,13 +31,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import errors, permissions, selectors, services
+from . import errors, metrics, permissions, selectors, services
 from .api_errors import exception_handler
 from .models import JobStatus
 from .pagination import JobEventCursorPagination, JobPagination, JobTimelinePagination
 from .parsers import JobJSONParser
 from .serializers import (
     VALIDATION_ERROR_SCHEMA,
+    ActivityWindowQuerySerializer,
     CancelOutcomeSerializer,
     ConfigSerializer,
     ErrorSerializer,
@@ -51,12 +52,14 @@ from .serializers import (
     JobSelectionSerializer,
     JobSerializer,
     JobStatsSerializer,
+    JobTypesSerializer,
     LoginSerializer,
     RetryConflictSerializer,
     RetryOutcomeSerializer,
     SessionSerializer,
     ThroughputQuerySerializer,
     ThroughputSerializer,
+    WorkersSerializer,
 )
 from .throttling import AuthFailureThrottle, JobCreateThrottle
 
@@ -374,6 +377,34 @@ class JobThroughputView(DomainErrorsMixin, APIView):
         return Response(ThroughputSerializer(selectors.throughput(**query)).data)
 
 
+class JobTypesView(DomainErrorsMixin, APIView):
+    @extend_schema(
+        operation_id="jobs_types",
+        tags=["jobs"],
+        parameters=[ActivityWindowQuerySerializer],
+        responses={200: JobTypesSerializer, 400: BAD_REQUEST},
+    )
+    def get(self, request: Request) -> Response:
+        """Per job type over the last minutes: outcomes, failure rate, run time and queue
+        wait percentiles, last error, and failures per bucket (a sparkline)."""
+        query = validated_query(ActivityWindowQuerySerializer, request)
+        return Response(JobTypesSerializer(selectors.type_health(**query)).data)
+
+
+class WorkersView(DomainErrorsMixin, APIView):
+    @extend_schema(
+        operation_id="workers_list",
+        tags=["workers"],
+        parameters=[ActivityWindowQuerySerializer],
+        responses={200: WorkersSerializer, 400: BAD_REQUEST},
+    )
+    def get(self, request: Request) -> Response:
+        """Worker threads seen in the last minutes, grouped by process: current job, attempts
+        finished, last seen."""
+        query = validated_query(ActivityWindowQuerySerializer, request)
+        return Response(WorkersSerializer(selectors.worker_activity(**query)).data)
+
+
 # --- Events -----------------------------------------------------------------------------
 
 
@@ -455,6 +486,17 @@ class LogoutView(DomainErrorsMixin, APIView):
     def post(self, request: Request) -> Response:
         logout(request._request)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MetricsView(DomainErrorsMixin, APIView):
+    """``GET /metrics``: the queue in Prometheus's text format, read from the database at
+    scrape time. The API's authentication and permissions apply (a token in production:
+    Prometheus's ``authorization: {type: Token, credentials_file: ...}``); errors answer
+    JSON like the rest of the API. Not in the OpenAPI schema: it is not JSON."""
+
+    @extend_schema(exclude=True)
+    def get(self, request: Request) -> HttpResponse:
+        return HttpResponse(metrics.queue_metrics_text(), content_type=metrics.CONTENT_TYPE)
 
 
 @csrf_exempt  # it writes nothing; without this an unsafe method got Django's HTML 403

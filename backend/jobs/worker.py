@@ -43,7 +43,7 @@ from .drivers import JobRow, Owner
 from .drivers.postgres import NOTIFY_CHANNEL
 from .handlers import AttemptState, HandlerSpec, JobContext, get_handler
 from .models import JobStatus
-from .signals import attempt_finished, attempt_started
+from .signals import attempt_finished, attempt_started, database_error
 from .storable import UnstorableValue
 
 logger = logging.getLogger("jobs.worker")
@@ -119,6 +119,11 @@ def error_details(exc: BaseException, *, reason: str = "") -> services.ErrorDeta
     )
 
 
+def _database_error(component: str, exc: BaseException) -> None:
+    """Announce a database error the worker recovers from (the metrics count them)."""
+    database_error.send_robust(WorkerRunner, component=component, error=exc)
+
+
 def _drop_connection() -> None:
     """Forget this thread's connection so the next query reconnects."""
     try:
@@ -139,6 +144,7 @@ def retry_database[T](write: Callable[[], T], *, within: float, what: str) -> T:
         try:
             return write()
         except (DatabaseError, InterfaceError) as exc:
+            _database_error("write", exc)
             _drop_connection()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -277,6 +283,7 @@ class Listener(threading.Thread):
                 self._listen()
                 failures = 0
             except Exception as exc:  # any connection failure: retry, polling covers meanwhile
+                _database_error("listener", exc)
                 self.listening.clear()
                 failures += 1
                 delay = min(0.5 * 2 ** (failures - 1), DB_RETRY_MAX_SECONDS)
@@ -359,6 +366,7 @@ class WorkerThread(threading.Thread):
                 claimed = self.run_once()
                 failures = 0
             except (DatabaseError, InterfaceError) as exc:
+                _database_error("thread", exc)
                 failures += 1
                 delay = min(0.5 * 2 ** (failures - 1), DB_RETRY_MAX_SECONDS)
                 logger.warning(
@@ -597,6 +605,7 @@ class Maintenance(threading.Thread):
                         next_cleanup = now + self.config.cleanup_interval_seconds
                     failures = 0
                 except (DatabaseError, InterfaceError) as exc:
+                    _database_error("maintenance", exc)
                     failures += 1
                     logger.warning(
                         "action=maintenance_database_error worker_id=%s error=%s",

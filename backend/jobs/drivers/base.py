@@ -168,6 +168,22 @@ class Release:
     event: Event
 
 
+@dataclass(frozen=True, slots=True)
+class TypeSample:
+    """One job type's newest ended attempts in a time range (at most the sample size),
+    their nearest-rank percentiles in ms (``None`` without any), and its newest failure."""
+
+    job_type: str
+    attempts: int
+    run_p50_ms: int | None
+    run_p95_ms: int | None
+    wait_p50_ms: int | None
+    wait_p95_ms: int | None
+    last_error: str | None
+    last_error_at: datetime | None
+    last_error_job_id: UUID | None
+
+
 class Driver(Protocol):
     """Every write ``jobs.services`` makes. Each method is atomic on its own (one statement
     or one transaction) and writes its event with its row change, or neither."""
@@ -197,6 +213,15 @@ class Driver(Protocol):
     def status_estimate(self) -> StatusEstimate | None:
         """The table's estimated size and status shares, or ``None`` when the database
         keeps no such statistics (then counts are exact)."""
+        ...
+
+    def type_samples(
+        self, types: list[str], *, start: datetime, end: datetime, size: int
+    ) -> list[TypeSample]:
+        """For each of ``types`` (in that order): the run time and queue wait percentiles
+        of its newest ``size`` attempt-ending events with a run time in ``[start, end]``
+        (nearest rank: the smallest value with at least p of the sample at or below it),
+        and its newest failure event (retry_scheduled, failed, timeout_requeued) there."""
         ...
 
     def complete_job(

@@ -7,14 +7,16 @@ also runs it on PostgreSQL, so the two implementations are held to the same beha
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from datetime import datetime
+import math
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, Q, QuerySet, Window
+from django.db.models.functions import RowNumber
 
-from ..models import Job, JobEvent, JobEventType, JobStatus
+from ..models import FAILURE_EVENT_TYPES, Job, JobEvent, JobEventType, JobStatus
 from .base import (
     JOB_ROW_FIELDS,
     CancelOutcome,
@@ -28,6 +30,7 @@ from .base import (
     Release,
     Selection,
     StatusEstimate,
+    TypeSample,
 )
 
 
@@ -44,21 +47,69 @@ def _owned(owner: Owner) -> Q:
     )
 
 
-def _event(job_id: Any, type: str, attempt: int, event: Event, **extra: Any) -> JobEvent:
+def _event(
+    job_id: Any, type: str, attempt: int, event: Event, *, job_type: str, **extra: Any
+) -> JobEvent:
     return JobEvent(
         job_id=job_id,
         type=type,
         attempt=attempt,
         message=event.message,
         data=event.data,
+        job_type=job_type,
         **extra,
     )
 
 
-def _owner_event(owner: Owner, type: str, event: Event, now: datetime) -> None:
+def _owner_event(
+    owner: Owner, type: str, event: Event, now: datetime, *, job_type: str, **extra: Any
+) -> None:
     _event(
-        owner.job_id, type, owner.attempt, event, worker_id=owner.worker_id, created_at=now
+        owner.job_id,
+        type,
+        owner.attempt,
+        event,
+        job_type=job_type,
+        worker_id=owner.worker_id,
+        created_at=now,
+        **extra,
     ).save()
+
+
+def milliseconds(delta: timedelta) -> int:
+    """Whole milliseconds, floored, never negative (as queries.sql computes them)."""
+    return max(delta // timedelta(milliseconds=1), 0)
+
+
+def _attempt_timings(
+    attempts: Iterable[tuple[Any, int]], now: datetime
+) -> dict[tuple[str, int], dict[str, int | None]]:
+    """``wait_ms`` and ``run_ms`` (up to ``now``) of each (job id, attempt) from its
+    newest claimed event; an attempt without one is left out."""
+    wanted = {(str(job_id), attempt) for job_id, attempt in attempts}
+    if not wanted:
+        return {}
+    claims = (
+        JobEvent.objects.filter(
+            job_id__in={job_id for job_id, _ in wanted}, type=JobEventType.CLAIMED
+        )
+        .order_by("id")
+        .values_list("job_id", "attempt", "wait_ms", "created_at")
+    )
+    found: dict[tuple[str, int], dict[str, int | None]] = {}
+    for job_id, attempt, wait_ms, claimed_at in claims:  # newest last, so it wins
+        if (str(job_id), attempt) in wanted:
+            found[str(job_id), attempt] = {
+                "wait_ms": wait_ms,
+                "run_ms": milliseconds(now - claimed_at),
+            }
+    return found
+
+
+def _ended_attempt(owner: Owner, now: datetime) -> dict[str, int | None]:
+    """The timing columns of the event that ends the owner's attempt."""
+    key = (str(owner.job_id), owner.attempt)
+    return _attempt_timings([key], now).get(key, {"wait_ms": None, "run_ms": None})
 
 
 class OrmDriver:
@@ -98,6 +149,7 @@ class OrmDriver:
                             JobEventType.CREATED,
                             0,
                             Event(message, job.event_data),
+                            job_type=job.type,
                             created_at=now,
                         )
                         for job in jobs
@@ -152,7 +204,14 @@ class OrmDriver:
                     "updated_at",
                 ]
             )
-            _owner_event(Owner(job.pk, worker_id, job.attempts), JobEventType.CLAIMED, event, now)
+            _owner_event(
+                Owner(job.pk, worker_id, job.attempts),
+                JobEventType.CLAIMED,
+                event,
+                now,
+                job_type=job.type,
+                wait_ms=milliseconds(now - max(job.available_at, job.created_at)),
+            )
         return job_row(job)
 
     def active_queues(self) -> list[str]:
@@ -161,6 +220,54 @@ class OrmDriver:
 
     def status_estimate(self) -> StatusEstimate | None:
         return None  # the embedded database is small: count
+
+    def type_samples(
+        self, types: list[str], *, start: datetime, end: datetime, size: int
+    ) -> list[TypeSample]:
+        # Numbered newest first per type in the database (a window function), so only the
+        # sample comes back; without an index-only probe per type, fine for SQLite's sizes.
+        in_range = JobEvent.objects.filter(
+            job_type__in=types, created_at__gte=start, created_at__lte=end
+        )
+        newest_first = Window(
+            RowNumber(), partition_by=[F("job_type")], order_by=[F("created_at").desc()]
+        )
+        runs: dict[str | None, list[tuple[int | None, int | None]]] = {t: [] for t in types}
+        for job_type, run_ms, wait_ms in (
+            in_range.filter(run_ms__isnull=False)
+            .annotate(rank=newest_first)
+            .filter(rank__lte=size)
+            .values_list("job_type", "run_ms", "wait_ms")
+        ):
+            runs[job_type].append((run_ms, wait_ms))
+        failures = {
+            job_type: (message, created_at, job_id)
+            for job_type, message, created_at, job_id in in_range.filter(
+                type__in=FAILURE_EVENT_TYPES
+            )
+            .annotate(rank=newest_first)
+            .filter(rank=1)
+            .values_list("job_type", "message", "created_at", "job_id")
+        }
+        samples = []
+        for job_type in types:
+            run = sorted(run_ms for run_ms, _ in runs[job_type] if run_ms is not None)
+            wait = sorted(wait_ms for _, wait_ms in runs[job_type] if wait_ms is not None)
+            message, at, job_id = failures.get(job_type, (None, None, None))
+            samples.append(
+                TypeSample(
+                    job_type=job_type,
+                    attempts=len(run),
+                    run_p50_ms=nearest_rank(run, 0.5),
+                    run_p95_ms=nearest_rank(run, 0.95),
+                    wait_p50_ms=nearest_rank(wait, 0.5),
+                    wait_p95_ms=nearest_rank(wait, 0.95),
+                    last_error=message,
+                    last_error_at=at,
+                    last_error_job_id=job_id,
+                )
+            )
+        return samples
 
     def _update_owned(self, owner: Owner, changes: Callable[[Job], dict[str, Any]]) -> Job | None:
         """Lock the owner's row and apply ``changes(job)``; ``None`` if it is not owned."""
@@ -191,7 +298,14 @@ class OrmDriver:
             )
             if job is None:
                 return None
-            _owner_event(owner, JobEventType.SUCCEEDED, event, now)
+            _owner_event(
+                owner,
+                JobEventType.SUCCEEDED,
+                event,
+                now,
+                job_type=job.type,
+                **_ended_attempt(owner, now),
+            )
         return job_row(job)
 
     def complete_and_claim(
@@ -238,22 +352,30 @@ class OrmDriver:
             if job is None:
                 return None
             if job.status == JobStatus.QUEUED:
-                _owner_event(owner, JobEventType.RETRY_SCHEDULED, failure.retry_event, now)
+                event_type, event = JobEventType.RETRY_SCHEDULED, failure.retry_event
             elif job.status == JobStatus.CANCELLED:
-                _owner_event(owner, JobEventType.CANCELLED, failure.cancelled_event, now)
+                event_type, event = JobEventType.CANCELLED, failure.cancelled_event
             else:
-                _owner_event(owner, JobEventType.FAILED, failure.failed_event, now)
+                event_type, event = JobEventType.FAILED, failure.failed_event
+            _owner_event(
+                owner, event_type, event, now, job_type=job.type, **_ended_attempt(owner, now)
+            )
         return job_row(job)
 
     def renew_lease(
         self, owner: Owner, *, locked_until: datetime, now: datetime, event: Event
     ) -> bool:
         with transaction.atomic():
-            if not Job.objects.filter(_owned(owner)).update(
-                locked_until=locked_until, updated_at=now
-            ):
+            job_type = (
+                Job.objects.select_for_update()
+                .filter(_owned(owner))
+                .values_list("type", flat=True)
+                .first()
+            )
+            if job_type is None:
                 return False
-            _owner_event(owner, JobEventType.LEASE_RENEWED, event, now)
+            Job.objects.filter(pk=owner.job_id).update(locked_until=locked_until, updated_at=now)
+            _owner_event(owner, JobEventType.LEASE_RENEWED, event, now, job_type=job_type)
         return True
 
     def heartbeat(
@@ -275,9 +397,15 @@ class OrmDriver:
 
     def record_progress(self, owner: Owner, *, now: datetime, event: Event) -> bool:
         with transaction.atomic():
-            if not Job.objects.select_for_update().filter(_owned(owner)).exists():
+            job_type = (
+                Job.objects.select_for_update()
+                .filter(_owned(owner))
+                .values_list("type", flat=True)
+                .first()
+            )
+            if job_type is None:
                 return False
-            _owner_event(owner, JobEventType.PROGRESS, event, now)
+            _owner_event(owner, JobEventType.PROGRESS, event, now, job_type=job_type)
         return True
 
     def lock_expired_leases(self, *, now: datetime, limit: int) -> list[ExpiredLease]:
@@ -318,14 +446,17 @@ class OrmDriver:
                 "updated_at",
             ],
         )
+        timings = _attempt_timings(((release.id, release.attempt) for release in releases), now)
         JobEvent.objects.bulk_create(
             _event(
                 release.id,
                 release.event_type,
                 release.attempt,
                 release.event,
+                job_type=jobs[release.id].type,
                 worker_id=worker_id,
                 created_at=now,
+                **timings.get((str(release.id), release.attempt), {}),
             )
             for release in sorted(releases, key=lambda release: release.id)
         )
@@ -351,6 +482,7 @@ class OrmDriver:
                             "previous_error": job.last_error,
                         },
                     ),
+                    job_type=job.type,
                     created_at=now,
                 )
                 for job in jobs
@@ -382,10 +514,10 @@ class OrmDriver:
                     | Q(status=JobStatus.RUNNING, cancel_requested_at__isnull=True)
                 )
                 .order_by("id")
-                .values_list("pk", "status", "attempts")
+                .values_list("pk", "status", "attempts", "type")
             )
-            queued = [pk for pk, status, _ in jobs if status == JobStatus.QUEUED]
-            running = [pk for pk, status, _ in jobs if status == JobStatus.RUNNING]
+            queued = [pk for pk, status, _, _ in jobs if status == JobStatus.QUEUED]
+            running = [pk for pk, status, _, _ in jobs if status == JobStatus.RUNNING]
             Job.objects.filter(pk__in=queued).update(
                 status=JobStatus.CANCELLED, finished_at=now, cancel_requested_at=now, updated_at=now
             )
@@ -398,11 +530,20 @@ class OrmDriver:
                     else JobEventType.CANCEL_REQUESTED,
                     attempts,
                     cancelled if status == JobStatus.QUEUED else requested,
+                    job_type=job_type,
                     created_at=now,
                 )
-                for pk, status, attempts in jobs
+                for pk, status, attempts, job_type in jobs
             )
         return CancelOutcome(cancelled=len(queued), cancel_requested=len(running))
+
+
+def nearest_rank(ordered: Sequence[int], fraction: float) -> int | None:
+    """The smallest value with at least ``fraction`` of ``ordered`` at or below it
+    (PostgreSQL's ``percentile_disc``); ``None`` for no values."""
+    if not ordered:
+        return None
+    return ordered[max(math.ceil(fraction * len(ordered)), 1) - 1]
 
 
 def _selected(selection: Selection) -> QuerySet[Job]:

@@ -15,7 +15,15 @@ from django.db import connection
 
 from ..conf import app_settings
 from . import sql
-from .base import CancelOutcome, ExpiredLease, Heartbeat, JobRow, StatusEstimate, to_json
+from .base import (
+    CancelOutcome,
+    ExpiredLease,
+    Heartbeat,
+    JobRow,
+    StatusEstimate,
+    TypeSample,
+    to_json,
+)
 
 if TYPE_CHECKING:
     from .base import Event, Failure, NewJob, Owner, Release, Selection
@@ -199,6 +207,14 @@ class PostgresDriver:
             return None
         rows, values, frequencies = row
         return StatusEstimate(int(rows), dict(zip(values or [], frequencies or [], strict=True)))
+
+    def type_samples(
+        self, types: list[str], *, start: datetime, end: datetime, size: int
+    ) -> list[TypeSample]:
+        params = {"types": types, "start": start, "end": end, "size": size}
+        with _cursor() as cursor:
+            self._execute(cursor, "type_samples", params)
+            return [TypeSample(*row) for row in cursor.fetchall()]
 
     def complete_job(
         self, owner: Owner, *, result_json: str | None, now: datetime, event: Event

@@ -4,6 +4,10 @@
 -- Parameters are :name (pgbench runs this text as is; the driver turns them into %(name)s).
 -- Statuses and event types are the values of jobs.models.JobStatus / JobEventType
 -- (test_driver_contract checks every literal here against them).
+-- Every event carries its job's type (job_type). A claimed event carries the attempt's
+-- queue wait (wait_ms); the event that ends a running attempt carries its run time
+-- (run_ms, from that attempt's claimed event) and a copy of its wait_ms. Milliseconds are
+-- floored and never negative, as the ORM driver computes them.
 
 -- name: create_jobs
 -- Insert the jobs of :jobs (a JSON array, in order) and a created event for each, one
@@ -28,8 +32,8 @@ WITH new AS (
     ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
 ), event AS (
-    INSERT INTO jobs_jobevent (job_id, type, attempt, message, data, created_at)
-    SELECT new.id, 'created', 0, :message, new.event_data, :now
+    INSERT INTO jobs_jobevent (job_id, type, attempt, message, data, created_at, job_type)
+    SELECT new.id, 'created', 0, :message, new.event_data, :now, new.type
     FROM new JOIN inserted ON inserted.id = new.id
     ORDER BY new.position
 ), notified AS (
@@ -66,10 +70,20 @@ WITH RECURSIVE completed AS (
     WHERE id = :id AND status = 'running' AND locked_by = :worker_id AND attempts = :attempts
     RETURNING *
 ), completed_event AS (
-    INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at)
-    SELECT id, 'succeeded', attempts, :worker_id, :completed_message,
-        :completed_data::jsonb, :now
-    FROM completed
+    INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
+        job_type, wait_ms, run_ms)
+    SELECT completed.id, 'succeeded', completed.attempts, :worker_id, :completed_message,
+        :completed_data::jsonb, :now, completed.type, claim.wait_ms, claim.run_ms
+    FROM completed LEFT JOIN LATERAL (
+        -- The claimed event of this attempt (the newest of this job and attempt; found via
+        -- job_event_job_id_idx): its wait, and the run time up to now. None: both NULL.
+        SELECT wait_ms,
+            GREATEST(floor(EXTRACT(EPOCH FROM :now - created_at) * 1000), 0)::bigint AS run_ms
+        FROM jobs_jobevent AS event
+        WHERE event.job_id = completed.id AND event.type = 'claimed'
+            AND event.attempt = completed.attempts
+        ORDER BY event.id DESC LIMIT 1
+    ) AS claim ON true
 ), level AS (
     (SELECT priority FROM jobs_job
         WHERE status = 'queued' AND queue = :queue
@@ -98,8 +112,11 @@ WITH RECURSIVE completed AS (
     WHERE job.id = candidate.id
     RETURNING job.*
 ), claimed_event AS (
-    INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at)
-    SELECT id, 'claimed', attempts, locked_by, :claimed_message, :claimed_data::jsonb, :now
+    INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
+        job_type, wait_ms)
+    SELECT id, 'claimed', attempts, locked_by, :claimed_message, :claimed_data::jsonb, :now,
+        type, GREATEST(floor(EXTRACT(EPOCH FROM
+            :now - GREATEST(available_at, created_at)) * 1000), 0)::bigint
     FROM claimed
 )
 SELECT 'completed' AS part, * FROM completed
@@ -128,6 +145,38 @@ LEFT JOIN pg_stats AS s
     ON s.schemaname = current_schema() AND s.tablename = c.relname AND s.attname = 'status'
 WHERE c.oid = 'jobs_job'::regclass;
 
+-- name: type_samples
+-- Per type of :types: its newest :size ended attempts that ran, in [:start, :end], through
+-- job_event_type_run_idx (one bounded index-only probe per type, however many events the
+-- range holds); nearest-rank percentiles (percentile_disc) of their run_ms and wait_ms;
+-- and the newest failure of the type in the range, through job_event_type_failure_idx.
+SELECT t.job_type, recent.attempts, recent.run_p50, recent.run_p95, recent.wait_p50,
+    recent.wait_p95, failure.message, failure.created_at, failure.job_id
+FROM unnest(:types::text[]) WITH ORDINALITY AS t(job_type, position)
+CROSS JOIN LATERAL (
+    SELECT count(*) AS attempts,
+        percentile_disc(0.5) WITHIN GROUP (ORDER BY run_ms) AS run_p50,
+        percentile_disc(0.95) WITHIN GROUP (ORDER BY run_ms) AS run_p95,
+        percentile_disc(0.5) WITHIN GROUP (ORDER BY wait_ms) AS wait_p50,
+        percentile_disc(0.95) WITHIN GROUP (ORDER BY wait_ms) AS wait_p95
+    FROM (
+        SELECT run_ms, wait_ms FROM jobs_jobevent AS event
+        WHERE event.job_type = t.job_type AND event.run_ms IS NOT NULL
+            AND event.created_at >= :start AND event.created_at <= :end
+        ORDER BY event.created_at DESC
+        LIMIT :size
+    ) AS sample
+) AS recent
+LEFT JOIN LATERAL (
+    SELECT message, created_at, job_id FROM jobs_jobevent AS event
+    WHERE event.job_type = t.job_type
+        AND event.type IN ('retry_scheduled', 'failed', 'timeout_requeued')
+        AND event.created_at >= :start AND event.created_at <= :end
+    ORDER BY event.created_at DESC
+    LIMIT 1
+) AS failure ON true
+ORDER BY t.position;
+
 -- name: fail_job
 -- Ownership guard as complete_and_claim's completion. A cancel was requested: cancelled, with a cancelled
 -- event. Else attempts left: back to queued at :retry_at with a retry_scheduled event;
@@ -145,17 +194,25 @@ WITH failed AS (
         AND attempts = :attempt
     RETURNING *
 ), event AS (
-    INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at)
-    SELECT id,
+    INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
+        job_type, wait_ms, run_ms)
+    SELECT failed.id,
         CASE status WHEN 'queued' THEN 'retry_scheduled' WHEN 'cancelled' THEN 'cancelled'
             ELSE 'failed' END,
-        attempts, :worker_id,
+        failed.attempts, :worker_id,
         CASE status WHEN 'queued' THEN :retry_message WHEN 'cancelled' THEN :cancelled_message
             ELSE :failed_message END,
         CASE status WHEN 'queued' THEN :retry_data::jsonb
             WHEN 'cancelled' THEN :cancelled_data::jsonb ELSE :failed_data::jsonb END,
-        :now
-    FROM failed
+        :now, failed.type, claim.wait_ms, claim.run_ms
+    FROM failed LEFT JOIN LATERAL (
+        SELECT wait_ms,
+            GREATEST(floor(EXTRACT(EPOCH FROM :now - created_at) * 1000), 0)::bigint AS run_ms
+        FROM jobs_jobevent AS event
+        WHERE event.job_id = failed.id AND event.type = 'claimed'
+            AND event.attempt = failed.attempts
+        ORDER BY event.id DESC LIMIT 1
+    ) AS claim ON true
 )
 SELECT * FROM failed;
 
@@ -165,10 +222,11 @@ WITH renewed AS (
     UPDATE jobs_job SET locked_until = :locked_until, updated_at = :now
     WHERE id = :job_id AND status = 'running' AND locked_by = :worker_id
         AND attempts = :attempt
-    RETURNING id, attempts
+    RETURNING id, attempts, type
 ), event AS (
-    INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at)
-    SELECT id, 'lease_renewed', attempts, :worker_id, :message, :data::jsonb, :now
+    INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
+        job_type)
+    SELECT id, 'lease_renewed', attempts, :worker_id, :message, :data::jsonb, :now, type
     FROM renewed
 )
 SELECT id FROM renewed;
@@ -190,10 +248,11 @@ RETURNING job.id, job.cancel_requested_at IS NOT NULL;
 -- name: record_progress
 -- FOR SHARE makes a concurrent requeue finish first; the guard is then re-checked against
 -- the new row version, so a progress event is never written for an attempt already lost.
-INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at)
-SELECT id, 'progress', attempts, :worker_id, :message, :data::jsonb, :now
+INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
+    job_type)
+SELECT id, 'progress', attempts, :worker_id, :message, :data::jsonb, :now, type
 FROM (
-    SELECT id, attempts FROM jobs_job
+    SELECT id, attempts, type FROM jobs_job
     WHERE id = :job_id AND status = 'running' AND locked_by = :worker_id
         AND attempts = :attempt
     FOR SHARE
@@ -223,12 +282,21 @@ WITH release AS (
         last_error = release.error, updated_at = :now
     FROM release
     WHERE job.id = release.id AND job.status = 'running'
-    RETURNING job.id
+    RETURNING job.id, job.type
 )
-INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at)
+INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
+    job_type, wait_ms, run_ms)
 SELECT release.id, release.event_type, release.attempt, :worker_id, release.message,
-    release.data, :now
+    release.data, :now, released.type, claim.wait_ms, claim.run_ms
 FROM release JOIN released ON released.id = release.id
+LEFT JOIN LATERAL (
+    SELECT wait_ms,
+        GREATEST(floor(EXTRACT(EPOCH FROM :now - created_at) * 1000), 0)::bigint AS run_ms
+    FROM jobs_jobevent AS event
+    WHERE event.job_id = release.id AND event.type = 'claimed'
+        AND event.attempt = release.attempt
+    ORDER BY event.id DESC LIMIT 1
+) AS claim ON true
 ORDER BY release.id;
 
 -- name: retry_jobs
@@ -237,7 +305,7 @@ ORDER BY release.id;
 -- event keeping what it was. FOR UPDATE (in id order, so two bulk calls cannot deadlock)
 -- waits for a concurrent change and re-checks the status, so each job changes once.
 WITH target AS (
-    SELECT id, status, attempts, last_error FROM jobs_job
+    SELECT id, status, attempts, last_error, type FROM jobs_job
     WHERE status IN ('failed', 'cancelled') AND (:status::text IS NULL OR status = :status)
         AND (:type_pattern::text IS NULL OR type ILIKE :type_pattern)
         AND (:queue::text IS NULL OR queue = :queue) AND (:ids::uuid[] IS NULL OR id = ANY(:ids))
@@ -252,11 +320,11 @@ WITH target AS (
     WHERE job.id = target.id
     RETURNING job.id
 ), event AS (
-    INSERT INTO jobs_jobevent (job_id, type, attempt, message, data, created_at)
+    INSERT INTO jobs_jobevent (job_id, type, attempt, message, data, created_at, job_type)
     SELECT target.id, 'manual_retry', 0, :message,
         jsonb_build_object('previous_status', target.status,
             'previous_attempts', target.attempts, 'previous_error', target.last_error),
-        :now
+        :now, target.type
     FROM target JOIN retried ON retried.id = target.id
     ORDER BY target.id
 )
@@ -282,15 +350,16 @@ WITH target AS (
         cancel_requested_at = :now, updated_at = :now
     FROM target
     WHERE job.id = target.id
-    RETURNING job.id, job.status, job.attempts
+    RETURNING job.id, job.status, job.attempts, job.type
 ), event AS (
-    INSERT INTO jobs_jobevent (job_id, type, attempt, message, data, created_at)
+    -- Cancelling a queued job ends no running attempt: no run_ms.
+    INSERT INTO jobs_jobevent (job_id, type, attempt, message, data, created_at, job_type)
     SELECT id, CASE WHEN status = 'cancelled' THEN 'cancelled' ELSE 'cancel_requested' END,
         attempts,
         CASE WHEN status = 'cancelled' THEN :cancelled_message ELSE :requested_message END,
         CASE WHEN status = 'cancelled' THEN :cancelled_data::jsonb
             ELSE :requested_data::jsonb END,
-        :now
+        :now, type
     FROM changed
     ORDER BY id
 )

@@ -7,9 +7,12 @@ tests that write rows directly are the ones proving what the database refuses or
 
 from __future__ import annotations
 
+import secrets
 from datetime import datetime
 from typing import Any
 
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.db import transaction
 
 from jobs import services
@@ -90,3 +93,15 @@ def timeline(job: Job | JobRow) -> list[str]:
     return list(
         JobEvent.objects.filter(job_id=job.pk).order_by("id").values_list("type", flat=True)
     )
+
+
+def user_with(*codenames: str, username: str | None = None, password: str | None = None):
+    """A user holding exactly these ``jobs`` permissions (``view_job``, ...); without a
+    password it cannot log in with one (and no slow hash is computed)."""
+    user = get_user_model().objects.create_user(
+        username or f"user-{secrets.token_hex(4)}", password=password
+    )
+    user.user_permissions.set(
+        Permission.objects.filter(content_type__app_label="jobs", codename__in=codenames)
+    )
+    return user

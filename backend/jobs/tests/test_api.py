@@ -840,6 +840,8 @@ def test_schema_documents_every_endpoint(api):
         "/api/jobs/bulk/",
         "/api/jobs/stats/",
         "/api/jobs/throughput/",
+        "/api/jobs/types/",
+        "/api/workers/",
         "/api/job-events/",
         "/api/auth/session/",
         "/api/auth/login/",

@@ -928,3 +928,117 @@ def test_create_jobs_is_all_or_nothing_when_one_payload_cannot_be_stored():
 def test_create_jobs_of_nothing_writes_nothing():
     assert services.create_jobs([]) == []
     assert not Job.objects.exists()
+
+
+# --- what the events carry for the per-type and per-worker reads --------------------------------
+
+
+def _event(job, type):
+    return JobEvent.objects.filter(job_id=job.pk, type=type).order_by("-id").first()
+
+
+def test_every_event_carries_its_job_type():
+    now = timezone.now()
+    job = queued_job("demo.flaky", max_attempts=2, now=now)
+    claim(now=now)
+    owner = {"job_id": job.pk, "worker_id": "worker-a", "attempt": 1}
+    services.record_progress(**owner, message="m", now=now)
+    services.renew_lease(**owner, now=now)
+    services.cancel_job(job_id=job.pk, now=now)
+    services.fail_job(**owner, error="x", now=now)
+    services.retry_job(job_id=job.pk, now=now)
+    services.cancel_job(job_id=job.pk, now=now)
+    types = set(JobEvent.objects.values_list("type", flat=True))
+    assert types >= {Event.CREATED, Event.CLAIMED, Event.PROGRESS, Event.LEASE_RENEWED}
+    assert types >= {Event.CANCEL_REQUESTED, Event.CANCELLED, Event.MANUAL_RETRY}
+    assert set(JobEvent.objects.values_list("job_type", flat=True)) == {"demo.flaky"}
+
+
+def test_a_claim_records_the_queue_wait_since_the_job_was_due():
+    now = timezone.now()
+    job = queued_job(available_at=now - timedelta(seconds=3), now=now - timedelta(seconds=10))
+    claim(now=now)
+    # Due 3 s ago (available_at), though created 10 s ago.
+    assert (_event(job, Event.CLAIMED).wait_ms, _event(job, Event.CLAIMED).run_ms) == (3000, None)
+    late = queued_job(available_at=now - timedelta(seconds=60), now=now - timedelta(seconds=2))
+    claim(now=now)
+    # Created after it was due: the wait counts from its creation.
+    assert _event(late, Event.CLAIMED).wait_ms == 2000
+
+
+def test_the_event_ending_an_attempt_carries_its_run_time_and_queue_wait(settings):
+    settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 1
+    now = timezone.now()
+    job = queued_job(max_attempts=3, available_at=now, now=now)
+    claim(now=now + timedelta(milliseconds=250))
+    owner = {"job_id": job.pk, "worker_id": "worker-a"}
+    services.fail_job(**owner, attempt=1, error="x", now=now + timedelta(seconds=2))
+    retried = _event(job, Event.RETRY_SCHEDULED)
+    assert (retried.wait_ms, retried.run_ms) == (250, 1750)
+    # The second attempt is timed from its own claim; its wait from its retry time.
+    claim(now=now + timedelta(seconds=3, milliseconds=500))
+    services.complete_job(**owner, attempt=2, now=now + timedelta(seconds=4))
+    done = _event(job, Event.SUCCEEDED)
+    assert (done.attempt, done.wait_ms, done.run_ms) == (2, 500, 500)
+
+
+def test_lease_expiry_and_a_requested_cancel_are_timed_like_any_attempt_end():
+    now = timezone.now()
+    expired = queued_job(max_attempts=2, now=now)
+    claim(now=now, lease_seconds=1)
+    services.cleanup_expired_jobs(now=now + timedelta(seconds=5))
+    assert _event(expired, Event.TIMEOUT_REQUEUED).run_ms == 5000
+    cancelled = queued_job(priority=99, now=now)
+    claim(now=now)
+    services.cancel_job(job_id=cancelled.pk, now=now)
+    services.fail_job(job_id=cancelled.pk, worker_id="worker-a", attempt=1, error="stop", now=now)
+    assert _event(cancelled, Event.CANCELLED).run_ms == 0
+
+
+def test_cancelling_a_queued_job_ends_no_attempt_so_it_has_no_run_time(settings):
+    settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 60
+    now = timezone.now()
+    job = queued_job(max_attempts=2, now=now)
+    claim(now=now)
+    services.fail_job(job_id=job.pk, worker_id="worker-a", attempt=1, error="x", now=now)
+    services.cancel_job(job_id=job.pk, now=now + timedelta(seconds=1))
+    event = _event(job, Event.CANCELLED)
+    assert event.attempt == 1 and (event.wait_ms, event.run_ms) == (None, None)
+
+
+def test_type_samples_take_the_newest_attempts_percentiles_and_newest_failure(driver):
+    now = timezone.now()
+    for n, run_ms in enumerate([500, 100, 400, 200, 300]):  # oldest first
+        at = now - timedelta(minutes=10 - n)
+        job = queued_job("demo.success", queue="samples", now=at - timedelta(seconds=n))
+        claim(queue="samples", now=at)
+        services.complete_job(
+            job_id=job.pk,
+            worker_id="worker-a",
+            attempt=1,
+            now=at + timedelta(milliseconds=run_ms),
+        )
+    for n, error in enumerate(["older", "newest"]):
+        at = now - timedelta(minutes=5 - n)
+        job = queued_job("demo.fail", queue="samples", max_attempts=1, now=at)
+        claim(queue="samples", now=at)
+        services.fail_job(job_id=job.pk, worker_id="worker-a", attempt=1, error=error, now=at)
+    start = now - timedelta(minutes=30)
+    ok, bad, idle = driver.type_samples(
+        ["demo.success", "demo.fail", "demo.slow"], start=start, end=now, size=4
+    )
+    # The newest four runs are 100, 400, 200, 300 ms; the waits 1..4 s.
+    assert (ok.job_type, ok.attempts, ok.run_p50_ms, ok.run_p95_ms) == (
+        "demo.success",
+        4,
+        200,
+        400,
+    )
+    assert (ok.wait_p50_ms, ok.wait_p95_ms, ok.last_error) == (2000, 4000, None)
+    assert (bad.attempts, bad.run_p95_ms, bad.last_error) == (2, 0, "newest")
+    assert bad.last_error_at == now - timedelta(minutes=4)
+    assert (idle.attempts, idle.run_p50_ms, idle.last_error_job_id) == (0, None, None)
+    (late,) = driver.type_samples(
+        ["demo.success"], start=now - timedelta(minutes=7), end=now, size=10
+    )
+    assert (late.attempts, late.run_p50_ms) == (2, 200)  # only the last two are in range

@@ -149,4 +149,7 @@ def test_both_drivers_leave_identical_rows_and_events(settings):
         Job.objects.all().delete()
     jobs, events = outcomes["postgres"]
     assert len(events) > 25 and {e["type"] for e in events} == set(Event.values)
+    # The timing columns are compared too: the scenario's attempts end after a second or more.
+    assert {e["run_ms"] for e in events} - {None, 0} and {e["wait_ms"] for e in events} - {None}
+    assert None not in {e["job_type"] for e in events}
     assert outcomes["orm"] == (jobs, events)

@@ -34,7 +34,7 @@ from rest_framework.test import APIClient
 
 from jobs import services
 from jobs.models import Job, JobEvent
-from jobs.tests.factories import failed_job, queued_job
+from jobs.tests.factories import failed_job, queued_job, user_with
 from jobs.tests.helpers import (
     BACKEND_DIR,
     HttpServer,
@@ -215,18 +215,6 @@ def production_server_env() -> dict[str, str]:
     }
 
 
-def user_with(*codenames: str, username: str | None = None, password: str | None = None):
-    """A user holding exactly these ``jobs`` permissions (``view_job``, ...); without a
-    password it cannot log in with one (and no slow hash is computed)."""
-    user = get_user_model().objects.create_user(
-        username or f"user-{secrets.token_hex(4)}", password=password
-    )
-    user.user_permissions.set(
-        Permission.objects.filter(content_type__app_label="jobs", codename__in=codenames)
-    )
-    return user
-
-
 ALL_JOB_PERMISSIONS = ("view_job", "add_job", "change_job")
 
 
@@ -249,11 +237,14 @@ def client_address() -> dict[str, str]:
 # Every API route: (method, path template, permission needed; None: open to anyone).
 ROUTES = [
     ("GET", "/api/config/", "view_job"),
+    ("GET", "/metrics", "view_job"),
     ("GET", "/api/jobs/", "view_job"),
     ("POST", "/api/jobs/", "add_job"),
     ("POST", "/api/jobs/bulk/", "add_job"),
     ("GET", "/api/jobs/stats/", "view_job"),
     ("GET", "/api/jobs/throughput/", "view_job"),
+    ("GET", "/api/jobs/types/", "view_job"),
+    ("GET", "/api/workers/", "view_job"),
     ("GET", "/api/jobs/{id}/", "view_job"),
     ("GET", "/api/jobs/{id}/events/", "view_job"),
     ("POST", "/api/jobs/{id}/retry/", "change_job"),
@@ -285,7 +276,7 @@ def test_the_table_covers_every_api_route():
     api = {
         re.sub(r"<str:id>", "{id}", route)
         for route in _routes(get_resolver().url_patterns)
-        if route.startswith("/api/")
+        if route.startswith("/api/") or route == "/metrics"
     }
     assert api == {path for _, path, _ in ROUTES}
 

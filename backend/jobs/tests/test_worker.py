@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from jobs import services
+from jobs import services, signals
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import queued_job, running_job, timeline
 from jobs.tests.helpers import (
@@ -253,6 +253,12 @@ def test_worker_thread_reconnects_after_its_database_connection_is_killed(regist
         return None
 
     register_handler("test.record", record)
+    errors = []
+
+    def on_database_error(sender, component, error, **kwargs):
+        errors.append(component)
+
+    signals.database_error.connect(on_database_error)
     runner = worker_runner(threads=1)
     runner.start()
     try:
@@ -272,6 +278,9 @@ def test_worker_thread_reconnects_after_its_database_connection_is_killed(regist
             lambda: Job.objects.get(pk=second.pk).status == Status.SUCCEEDED, 20, "second done"
         )
         assert runner.threads[0].is_alive()
+        # The metrics hear of it: the thread's next claim met the dead connection.
+        assert "thread" in errors
     finally:
+        signals.database_error.disconnect(on_database_error)
         runner.stop()
         runner.wait()

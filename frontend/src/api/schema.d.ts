@@ -291,6 +291,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/jobs/types/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description Per job type over the last minutes: outcomes, failure rate, run time and queue
+         *     wait percentiles, last error, and failures per bucket (a sparkline).
+         */
+        get: operations["jobs_types"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workers/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description Worker threads seen in the last minutes, grouped by process: current job, attempts
+         *     finished, last seen.
+         */
+        get: operations["workers_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -314,6 +354,22 @@ export interface components {
             worker: components["schemas"]["WorkerConfig"];
             limits: components["schemas"]["Limits"];
             pagination: components["schemas"]["PaginationConfig"];
+        };
+        CurrentJob: {
+            /** Format: uuid */
+            id: string;
+            type: string;
+            queue: string;
+            attempt: number;
+            /**
+             * Format: date-time
+             * @description When this attempt was claimed.
+             */
+            since: string | null;
+            /** Format: date-time */
+            locked_until: string;
+            /** @description The lease has expired: the worker is gone or stuck; cleanup will requeue. */
+            lease_overdue: boolean;
         };
         /**
          * @description * `ok` - ok
@@ -508,6 +564,57 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        JobTypeHealth: {
+            type: string;
+            /** @description A handler is registered for it here. */
+            registered: boolean;
+            /** @description Events in the window, exact. */
+            counts: components["schemas"]["TypeEventCounts"];
+            /** @description Ended attempts: succeeded + retry_scheduled + failed + timeout_requeued. */
+            attempts: number;
+            /**
+             * Format: double
+             * @description Share of ended attempts that did not succeed; null without any.
+             */
+            failure_rate: number | null;
+            /** @description Ended attempts the percentiles are over: the newest in the window, at most sample_size_max. */
+            sample_size: number;
+            /** @description Handler run time: claimed to the attempt's end. */
+            run_ms: components["schemas"]["Percentiles"];
+            /** @description Queue wait: due (available_at, or created_at if later) to claimed. */
+            wait_ms: components["schemas"]["Percentiles"];
+            /** @description The newest failure in the window; null without any. */
+            last_error: components["schemas"]["LastError"] | null;
+            /** @description retry_scheduled + failed + timeout_requeued per bucket, oldest first. */
+            failures: number[];
+        };
+        JobTypes: {
+            minutes: number;
+            /**
+             * Format: date-time
+             * @description Start of the window's oldest minute.
+             */
+            start: string;
+            /**
+             * Format: date-time
+             * @description Now; the newest minute is partial.
+             */
+            end: string;
+            /** @description Width of each `failures` bucket. */
+            bucket_seconds: number;
+            /** @description Newest ended attempts per type the percentiles are taken over, at most. */
+            sample_size_max: number;
+            /** @description Registered types and any other type seen, by name. */
+            types: components["schemas"]["JobTypeHealth"][];
+        };
+        LastError: {
+            /** @description The error, cut to 1,000 characters. */
+            message: string;
+            /** Format: date-time */
+            at: string;
+            /** Format: uuid */
+            job_id: string;
+        };
         /** @description The bounds POST /api/jobs/ enforces. */
         Limits: {
             /** @description Lowest priority (a smallint). */
@@ -575,6 +682,12 @@ export interface components {
             /** @description GET /api/jobs/{id}/events/ (cursor). */
             job_timeline: components["schemas"]["PageLimits"];
         };
+        Percentiles: {
+            /** @description Milliseconds; null: no sample. */
+            p50: number | null;
+            /** @description Milliseconds; null: no sample. */
+            p95: number | null;
+        };
         RetryConflict: {
             detail: string;
             /**
@@ -592,6 +705,12 @@ export interface components {
             /** @description Failed or cancelled jobs queued again. */
             retried: number;
         };
+        /**
+         * @description * `worker` - worker
+         *     * `maintenance` - maintenance
+         * @enum {string}
+         */
+        RoleEnum: "worker" | "maintenance";
         Session: {
             /** @description False on the open local demo (DEBUG=true): the API needs no sign-in. */
             login_required: boolean;
@@ -628,6 +747,41 @@ export interface components {
             /** @description cancelled events (queued or running jobs). */
             cancelled: number;
         };
+        TypeEventCounts: {
+            /** @description Attempts started. */
+            claimed: number;
+            succeeded: number;
+            /** @description Failed attempts that will be retried. */
+            retry_scheduled: number;
+            /** @description Jobs failed for good (attempts exhausted). */
+            failed: number;
+            /** @description Attempts whose lease expired (worker gone or stuck); requeued. */
+            timeout_requeued: number;
+            /** @description Jobs cancelled, queued or running. */
+            cancelled: number;
+        };
+        Worker: {
+            worker_id: string;
+            host: string | null;
+            pid: number | null;
+            /** @description Thread number; 0 is the maintenance thread. */
+            thread: number | null;
+            /**
+             * @description maintenance: heartbeat, timeouts and expired-lease cleanup.
+             *
+             *     * `worker` - worker
+             *     * `maintenance` - maintenance
+             */
+            role: components["schemas"]["RoleEnum"];
+            current_job: components["schemas"]["CurrentJob"] | null;
+            /** @description Attempt endings it wrote in the window. */
+            finished: number;
+            /**
+             * Format: date-time
+             * @description Its newest event; for a busy thread its last heartbeat (locked_until - lease).
+             */
+            last_seen: string;
+        };
         /** @description The worker settings in force; each field is the JOB_WORKER_ setting of its name. */
         WorkerConfig: {
             /** @description Threads per worker process. */
@@ -655,6 +809,29 @@ export interface components {
             timeout_seconds: number;
             /** @description Queues a worker serves by default ("*": all). */
             queues: string[];
+        };
+        WorkerProcess: {
+            /** @description host:pid (the worker id when not of that form). */
+            process: string;
+            host: string | null;
+            pid: number | null;
+            /** Format: date-time */
+            last_seen: string;
+            /** @description Its threads running a job now. */
+            running: number;
+            /** @description Attempt endings its threads wrote. */
+            finished: number;
+            /** @description Its threads, by thread number. */
+            workers: components["schemas"]["Worker"][];
+        };
+        Workers: {
+            minutes: number;
+            /** Format: date-time */
+            start: string;
+            /** Format: date-time */
+            end: string;
+            /** @description Most recently seen first. */
+            processes: components["schemas"]["WorkerProcess"][];
         };
     };
     responses: never;
@@ -1309,6 +1486,76 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Throughput"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail?: string | string[];
+                    } & {
+                        [key: string]: string[];
+                    };
+                };
+            };
+        };
+    };
+    jobs_types: {
+        parameters: {
+            query?: {
+                /** @description Window in whole minutes, the newest one partial (default 60, at most 1440). */
+                minutes?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobTypes"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail?: string | string[];
+                    } & {
+                        [key: string]: string[];
+                    };
+                };
+            };
+        };
+    };
+    workers_list: {
+        parameters: {
+            query?: {
+                /** @description Window in whole minutes, the newest one partial (default 60, at most 1440). */
+                minutes?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workers"];
                 };
             };
             /** @description Invalid input. */

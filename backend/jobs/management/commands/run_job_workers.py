@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from jobs.checks import INTEGER_RANGES
 from jobs.conf import app_settings
+from jobs.metrics import serve_worker_metrics
 from jobs.worker import WorkerConfig, WorkerRunner
 
 
@@ -57,4 +58,10 @@ class Command(BaseCommand):
             WorkerConfig.from_settings(threads=threads, queues=names, burst=burst)
         )
         runner.install_signal_handlers()
+        if app_settings.JOB_WORKER_METRICS_PORT:
+            serve_worker_metrics(
+                runner,
+                address=app_settings.JOB_WORKER_METRICS_ADDRESS,
+                port=app_settings.JOB_WORKER_METRICS_PORT,
+            )
         sys.exit(runner.run())

@@ -1,0 +1,236 @@
+"""Prometheus metrics, with the official client (prometheus-client).
+
+Two sources, each on its own endpoint:
+
+* ``GET /metrics`` (the API, ``jobs.views.MetricsView``): the queue as the database holds it,
+  read at scrape time by ``QueueCollector`` under the same rules as ``GET /api/jobs/stats/``:
+  live jobs (queued, running) counted exactly per queue and type through the status index;
+  finished jobs per status only, exact up to ``JOB_STATS_EXACT_MAX_ROWS`` and estimated
+  from the planner's statistics above (``jobqueue_jobs_finished_estimated`` says which), so
+  a scrape never counts a 10-million-row history. Rates of finished work come from the
+  workers' counters below, which is what Prometheus is for.
+* each worker process (``manage.py run_job_workers`` with ``JOB_WORKER_METRICS_PORT``): its
+  attempts by queue, type and outcome, run time and queue wait histograms, database
+  errors and busy/idle threads, recorded from ``jobs.signals`` and served by the client's
+  HTTP server on a port of its own. One endpoint per process, not the client's
+  multiprocess mode: a worker is one process of threads, so nothing needs merging.
+
+Labels are bounded: queue, type, status, outcome, component, state. Never a job or worker id.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.utils import timezone
+from prometheus_client import (
+    CONTENT_TYPE_PLAIN_0_0_4,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+    start_http_server,
+)
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from . import selectors, signals
+from .drivers import JobRow
+from .models import JobStatus
+
+if TYPE_CHECKING:
+    from .worker import WorkerRunner
+
+logger = logging.getLogger("jobs.metrics")
+
+PREFIX = "jobqueue"
+# The classic text format (0.0.4), which every Prometheus version reads.
+CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
+
+# --- The queue, from the database (the API's /metrics) ---------------------------------
+
+
+class QueueCollector(Collector):
+    """Reads the jobs table when Prometheus scrapes: two queries (one with the planner's
+    table estimate on PostgreSQL), each as cheap as the stats endpoint's."""
+
+    def __init__(self, now: datetime | None = None) -> None:
+        self.now = now
+
+    def collect(self) -> Iterator[Metric]:
+        now = timezone.now() if self.now is None else self.now
+        live = selectors.live_jobs(now=now)
+        stats = selectors.cached_job_stats()
+        jobs = GaugeMetricFamily(
+            f"{PREFIX}_jobs",
+            "Queued and running jobs (exact, from the live rows).",
+            labels=["status", "queue", "type"],
+        )
+        overdue = GaugeMetricFamily(
+            f"{PREFIX}_jobs_lease_overdue",
+            "Running jobs whose lease has expired: the worker is gone or stuck.",
+            labels=["queue", "type"],
+        )
+        oldest: dict[str, datetime | None] = {}
+        for row in live:
+            jobs.add_metric([row["status"], row["queue"], row["type"]], row["jobs"])
+            if row["status"] == JobStatus.RUNNING:
+                overdue.add_metric([row["queue"], row["type"]], row["overdue"])
+            due = row["oldest_due_at"]
+            current = oldest.get(row["queue"])
+            oldest[row["queue"]] = due if current is None or (due and due < current) else current
+        yield jobs
+        yield overdue
+        age = GaugeMetricFamily(
+            f"{PREFIX}_queue_oldest_due_age_seconds",
+            "Age of the oldest due queued job per queue (0: none due): the backlog's wait.",
+            labels=["queue"],
+        )
+        for queue, due in sorted(oldest.items()):
+            age.add_metric([queue], max((now - due).total_seconds(), 0.0) if due else 0.0)
+        yield age
+        finished = GaugeMetricFamily(
+            f"{PREFIX}_jobs_finished",
+            "Finished jobs per status, kept in the table (estimated above "
+            "JOB_STATS_EXACT_MAX_ROWS rows; see jobqueue_jobs_finished_estimated).",
+            labels=["status"],
+        )
+        for status in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED):
+            finished.add_metric([status.value], stats["by_status"][status.value])
+        yield finished
+        yield GaugeMetricFamily(
+            f"{PREFIX}_jobs_finished_estimated",
+            "1 when jobqueue_jobs_finished comes from PostgreSQL's planner statistics.",
+            value=1 if stats["estimated"] else 0,
+        )
+
+
+def queue_metrics_text() -> bytes:
+    """The API's /metrics body: the queue as the database holds it now."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(QueueCollector())
+    return generate_latest(registry)
+
+
+# --- Each worker process ---------------------------------------------------------------
+
+# Handler run times and queue waits from milliseconds to an hour.
+SECONDS_BUCKETS = (
+    *(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5),
+    *(1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0, 3600.0),
+)
+
+
+class WorkerMetrics:
+    """One worker process's metrics in a registry of their own (with the process's CPU
+    and memory), fed by ``jobs.signals`` once ``connect()`` is called."""
+
+    def __init__(self, runner: WorkerRunner | None = None) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.attempts = Counter(
+            f"{PREFIX}_worker_attempts",
+            "Attempts this process ended, by outcome: succeeded, retry_scheduled, failed, "
+            "timeout, cancelled, lease_lost (the lease was taken over) or stale (a late "
+            "write refused).",
+            ["queue", "type", "outcome"],
+            registry=self.registry,
+        )
+        self.run_time = Histogram(
+            f"{PREFIX}_worker_attempt_duration_seconds",
+            "Handler run time of each attempt (claim to recorded outcome).",
+            ["queue", "type"],
+            buckets=SECONDS_BUCKETS,
+            registry=self.registry,
+        )
+        self.queue_wait = Histogram(
+            f"{PREFIX}_worker_queue_wait_seconds",
+            "Time from a job being due (available_at, or created_at if later) to its claim.",
+            ["queue", "type"],
+            buckets=SECONDS_BUCKETS,
+            registry=self.registry,
+        )
+        self.database_errors = Counter(
+            f"{PREFIX}_worker_database_errors",
+            "Database errors the worker recovered from, by component: thread (claim loop), "
+            "write (recording an outcome, retried), maintenance, listener.",
+            ["component"],
+            registry=self.registry,
+        )
+        ProcessCollector(registry=self.registry)
+        if runner is not None:
+            self.registry.register(ThreadsCollector(runner))
+        self._lock = threading.Lock()
+        self.connected = False
+
+    def connect(self) -> None:
+        """Record from the worker's signals (in this process) from now on."""
+        with self._lock:
+            if self.connected:
+                return
+            signals.attempt_started.connect(self.on_started, weak=False, dispatch_uid=id(self))
+            signals.attempt_finished.connect(self.on_finished, weak=False, dispatch_uid=id(self))
+            signals.database_error.connect(
+                self.on_database_error, weak=False, dispatch_uid=id(self)
+            )
+            self.connected = True
+
+    def disconnect(self) -> None:
+        with self._lock:
+            signals.attempt_started.disconnect(dispatch_uid=id(self))
+            signals.attempt_finished.disconnect(dispatch_uid=id(self))
+            signals.database_error.disconnect(dispatch_uid=id(self))
+            self.connected = False
+
+    def on_started(self, sender: Any, *, job: JobRow, **kwargs: Any) -> None:
+        # The claim stamped updated_at with its clock; available_at/created_at were set by
+        # the same database's writers.
+        due = max(job.available_at, job.created_at)
+        wait = max((job.updated_at - due).total_seconds(), 0.0)
+        self.queue_wait.labels(job.queue, job.type).observe(wait)
+
+    def on_finished(
+        self, sender: Any, *, job: JobRow, outcome: str, run_seconds: float, **kwargs: Any
+    ) -> None:
+        self.attempts.labels(job.queue, job.type, outcome).inc()
+        self.run_time.labels(job.queue, job.type).observe(max(run_seconds, 0.0))
+
+    def on_database_error(self, sender: Any, *, component: str, **kwargs: Any) -> None:
+        self.database_errors.labels(component).inc()
+
+    def text(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class ThreadsCollector(Collector):
+    """Worker threads by state at scrape time: busy (running an attempt), idle, and stuck
+    (abandoned in a timed-out handler, replaced, still not returned)."""
+
+    def __init__(self, runner: WorkerRunner) -> None:
+        self.runner = runner
+
+    def collect(self) -> Iterator[Metric]:
+        threads = GaugeMetricFamily(
+            f"{PREFIX}_worker_threads", "This process's worker threads by state.", labels=["state"]
+        )
+        busy = len([a for a in self.runner.in_flight.snapshot() if not a.thread.abandoned])
+        serving = len(self.runner.serving())
+        stuck = len([t for t in self.runner.threads if t.abandoned and t.is_alive()])
+        threads.add_metric(["busy"], busy)
+        threads.add_metric(["idle"], max(serving - busy, 0))
+        threads.add_metric(["stuck"], stuck)
+        yield threads
+
+
+def serve_worker_metrics(runner: WorkerRunner, *, address: str, port: int) -> WorkerMetrics:
+    """Record this worker process's metrics and serve them on ``address:port`` (the
+    client's HTTP server, in a daemon thread; it dies with the process)."""
+    metrics = WorkerMetrics(runner)
+    metrics.connect()
+    start_http_server(port, addr=address, registry=metrics.registry)
+    logger.info("action=metrics_listening address=%s port=%d", address, port)
+    return metrics

@@ -1,0 +1,267 @@
+"""GET /api/jobs/types/ and GET /api/workers/: shapes, windows, refused parameters, bounded
+queries, and the per-minute rollup cache under them (jobs/rollups.py)."""
+
+import itertools
+from datetime import datetime, timedelta
+
+import pytest
+from django.core.cache import cache
+from django.db import connection
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from jobs import handlers, rollups, services
+from jobs.drivers import Owner
+from jobs.tests.factories import WORKER, running_job
+
+pytestmark = pytest.mark.django_db
+
+# Writers of the events below; the first two are threads of one process.
+THREAD_1 = "box:4242:thread-1:00c0ffee"
+THREAD_2 = "box:4242:thread-2:00beef00"
+OTHER_PROCESS = "other-host:7:thread-1:0000abcd"
+QUEUES = itertools.count()
+
+
+@pytest.fixture
+def api() -> APIClient:
+    return APIClient()
+
+
+def attempt(job_type, *, worker, claimed_at, ended_at, fail=None, **create):
+    """One attempt of a new job in a queue of its own (so no other job is claimed):
+    created at ``claimed_at - 1 s``, ended at ``ended_at``."""
+    create.setdefault("queue", f"q{next(QUEUES)}")
+    job, _ = services.create_job(type=job_type, now=claimed_at - timedelta(seconds=1), **create)
+    claimed = services.claim_next_job(worker_id=worker, now=claimed_at, queue=job.queue)
+    assert claimed.pk == job.pk
+    owner = {"job_id": job.pk, "worker_id": worker, "attempt": 1}
+    if fail is None:
+        services.complete_job(**owner, now=ended_at)
+    else:
+        services.fail_job(**owner, error=fail, now=ended_at)
+    return job
+
+
+def types_by_name(api, **params):
+    response = api.get("/api/jobs/types/", params)
+    assert response.status_code == 200, response.content
+    return response.json(), {entry["type"]: entry for entry in response.json()["types"]}
+
+
+# --- job types ------------------------------------------------------------------------
+
+
+def test_types_report_outcomes_failure_rate_percentiles_and_last_error(api):
+    base = timezone.now() - timedelta(minutes=10)
+    for run_ms in (100, 200, 300, 400):
+        attempt(
+            "demo.success",
+            worker=THREAD_1,
+            claimed_at=base,
+            ended_at=base + timedelta(milliseconds=run_ms),
+        )
+    attempt("demo.fail", worker=THREAD_2, claimed_at=base, ended_at=base, fail="first")
+    last = attempt(
+        "demo.fail",
+        worker=THREAD_2,
+        claimed_at=base + timedelta(minutes=1),
+        ended_at=base + timedelta(minutes=1, seconds=2),
+        fail="newest boom",
+        max_attempts=1,
+    )
+    body, types = types_by_name(api)
+    assert (body["minutes"], body["bucket_seconds"], body["sample_size_max"]) == (60, 60, 1000)
+    ok, bad = types["demo.success"], types["demo.fail"]
+    assert ok["counts"] == {
+        "claimed": 4,
+        "succeeded": 4,
+        "retry_scheduled": 0,
+        "failed": 0,
+        "timeout_requeued": 0,
+        "cancelled": 0,
+    }
+    assert (ok["attempts"], ok["failure_rate"], ok["last_error"]) == (4, 0.0, None)
+    # Nearest rank: p50 of 100..400 is the 2nd value, p95 the 4th; each waited 1 s.
+    assert (ok["sample_size"], ok["run_ms"], ok["wait_ms"]) == (
+        4,
+        {"p50": 200, "p95": 400},
+        {"p50": 1000, "p95": 1000},
+    )
+    assert bad["counts"]["retry_scheduled"] == 1 and bad["counts"]["failed"] == 1
+    assert (bad["attempts"], bad["failure_rate"]) == (2, 1.0)
+    assert bad["last_error"]["message"] == "newest boom"
+    assert bad["last_error"]["job_id"] == str(last.pk)
+    # One bucket a minute: both failures, a minute apart, 10 and 9 minutes ago.
+    assert len(bad["failures"]) == 60 and sum(bad["failures"]) == 2
+    assert bad["failures"][-11:-8].count(1) == 2 and sum(ok["failures"]) == 0
+
+
+def test_registered_types_without_activity_are_listed_with_empty_figures(api):
+    _, types = types_by_name(api)
+    assert set(types) == set(handlers.registered_types())
+    idle = types["demo.slow"]
+    assert idle["registered"] and set(idle["counts"].values()) == {0}
+    assert (idle["attempts"], idle["failure_rate"], idle["sample_size"]) == (0, None, 0)
+    assert idle["run_ms"] == {"p50": None, "p95": None} and idle["last_error"] is None
+
+
+def test_a_type_without_a_handler_here_is_listed_as_unregistered(api):
+    now = timezone.now()
+    attempt("elsewhere.only", worker=THREAD_1, claimed_at=now, ended_at=now)
+    _, types = types_by_name(api)
+    assert types["elsewhere.only"]["registered"] is False
+    assert types["elsewhere.only"]["counts"]["succeeded"] == 1
+
+
+def test_the_window_leaves_out_older_attempts_and_sets_the_sparkline_width(api):
+    old = timezone.now() - timedelta(minutes=30)
+    attempt("demo.fail", worker=THREAD_1, claimed_at=old, ended_at=old, fail="old")
+    body, types = types_by_name(api, minutes=10)
+    assert types["demo.fail"]["counts"]["retry_scheduled"] == 0
+    assert types["demo.fail"]["last_error"] is None
+    assert (body["bucket_seconds"], len(types["demo.fail"]["failures"])) == (60, 10)
+    body, types = types_by_name(api, minutes=1440)
+    assert types["demo.fail"]["last_error"]["message"] == "old"
+    # 1,440 minutes in 60 points of 24 minutes.
+    assert (body["bucket_seconds"], len(types["demo.fail"]["failures"])) == (1440, 60)
+    assert sum(types["demo.fail"]["failures"]) == 1
+
+
+@pytest.mark.parametrize("path", ["/api/jobs/types/", "/api/workers/"])
+@pytest.mark.parametrize("minutes", ["0", "1441", "abc", "-5", "1.5"])
+def test_a_bad_window_is_a_field_error(api, path, minutes):
+    response = api.get(path, {"minutes": minutes})
+    assert response.status_code == 400
+    assert list(response.json()) == ["minutes"]
+
+
+@pytest.mark.parametrize("path", ["/api/jobs/types/", "/api/workers/"])
+def test_queries_stay_bounded_however_many_types_and_workers(
+    api, path, django_assert_max_num_queries
+):
+    now = timezone.now()
+    for n in range(12):
+        attempt(f"t.{n}", worker=f"box:{n}:thread-1:0a0a", claimed_at=now, ended_at=now)
+        running_job(f"t.{n}", worker_id=f"box:{n}:thread-2:0b0b")
+    cache.clear()
+    # Types: the unsettled minutes' rollup and the samples (the ORM driver takes two, runs
+    # and failures); workers: running jobs and the rollup. The PostgreSQL driver's
+    # statements count too (they are logged).
+    orm_samples = path == "/api/jobs/types/" and connection.vendor != "postgresql"
+    with django_assert_max_num_queries(3 if orm_samples else 2):
+        assert api.get(path, {"minutes": 1440}).status_code == 200
+
+
+# --- workers --------------------------------------------------------------------------
+
+
+def test_workers_are_grouped_by_process_with_current_job_and_finished_count(api, settings):
+    # The API's own lease setting differs: the worker's lease is read from the claim.
+    settings.JOB_WORKER_LEASE_SECONDS = 99
+    now = timezone.now()
+    for seconds in (50, 40):
+        at = now - timedelta(seconds=seconds)
+        attempt("demo.success", worker=THREAD_1, claimed_at=at, ended_at=at)
+    attempt("demo.fail", worker=OTHER_PROCESS, claimed_at=now, ended_at=now, fail="x")
+    # Claimed 20 s ago with a 30 s lease, renewed by the heartbeat 5 s ago.
+    claimed_at = now - timedelta(seconds=20)
+    busy = running_job(worker_id=THREAD_2, now=claimed_at, lease_seconds=30)
+    services.heartbeat(
+        attempts=[Owner(busy.pk, THREAD_2, 1)],
+        lease_seconds=30,
+        now=now - timedelta(seconds=5),
+    )
+    response = api.get("/api/workers/")
+    assert response.status_code == 200
+    processes = {p["process"]: p for p in response.json()["processes"]}
+    assert set(processes) == {"box:4242", "other-host:7"}
+    box = processes["box:4242"]
+    assert (box["host"], box["pid"], box["running"], box["finished"]) == ("box", 4242, 1, 2)
+    first, second = box["workers"]
+    assert (first["worker_id"], first["thread"], first["role"]) == (THREAD_1, 1, "worker")
+    assert (first["finished"], first["current_job"]) == (2, None)
+    assert second["worker_id"] == THREAD_2 and second["finished"] == 0
+    current = second["current_job"]
+    assert (current["id"], current["type"], current["attempt"]) == (str(busy.pk), busy.type, 1)
+    assert current["lease_overdue"] is False
+    assert _time(current["since"]) == claimed_at
+    assert _time(second["last_seen"]) == now - timedelta(seconds=5)
+    assert _time(box["last_seen"]) == now - timedelta(seconds=5)
+    assert processes["other-host:7"]["workers"][0]["finished"] == 1
+
+
+def test_a_worker_id_of_another_shape_is_its_own_process(api):
+    running_job(worker_id=WORKER.replace("tests:1:", "tests-1-"))
+    (process,) = api.get("/api/workers/").json()["processes"]
+    assert process["process"] == process["workers"][0]["worker_id"]
+    assert (process["host"], process["pid"], process["workers"][0]["thread"]) == (
+        None,
+        None,
+        None,
+    )
+
+
+def test_the_maintenance_thread_is_told_apart_and_an_expired_lease_is_flagged(api):
+    now = timezone.now()
+    job = running_job(worker_id=THREAD_1, now=now - timedelta(seconds=40), lease_seconds=30)
+    body = api.get("/api/workers/").json()
+    (worker,) = body["processes"][0]["workers"]
+    assert worker["current_job"]["lease_overdue"] is True
+    services.cleanup_expired_jobs(now=now, worker_id="box:4242:thread-0:0000aaaa")
+    (process,) = api.get("/api/workers/").json()["processes"]
+    cleaner = next(w for w in process["workers"] if w["thread"] == 0)
+    assert (cleaner["role"], cleaner["finished"]) == ("maintenance", 1)
+    assert job.pk and process["running"] == 0
+
+
+def test_workers_outside_the_window_are_not_listed(api):
+    old = timezone.now() - timedelta(minutes=20)
+    attempt("demo.success", worker=THREAD_1, claimed_at=old, ended_at=old)
+    assert api.get("/api/workers/", {"minutes": 10}).json()["processes"] == []
+    assert len(api.get("/api/workers/", {"minutes": 30}).json()["processes"]) == 1
+
+
+def _time(text):
+    return datetime.fromisoformat(text)
+
+
+# --- the rollup cache -------------------------------------------------------------------
+
+
+def test_settled_minutes_are_computed_once_and_the_tail_every_time():
+    # Minute 20: the next calls stay in this hour, so it is never settled whole.
+    now = timezone.now().replace(minute=20, second=30) - timedelta(hours=1)
+    calls = []
+
+    def compute(start, end):
+        calls.append((start, end))
+        minute = int(start.timestamp()) // 60
+        return {m: [("row", m)] for m in range(minute, int(end.timestamp()) // 60 + 1)}
+
+    first = int(now.timestamp()) // 60 - 179  # three hours
+    rows = rollups.per_minute("test", first=first, now=now, compute=compute)
+    assert list(rows) == list(range(first, first + 180))
+    assert rows[first] == [("row", first)]
+    # Cold: from the start of the window's first hour.
+    assert calls[0][0] == rollups.minute_start(first // 60 * 60)
+    later = now + timedelta(minutes=3)
+    rows = rollups.per_minute("test", first=first + 3, now=later, compute=compute)
+    assert len(rows) == 180 and rows[first + 3] == [("row", first + 3)]
+    # Warm: only the minutes that were not settled at the first call.
+    settled = (int(now.timestamp()) - rollups.SETTLE_SECONDS) // 60
+    assert calls[1][0] == rollups.minute_start(settled)
+
+
+def test_a_minute_is_not_cached_before_it_settles():
+    now = timezone.now().replace(second=10) - timedelta(minutes=1)
+    minute = int(now.timestamp()) // 60 - 1  # ended 10 s ago: not settled yet
+    seen = []
+
+    def compute(start, end):
+        seen.append(start)
+        return {}
+
+    rollups.per_minute("test", first=minute, now=now, compute=compute)
+    rollups.per_minute("test", first=minute, now=now, compute=compute)
+    assert seen == [rollups.minute_start(minute)] * 2
