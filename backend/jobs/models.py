@@ -125,7 +125,7 @@ class Job(models.Model):
             models.Index(fields=["created_at"], name="jobs_job_created_at_idx"),
             # One queue at a time, in the claim's ORDER BY: the claim reads it in order and
             # stops at the first unlocked eligible row instead of sorting, and a loose scan
-            # over its priority levels skips not-yet-due rows (see queries.sql claim_job).
+            # over its priority levels skips not-yet-due rows (see queries.sql complete_and_claim).
             models.Index(
                 fields=["queue", "-priority", "available_at", "created_at", "id"],
                 name="job_claim_idx",

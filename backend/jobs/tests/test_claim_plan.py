@@ -1,0 +1,111 @@
+"""The claim stays an index scan however many jobs wait in other queues (issue 11).
+
+100,000 queued jobs over five queues, written with one ``INSERT … SELECT`` (creating them
+through the services would take most of a minute; these tests read plans, not
+transitions). The plan is the worker's own statement, ``complete_and_claim`` as the
+PostgreSQL driver runs it, executed under ``EXPLAIN (ANALYZE, BUFFERS)`` and rolled back.
+"""
+
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+import pytest
+from django.db import connection, transaction
+from django.utils import timezone
+
+from jobs.drivers.postgres import QUERIES
+from jobs.models import Job
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+QUEUES = ["default", "emails", "reports", "webhooks", "exports"]
+JOBS = 100_000
+
+
+@pytest.fixture
+def crowded_queues() -> None:
+    """JOBS queued jobs spread evenly over QUEUES; a tenth of them not due for a day, at a
+    higher priority, so the claim has future rows in front of the due ones."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {Job._meta.db_table} (id, type, payload, status, priority, attempts,
+                max_attempts, available_at, locked_by, locked_until, last_error, result,
+                idempotency_key, created_at, updated_at, finished_at, queue,
+                timeout_seconds, cancel_requested_at)
+            SELECT gen_random_uuid(), 'demo.success', '{{}}', 'queued',
+                CASE WHEN n %% 10 = 0 THEN 100 ELSE 50 END, 0, 3,
+                now() + CASE WHEN n %% 10 = 0 THEN interval '1 day' ELSE interval '0' END,
+                NULL, NULL, '', NULL, NULL, now(), now(), NULL,
+                (%s::text[])[1 + n %% %s], NULL, NULL
+            FROM generate_series(1, %s) AS n
+            """,
+            [QUEUES, len(QUEUES), JOBS],
+        )
+        cursor.execute(f"ANALYZE {Job._meta.db_table}")  # autovacuum is off on the test server
+
+
+def claim_plan(queue: str) -> dict[str, Any]:
+    """The executed plan of one claim from ``queue``, with buffer counts; rolled back."""
+    now = timezone.now()
+    params = {
+        "id": None,
+        "attempts": None,
+        "result_json": None,
+        "completed_message": None,
+        "completed_data": None,
+        "worker_id": "tests:1:thread-1:0000beef",
+        "queue": queue,
+        "locked_until": now + timedelta(seconds=30),
+        "claimed_message": "Job claimed",
+        "claimed_data": "{}",
+        "now": now,
+    }
+    assert set(params) == QUERIES["complete_and_claim"].params
+    with transaction.atomic():
+        connection.ensure_connection()
+        with psycopg.Cursor(connection.connection) as cursor:
+            cursor.execute(
+                "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + QUERIES["complete_and_claim"].sql,
+                params,
+            )
+            plan = cursor.fetchone()[0]
+        transaction.set_rollback(True)
+    return (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]
+
+
+def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from nodes(child)
+
+
+def test_claiming_from_one_of_several_crowded_queues_reads_only_the_claim_index(
+    crowded_queues,
+):
+    plan = claim_plan("emails")
+    job_scans = [
+        node
+        for node in nodes(plan)
+        if node.get("Relation Name") == "jobs_job" and node["Node Type"] != "ModifyTable"
+    ]
+    assert job_scans, plan
+    assert {node["Node Type"] for node in job_scans} <= {"Index Scan", "Index Only Scan"}, plan
+    # The row the claim updates is found by its primary key; every read that chooses it
+    # goes through job_claim_idx.
+    assert {node["Index Name"] for node in job_scans} <= {"job_claim_idx", "jobs_job_pkey"}
+    assert not any(node["Node Type"] == "Sort" for node in nodes(plan)), plan
+    # A walk over the queue's 20,000 rows would touch hundreds of pages; a few index
+    # probes touch a few dozen.
+    buffers = plan["Shared Hit Blocks"] + plan["Shared Read Blocks"]
+    assert buffers < 200, buffers
+
+
+def test_a_queue_without_jobs_is_answered_by_the_index_alone(crowded_queues):
+    plan = claim_plan("nobody-serves-this")
+    buffers = plan["Shared Hit Blocks"] + plan["Shared Read Blocks"]
+    assert buffers < 20, buffers
+    assert not any(node.get("Node Type") == "Seq Scan" for node in nodes(plan)), plan
