@@ -68,6 +68,7 @@ JOB_ID_PARAMETER = OpenApiParameter(
 )
 BAD_REQUEST = OpenApiResponse(VALIDATION_ERROR_SCHEMA, description="Invalid input.")
 NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No job with this id.")
+TOO_LARGE = OpenApiResponse(ErrorSerializer, description="Body over the size limit.")
 
 
 class DomainErrorsMixin:
@@ -229,7 +230,7 @@ class JobListCreateView(FilteredListView):
                 JobSerializer, description="The job already created with this idempotency key."
             ),
             400: BAD_REQUEST,
-            413: OpenApiResponse(ErrorSerializer, description="Body over the size limit."),
+            413: TOO_LARGE,
             415: OpenApiResponse(ErrorSerializer, description="Body is not application/json."),
         },
     )
@@ -256,7 +257,7 @@ class JobBulkCreateView(DomainErrorsMixin, APIView):
                 JobBulkCreateResultSerializer, description="Every key was known: none written."
             ),
             400: BAD_REQUEST,
-            413: OpenApiResponse(ErrorSerializer, description="Body over the size limit."),
+            413: TOO_LARGE,
         },
     )
     def post(self, request: Request) -> Response:
