@@ -8,9 +8,11 @@ Configured the standard way::
 
 Invariants:
 
-* ``Task.enqueue()`` writes one job through ``services.create_job`` on the default
-  database, in the caller's transaction: it commits or rolls back with the caller's data.
-  Arguments that do not survive a JSON round trip are refused before anything is written.
+* ``Task.enqueue()`` writes one job, ``enqueue_many()`` one per call, through
+  ``services.create_jobs`` on the default database, in the caller's transaction: they
+  commit or roll back with the caller's data. Arguments that do not survive a JSON round
+  trip are refused before anything is written (in a bulk call, every call is checked
+  first: all or nothing).
 * The job's type is the task's module path and its payload ``{"args": [...], "kwargs":
   {...}}``; the TaskResult id is the job id.
 * The worker runs a task only through the handler registry: creating a task with this
@@ -26,7 +28,7 @@ import inspect
 import json
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from functools import partial
@@ -148,6 +150,24 @@ def call_arguments(payload: Any) -> tuple[list[Any], dict[str, Any]]:
     raise TypeError('A task job\'s payload must be {"args": [...], "kwargs": {...}}.')
 
 
+def _call_pair(index: int, call: Any) -> tuple[Sequence[Any], dict[str, Any]]:
+    """The args and kwargs of ``enqueue_many``'s call number ``index``: an ``(args,
+    kwargs)`` pair with a list or tuple of args and a mapping of string keys."""
+    if isinstance(call, list | tuple) and len(call) == 2:
+        args, kwargs = call
+        if (
+            isinstance(args, list | tuple)
+            and isinstance(kwargs, Mapping)
+            and all(isinstance(key, str) for key in kwargs)
+        ):
+            return args, dict(kwargs)
+    raise InvalidTaskArguments(
+        f"calls[{index}]: must be an (args, kwargs) pair: a list or tuple, and a mapping "
+        "with string keys.",
+        index=index,
+    )
+
+
 # --- Tasks --------------------------------------------------------------------------------
 
 
@@ -235,6 +255,25 @@ class JobQueueTask(Task):  # type: ignore[type-arg]  # Task is not subscriptable
         # Task.__post_init__ by name: super() fails in slots dataclasses before Python 3.14.
         Task.__post_init__(self)
         _register(self)
+
+    def enqueue_many(
+        self, calls: Iterable[tuple[Sequence[Any], Mapping[str, Any]]]
+    ) -> list[TaskResult[..., Any]]:
+        """Enqueue this task once per ``(args, kwargs)`` pair of ``calls``, all or nothing
+        (``JobQueueBackend.enqueue_many``)."""
+        return self._bulk_backend().enqueue_many(self, calls)
+
+    async def aenqueue_many(
+        self, calls: Iterable[tuple[Sequence[Any], Mapping[str, Any]]]
+    ) -> list[TaskResult[..., Any]]:
+        """``enqueue_many`` from async code."""
+        return await self._bulk_backend().aenqueue_many(self, calls)
+
+    def _bulk_backend(self) -> JobQueueBackend:
+        backend = self.get_backend()
+        if not isinstance(backend, JobQueueBackend):
+            raise InvalidTask(f"The {self.backend!r} backend has no enqueue_many.")
+        return backend
 
     def using(
         self,
@@ -442,35 +481,86 @@ class JobQueueBackend(BaseTaskBackend):
         transaction; never if the transaction rolls back), so a receiver only hears of
         jobs a worker can see.
         """
+        (result,) = self._enqueue(task, [(args, kwargs)], bulk=False)
+        return result
+
+    def enqueue_many[**P, R](
+        self, task: Task[P, R], calls: Iterable[tuple[Sequence[Any], Mapping[str, Any]]]
+    ) -> list[TaskResult[P, R]]:
+        """Enqueue one job per ``(args, kwargs)`` of ``calls``, all or nothing; one
+        TaskResult per call, in order.
+
+        The task and every call are validated before anything is written (a bad call is
+        named ``calls[<index>]``); the jobs are then written by one ``services.create_jobs``
+        (one statement on PostgreSQL) in the caller's transaction, each with its
+        ``created`` event, and ``task_enqueued`` is sent for each result as ``enqueue``
+        sends it: after the commit, never after a rollback.
+        """
+        pairs = [_call_pair(index, call) for index, call in enumerate(calls)]
+        return self._enqueue(task, pairs, bulk=True)
+
+    async def aenqueue_many[**P, R](
+        self, task: Task[P, R], calls: Iterable[tuple[Sequence[Any], Mapping[str, Any]]]
+    ) -> list[TaskResult[P, R]]:
+        """``enqueue_many`` from async code (``aenqueue``'s counterpart)."""
+        return await sync_to_async(self.enqueue_many, thread_sensitive=True)(task, calls)
+
+    def _enqueue[**P, R](
+        self,
+        task: Task[P, R],
+        calls: list[tuple[Sequence[Any], dict[str, Any]]],
+        *,
+        bulk: bool,
+    ) -> list[TaskResult[P, R]]:
+        """The one enqueue path: validate everything, write every job, announce each."""
         self.validate_task(task)
         assert isinstance(task, JobQueueTask)  # validate_task refuses any other class
-        row, _ = services.create_job(
-            type=task.module_path,
-            payload=task_payload(args, kwargs),
-            priority=job_priority(task.priority),
-            available_at=task.run_after,
-            max_attempts=self.option(task, "MAX_ATTEMPTS"),
-            queue=task.queue_name,
-            timeout_seconds=self.option(task, "TIMEOUT_SECONDS"),
-        )
-        result: TaskResult[P, R] = TaskResult(
-            task=task,
-            id=str(row.id),
-            status=TaskResultStatus.READY,
-            enqueued_at=row.created_at,
-            started_at=None,
-            last_attempted_at=None,
-            finished_at=None,
-            args=list(args),
-            kwargs=kwargs,
-            backend=self.alias,
-            errors=[],
-            worker_ids=[],
-        )
-        transaction.on_commit(
-            partial(task_enqueued.send, type(self), task_result=result), robust=True
-        )
-        return result
+        # The options are the task's, so the same for every call.
+        max_attempts = self.option(task, "MAX_ATTEMPTS")
+        timeout_seconds = self.option(task, "TIMEOUT_SECONDS")
+        specs = []
+        for index, (args, kwargs) in enumerate(calls):
+            try:
+                payload = task_payload(args, kwargs)
+            except InvalidTaskArguments as exc:
+                if not bulk:
+                    raise
+                raise InvalidTaskArguments(f"calls[{index}]: {exc}", index=index) from None
+            specs.append(
+                services.NewJobSpec(
+                    type=task.module_path,
+                    payload=payload,
+                    priority=job_priority(task.priority),
+                    available_at=task.run_after,
+                    max_attempts=max_attempts,
+                    queue=task.queue_name,
+                    timeout_seconds=timeout_seconds,
+                )
+            )
+        rows = services.create_jobs(specs)
+        results: list[TaskResult[P, R]] = []
+        for (args, kwargs), (row, _) in zip(calls, rows, strict=True):
+            result: TaskResult[P, R] = TaskResult(
+                task=task,
+                id=str(row.id),
+                status=TaskResultStatus.READY,
+                enqueued_at=row.created_at,
+                started_at=None,
+                last_attempted_at=None,
+                finished_at=None,
+                args=list(args),
+                kwargs=kwargs,
+                backend=self.alias,
+                errors=[],
+                worker_ids=[],
+            )
+            # One callback per result, each robust: a failing receiver cannot keep the
+            # other results from being announced.
+            transaction.on_commit(
+                partial(task_enqueued.send, type(self), task_result=result), robust=True
+            )
+            results.append(result)
+        return results
 
     def get_result(self, result_id: str) -> TaskResult[..., Any]:
         """The task's result as its job and events say now (two queries).

@@ -86,8 +86,7 @@ class JobContext:
     def renew(self) -> None:
         """Extend the lease now (and write ``lease_renewed``); raise ``JobInterrupted``
         if the attempt must stop."""
-        self.check()
-        renewed = self.retrying(
+        self._write_as_owner(
             lambda: services.renew_lease(
                 job_id=self.job_id,
                 worker_id=self.worker_id,
@@ -95,14 +94,10 @@ class JobContext:
                 lease_seconds=self.lease_seconds,
             )
         )
-        if renewed is None:
-            self.state.lost = True
-            self.check()
 
     def progress(self, message: str, data: dict[str, Any] | None = None) -> None:
         """Add a ``progress`` event; raise ``JobInterrupted`` if the attempt must stop."""
-        self.check()
-        recorded = self.retrying(
+        self._write_as_owner(
             lambda: services.record_progress(
                 job_id=self.job_id,
                 worker_id=self.worker_id,
@@ -111,7 +106,12 @@ class JobContext:
                 data=data,
             )
         )
-        if not recorded:
+
+    def _write_as_owner(self, write: Callable[[], object]) -> None:
+        """Run one of the attempt's guarded writes. A write that matched no row (``None``
+        or ``False``) means the attempt is no longer ours: it is marked lost and stops."""
+        self.check()
+        if not self.retrying(write):
             self.state.lost = True
             self.check()
 

@@ -142,6 +142,19 @@ class AnyJSONField(serializers.JSONField):
 # --- Jobs -------------------------------------------------------------------------------
 
 
+class StrictBodySerializer(serializers.Serializer[Any]):
+    """A request body whose keys must all be fields: an unknown key is refused ("Unknown
+    field.") rather than dropped as DRF does, so a misspelt option is never ignored."""
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if isinstance(data, Mapping):
+            unknown = sorted(str(key) for key in data if key not in self.fields)
+            if unknown:
+                raise serializers.ValidationError({key: ["Unknown field."] for key in unknown})
+        validated: dict[str, Any] = super().to_internal_value(data)
+        return validated
+
+
 # Any, not Job: it also renders the drivers' JobRow, which has the same attributes.
 class JobSerializer(serializers.ModelSerializer[Any]):
     payload = JSONObjectField(read_only=True)
@@ -154,7 +167,7 @@ class JobSerializer(serializers.ModelSerializer[Any]):
         read_only_fields = fields
 
 
-class JobCreateSerializer(serializers.Serializer[Any]):
+class JobCreateSerializer(StrictBodySerializer):
     """The body of `POST /api/jobs/`. Unknown keys are refused, not ignored."""
 
     type = serializers.CharField(
@@ -212,14 +225,6 @@ class JobCreateSerializer(serializers.Serializer[Any]):
             "the job type's default, else JOB_WORKER_TIMEOUT_SECONDS (0: no limit)."
         ),
     )
-
-    def to_internal_value(self, data: Any) -> dict[str, Any]:
-        if isinstance(data, Mapping):
-            unknown = sorted(str(key) for key in data if key not in self.fields)
-            if unknown:
-                raise serializers.ValidationError({key: ["Unknown field."] for key in unknown})
-        validated: dict[str, Any] = super().to_internal_value(data)
-        return validated
 
     def validate_type(self, value: str) -> str:
         known = handlers.registered_types()
@@ -307,7 +312,7 @@ class JobListQuerySerializer(serializers.Serializer[Any]):
     queue = QueueNameField(required=False, allow_blank=True, help_text="Exact queue name.")
 
 
-class JobSelectionSerializer(JobListQuerySerializer):
+class JobSelectionSerializer(StrictBodySerializer, JobListQuerySerializer):
     """The body of the bulk actions: the job list's filters and/or ids, never nothing."""
 
     ids = FlatListField(
@@ -317,14 +322,6 @@ class JobSelectionSerializer(JobListQuerySerializer):
         max_length=BULK_IDS_MAX,
         help_text=f"Act on these jobs (at most {BULK_IDS_MAX}); combined with the filters.",
     )
-
-    def to_internal_value(self, data: Any) -> dict[str, Any]:
-        if isinstance(data, Mapping):
-            unknown = sorted(str(key) for key in data if key not in self.fields)
-            if unknown:
-                raise serializers.ValidationError({key: ["Unknown field."] for key in unknown})
-        validated: dict[str, Any] = super().to_internal_value(data)
-        return validated
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if not attrs.get("ids") and not any(

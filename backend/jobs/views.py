@@ -68,6 +68,7 @@ JOB_ID_PARAMETER = OpenApiParameter(
 )
 BAD_REQUEST = OpenApiResponse(VALIDATION_ERROR_SCHEMA, description="Invalid input.")
 NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No job with this id.")
+TOO_LARGE = OpenApiResponse(ErrorSerializer, description="Body over the size limit.")
 
 
 class DomainErrorsMixin:
@@ -95,6 +96,41 @@ def validated_query(
     serializer.is_valid(raise_exception=True)
     validated: dict[str, Any] = serializer.validated_data  # the stubs type it Any
     return validated
+
+
+class SelectorView(DomainErrorsMixin, APIView):
+    """A read: the query string is validated by ``query_serializer`` (none: no query), its
+    values are handed to ``selector``, and ``response_serializer`` renders the answer.
+    Declare it with ``@read_schema``; the view's docstring is the operation's description."""
+
+    query_serializer: type[serializers.Serializer[Any]] | None = None
+    response_serializer: type[serializers.Serializer[Any]]
+    selector: Callable[..., Any]
+
+    def get(self, request: Request) -> Response:
+        query = (
+            {} if self.query_serializer is None else validated_query(self.query_serializer, request)
+        )
+        return Response(self.response_serializer(type(self).selector(**query)).data)
+
+
+def read_schema[V: type[SelectorView]](operation_id: str, tag: str) -> Callable[[V], V]:
+    """The OpenAPI operation of a ``SelectorView``, from its serializers: its query's
+    parameters and a 400 only where it validates a query string."""
+
+    def decorate(view: V) -> V:
+        parameters: list[Any] = []
+        responses: dict[int, Any] = {200: view.response_serializer}
+        if view.query_serializer is not None:
+            parameters.append(view.query_serializer)
+            responses[400] = BAD_REQUEST
+        schema = extend_schema(
+            operation_id=operation_id, tags=[tag], parameters=parameters, responses=responses
+        )
+        decorated: V = extend_schema_view(get=schema)(view)
+        return decorated
+
+    return decorate
 
 
 # --- Health and config ------------------------------------------------------------------
@@ -136,11 +172,12 @@ class HealthView(DomainErrorsMixin, APIView):
         return Response(HealthSerializer({"ok": True, "database": "ok"}).data)
 
 
-class ConfigView(DomainErrorsMixin, APIView):
-    @extend_schema(operation_id="config", tags=["config"], responses={200: ConfigSerializer})
-    def get(self, request: Request) -> Response:
-        """Registered job types with example payloads, worker settings and input limits."""
-        return Response(ConfigSerializer(selectors.api_config()).data)
+@read_schema("config", "config")
+class ConfigView(SelectorView):
+    """Registered job types with example payloads, worker settings and input limits."""
+
+    response_serializer = ConfigSerializer
+    selector = selectors.api_config
 
 
 # --- Jobs -------------------------------------------------------------------------------
@@ -193,7 +230,7 @@ class JobListCreateView(FilteredListView):
                 JobSerializer, description="The job already created with this idempotency key."
             ),
             400: BAD_REQUEST,
-            413: OpenApiResponse(ErrorSerializer, description="Body over the size limit."),
+            413: TOO_LARGE,
             415: OpenApiResponse(ErrorSerializer, description="Body is not application/json."),
         },
     )
@@ -220,7 +257,7 @@ class JobBulkCreateView(DomainErrorsMixin, APIView):
                 JobBulkCreateResultSerializer, description="Every key was known: none written."
             ),
             400: BAD_REQUEST,
-            413: OpenApiResponse(ErrorSerializer, description="Body over the size limit."),
+            413: TOO_LARGE,
         },
     )
     def post(self, request: Request) -> Response:
@@ -357,52 +394,41 @@ class JobBulkRetryView(DomainErrorsMixin, APIView):
         return Response(RetryOutcomeSerializer({"retried": retried}).data)
 
 
-class JobStatsView(DomainErrorsMixin, APIView):
-    @extend_schema(operation_id="jobs_stats", tags=["jobs"], responses={200: JobStatsSerializer})
-    def get(self, request: Request) -> Response:
-        """Counts by status, overdue leases and pending retries, from one query."""
-        return Response(JobStatsSerializer(selectors.job_stats()).data)
+@read_schema("jobs_stats", "jobs")
+class JobStatsView(SelectorView):
+    """Counts by status, overdue leases and pending retries, from one query."""
+
+    response_serializer = JobStatsSerializer
+    selector = selectors.job_stats
 
 
-class JobThroughputView(DomainErrorsMixin, APIView):
-    @extend_schema(
-        operation_id="jobs_throughput",
-        tags=["jobs"],
-        parameters=[ThroughputQuerySerializer],
-        responses={200: ThroughputSerializer, 400: BAD_REQUEST},
-    )
-    def get(self, request: Request) -> Response:
-        """Succeeded and failed events per time bucket over the last minutes."""
-        query = validated_query(ThroughputQuerySerializer, request)
-        return Response(ThroughputSerializer(selectors.throughput(**query)).data)
+@read_schema("jobs_throughput", "jobs")
+class JobThroughputView(SelectorView):
+    """Succeeded and failed events per time bucket over the last minutes."""
+
+    query_serializer = ThroughputQuerySerializer
+    response_serializer = ThroughputSerializer
+    selector = selectors.throughput
 
 
-class JobTypesView(DomainErrorsMixin, APIView):
-    @extend_schema(
-        operation_id="jobs_types",
-        tags=["jobs"],
-        parameters=[ActivityWindowQuerySerializer],
-        responses={200: JobTypesSerializer, 400: BAD_REQUEST},
-    )
-    def get(self, request: Request) -> Response:
-        """Per job type over the last minutes: outcomes, failure rate, run time and queue
-        wait percentiles, last error, and failures per bucket (a sparkline)."""
-        query = validated_query(ActivityWindowQuerySerializer, request)
-        return Response(JobTypesSerializer(selectors.type_health(**query)).data)
+@read_schema("jobs_types", "jobs")
+class JobTypesView(SelectorView):
+    """Per job type over the last minutes: outcomes, failure rate, run time and queue
+    wait percentiles, last error, and failures per bucket (a sparkline)."""
+
+    query_serializer = ActivityWindowQuerySerializer
+    response_serializer = JobTypesSerializer
+    selector = selectors.type_health
 
 
-class WorkersView(DomainErrorsMixin, APIView):
-    @extend_schema(
-        operation_id="workers_list",
-        tags=["workers"],
-        parameters=[ActivityWindowQuerySerializer],
-        responses={200: WorkersSerializer, 400: BAD_REQUEST},
-    )
-    def get(self, request: Request) -> Response:
-        """Worker threads seen in the last minutes, grouped by process: current job, attempts
-        finished, last seen."""
-        query = validated_query(ActivityWindowQuerySerializer, request)
-        return Response(WorkersSerializer(selectors.worker_activity(**query)).data)
+@read_schema("workers_list", "workers")
+class WorkersView(SelectorView):
+    """Worker threads seen in the last minutes, grouped by process: current job, attempts
+    finished, last seen."""
+
+    query_serializer = ActivityWindowQuerySerializer
+    response_serializer = WorkersSerializer
+    selector = selectors.worker_activity
 
 
 # --- Events -----------------------------------------------------------------------------

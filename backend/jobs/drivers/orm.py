@@ -47,6 +47,15 @@ def _owned(owner: Owner) -> Q:
     )
 
 
+def _lock_owned_type(owner: Owner) -> str | None:
+    """Lock the owner's running attempt for this transaction; its job type, or ``None``
+    when the attempt is no longer the owner's (the guard of renew and progress)."""
+    job_type: str | None = (
+        Job.objects.select_for_update().filter(_owned(owner)).values_list("type", flat=True).first()
+    )
+    return job_type
+
+
 def _event(
     job_id: Any, type: str, attempt: int, event: Event, *, job_type: str, **extra: Any
 ) -> JobEvent:
@@ -366,12 +375,7 @@ class OrmDriver:
         self, owner: Owner, *, locked_until: datetime, now: datetime, event: Event
     ) -> bool:
         with transaction.atomic():
-            job_type = (
-                Job.objects.select_for_update()
-                .filter(_owned(owner))
-                .values_list("type", flat=True)
-                .first()
-            )
+            job_type = _lock_owned_type(owner)
             if job_type is None:
                 return False
             Job.objects.filter(pk=owner.job_id).update(locked_until=locked_until, updated_at=now)
@@ -397,12 +401,7 @@ class OrmDriver:
 
     def record_progress(self, owner: Owner, *, now: datetime, event: Event) -> bool:
         with transaction.atomic():
-            job_type = (
-                Job.objects.select_for_update()
-                .filter(_owned(owner))
-                .values_list("type", flat=True)
-                .first()
-            )
+            job_type = _lock_owned_type(owner)
             if job_type is None:
                 return False
             _owner_event(owner, JobEventType.PROGRESS, event, now, job_type=job_type)

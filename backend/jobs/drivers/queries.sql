@@ -8,6 +8,28 @@
 -- queue wait (wait_ms); the event that ends a running attempt carries its run time
 -- (run_ms, from that attempt's claimed event) and a copy of its wait_ms. Milliseconds are
 -- floored and never negative, as the ORM driver computes them.
+-- A -- fragment: is SQL several statements share, placed with {name} (see sql.py).
+
+-- fragment: ended_attempt_timing
+-- Joins the claimed event of the attempt that the job row `ended` (id, attempts) ends: the
+-- attempt's queue wait (claim.wait_ms) and its run time up to :now (claim.run_ms). The
+-- newest claimed event of that job and attempt, found via job_event_job_id_idx; without
+-- one, both are NULL.
+LEFT JOIN LATERAL (
+    SELECT wait_ms,
+        GREATEST(floor(EXTRACT(EPOCH FROM :now - created_at) * 1000), 0)::bigint AS run_ms
+    FROM jobs_jobevent AS event
+    WHERE event.job_id = ended.id AND event.type = 'claimed'
+        AND event.attempt = ended.attempts
+    ORDER BY event.id DESC LIMIT 1
+) AS claim ON true
+
+-- fragment: selection
+-- The bulk actions' selection (jobs.drivers.base.Selection): each part that is not NULL
+-- narrows it; :type_pattern is an ILIKE pattern.
+(:status::text IS NULL OR status = :status)
+AND (:type_pattern::text IS NULL OR type ILIKE :type_pattern)
+AND (:queue::text IS NULL OR queue = :queue) AND (:ids::uuid[] IS NULL OR id = ANY(:ids))
 
 -- name: create_jobs
 -- Insert the jobs of :jobs (a JSON array, in order) and a created event for each, one
@@ -72,18 +94,10 @@ WITH RECURSIVE completed AS (
 ), completed_event AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
         job_type, wait_ms, run_ms)
-    SELECT completed.id, 'succeeded', completed.attempts, :worker_id, :completed_message,
-        :completed_data::jsonb, :now, completed.type, claim.wait_ms, claim.run_ms
-    FROM completed LEFT JOIN LATERAL (
-        -- The claimed event of this attempt (the newest of this job and attempt; found via
-        -- job_event_job_id_idx): its wait, and the run time up to now. None: both NULL.
-        SELECT wait_ms,
-            GREATEST(floor(EXTRACT(EPOCH FROM :now - created_at) * 1000), 0)::bigint AS run_ms
-        FROM jobs_jobevent AS event
-        WHERE event.job_id = completed.id AND event.type = 'claimed'
-            AND event.attempt = completed.attempts
-        ORDER BY event.id DESC LIMIT 1
-    ) AS claim ON true
+    SELECT ended.id, 'succeeded', ended.attempts, :worker_id, :completed_message,
+        :completed_data::jsonb, :now, ended.type, claim.wait_ms, claim.run_ms
+    FROM completed AS ended
+    {ended_attempt_timing}
 ), level AS (
     (SELECT priority FROM jobs_job
         WHERE status = 'queued' AND queue = :queue
@@ -196,23 +210,17 @@ WITH failed AS (
 ), event AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
         job_type, wait_ms, run_ms)
-    SELECT failed.id,
+    SELECT ended.id,
         CASE status WHEN 'queued' THEN 'retry_scheduled' WHEN 'cancelled' THEN 'cancelled'
             ELSE 'failed' END,
-        failed.attempts, :worker_id,
+        ended.attempts, :worker_id,
         CASE status WHEN 'queued' THEN :retry_message WHEN 'cancelled' THEN :cancelled_message
             ELSE :failed_message END,
         CASE status WHEN 'queued' THEN :retry_data::jsonb
             WHEN 'cancelled' THEN :cancelled_data::jsonb ELSE :failed_data::jsonb END,
-        :now, failed.type, claim.wait_ms, claim.run_ms
-    FROM failed LEFT JOIN LATERAL (
-        SELECT wait_ms,
-            GREATEST(floor(EXTRACT(EPOCH FROM :now - created_at) * 1000), 0)::bigint AS run_ms
-        FROM jobs_jobevent AS event
-        WHERE event.job_id = failed.id AND event.type = 'claimed'
-            AND event.attempt = failed.attempts
-        ORDER BY event.id DESC LIMIT 1
-    ) AS claim ON true
+        :now, ended.type, claim.wait_ms, claim.run_ms
+    FROM failed AS ended
+    {ended_attempt_timing}
 )
 SELECT * FROM failed;
 
@@ -282,21 +290,15 @@ WITH release AS (
         last_error = release.error, updated_at = :now
     FROM release
     WHERE job.id = release.id AND job.status = 'running'
-    RETURNING job.id, job.type
+    RETURNING job.id, job.type, job.attempts
 )
 INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
     job_type, wait_ms, run_ms)
 SELECT release.id, release.event_type, release.attempt, :worker_id, release.message,
-    release.data, :now, released.type, claim.wait_ms, claim.run_ms
-FROM release JOIN released ON released.id = release.id
-LEFT JOIN LATERAL (
-    SELECT wait_ms,
-        GREATEST(floor(EXTRACT(EPOCH FROM :now - created_at) * 1000), 0)::bigint AS run_ms
-    FROM jobs_jobevent AS event
-    WHERE event.job_id = release.id AND event.type = 'claimed'
-        AND event.attempt = release.attempt
-    ORDER BY event.id DESC LIMIT 1
-) AS claim ON true
+    release.data, :now, ended.type, claim.wait_ms, claim.run_ms
+-- The row is locked since lock_expired_leases read it, so ended.attempts = release.attempt.
+FROM release JOIN released AS ended ON ended.id = release.id
+{ended_attempt_timing}
 ORDER BY release.id;
 
 -- name: retry_jobs
@@ -306,9 +308,8 @@ ORDER BY release.id;
 -- waits for a concurrent change and re-checks the status, so each job changes once.
 WITH target AS (
     SELECT id, status, attempts, last_error, type FROM jobs_job
-    WHERE status IN ('failed', 'cancelled') AND (:status::text IS NULL OR status = :status)
-        AND (:type_pattern::text IS NULL OR type ILIKE :type_pattern)
-        AND (:queue::text IS NULL OR queue = :queue) AND (:ids::uuid[] IS NULL OR id = ANY(:ids))
+    WHERE status IN ('failed', 'cancelled')
+        AND {selection}
     ORDER BY id
     FOR UPDATE
 ), retried AS (
@@ -338,9 +339,7 @@ SELECT count(*) FROM retried;
 WITH target AS (
     SELECT id FROM jobs_job
     WHERE (status = 'queued' OR (status = 'running' AND cancel_requested_at IS NULL))
-        AND (:status::text IS NULL OR status = :status)
-        AND (:type_pattern::text IS NULL OR type ILIKE :type_pattern)
-        AND (:queue::text IS NULL OR queue = :queue) AND (:ids::uuid[] IS NULL OR id = ANY(:ids))
+        AND {selection}
     ORDER BY id
     FOR UPDATE
 ), changed AS (

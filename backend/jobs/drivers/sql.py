@@ -4,6 +4,11 @@ A file holds statements each headed by ``-- name: <name>``; the comment lines un
 header say what the statement guarantees. Parameters are written ``:name``, which is what
 ``pgbench`` understands, so the benchmark runs the very text the driver runs; for psycopg
 they become ``%(name)s`` (``::`` casts, quoted literals and comments are left alone).
+
+A piece of SQL that several statements share (a predicate, a join) is written once under
+``-- fragment: <name>`` and placed with ``{name}``; it is expanded when the file is read, so
+every statement's text is complete SQL. Continuation lines take the placeholder's line's
+indentation.
 """
 
 from __future__ import annotations
@@ -12,9 +17,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-_HEADER = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
+_HEADER = re.compile(r"^--\s*(name|fragment):\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
 # A literal, a comment, a cast, or a parameter; only the last is rewritten.
 _TOKEN = re.compile(r"'(?:[^']|'')*'|--[^\n]*|::|(?<![\w:]):([A-Za-z_]\w*)|%")
+# A literal, a comment, or a fragment's placeholder; only the last is replaced.
+_PLACEHOLDER = re.compile(r"'(?:[^']|'')*'|--[^\n]*|\{([a-z_][a-z0-9_]*)\}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,24 +48,50 @@ def _to_pyformat(text: str) -> tuple[str, frozenset[str]]:
     return _TOKEN.sub(replace, text), frozenset(params)
 
 
+def _expand(text: str, fragments: dict[str, str], used: set[str], where: str) -> str:
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name is None:
+            return match.group(0)
+        if name not in fragments:
+            raise ValueError(f"{where} uses {{{name}}}, which is no fragment defined above it")
+        used.add(name)
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        line = text[line_start : match.start()]
+        indent = line[: len(line) - len(line.lstrip())]
+        return fragments[name].replace("\n", "\n" + indent)
+
+    return _PLACEHOLDER.sub(replace, text)
+
+
 def parse(source: str) -> dict[str, Query]:
-    """Split ``source`` into its named statements."""
+    """Split ``source`` into its named statements, each with its fragments expanded."""
     headers = list(_HEADER.finditer(source))
     queries: dict[str, Query] = {}
+    fragments: dict[str, str] = {}
+    used: set[str] = set()
     for index, header in enumerate(headers):
         end = headers[index + 1].start() if index + 1 < len(headers) else len(source)
         lines = source[header.end() : end].strip("\n").splitlines()
         doc_lines = []
         while lines and lines[0].startswith("--"):
             doc_lines.append(lines.pop(0).lstrip("-").strip())
+        kind, name = header.groups()
         text = "\n".join(lines).strip().rstrip(";")
-        name = header.group(1)
-        if name in queries:
-            raise ValueError(f"query {name!r} is defined twice")
+        defined = fragments if kind == "fragment" else queries
+        if name in defined:
+            raise ValueError(f"{kind} {name!r} is defined twice")
         if not text:
-            raise ValueError(f"query {name!r} has no statement")
+            raise ValueError(f"{kind} {name!r} has no SQL")
+        text = _expand(text, fragments, used, f"{kind} {name!r}")
+        if kind == "fragment":
+            fragments[name] = text
+            continue
         sql, params = _to_pyformat(text)
         queries[name] = Query(name, " ".join(doc_lines), text, sql, params)
+    unused = sorted(set(fragments) - used)
+    if unused:
+        raise ValueError(f"fragments {unused} are used by no statement")
     return queries
 
 

@@ -66,6 +66,29 @@ def test_sql_loader_turns_named_parameters_into_pyformat_and_leaves_casts_and_li
     assert query.params == {"a", "b_2"}
 
 
+def test_sql_loader_expands_fragments_at_the_placeholders_indentation():
+    (query,) = sql.parse(
+        "-- fragment: owned\n-- what it picks\n(a = :a\n    OR b = '{owned}')\n"
+        "-- name: sample\nSELECT 1\n    WHERE {owned} -- {owned}\n"
+    ).values()
+    assert query.text == "SELECT 1\n    WHERE (a = :a\n        OR b = '{owned}') -- {owned}"
+    assert query.params == {"a"}
+
+
+@pytest.mark.parametrize(
+    ("source", "problem"),
+    [
+        ("-- name: q\nSELECT {nowhere}\n", "no fragment defined above it"),
+        ("-- name: q\nSELECT {later}\n-- fragment: later\n1\n", "no fragment defined"),
+        ("-- fragment: spare\n1\n-- name: q\nSELECT 1\n", "used by no statement"),
+        ("-- fragment: f\n1\n-- fragment: f\n2\n-- name: q\nSELECT {f}\n", "twice"),
+    ],
+)
+def test_sql_loader_refuses_unknown_unused_or_repeated_fragments(source, problem):
+    with pytest.raises(ValueError, match=problem):
+        sql.parse(source)
+
+
 # --- both drivers agree -----------------------------------------------------------------------
 
 

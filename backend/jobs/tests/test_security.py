@@ -969,12 +969,12 @@ def test_a_wrong_method_on_a_known_path_is_a_json_405(method, path):
 def test_a_database_error_of_the_connection_kind_is_a_json_503(client, monkeypatch):
     from django.db import OperationalError
 
-    from jobs import selectors
+    from jobs.views import JobStatsView
 
     def refuse(**kwargs):
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr(selectors, "job_stats", refuse)
+    monkeypatch.setattr(JobStatsView, "selector", refuse)
     response = client.get("/api/jobs/stats/")
     assert response.status_code == 503
     assert response["Retry-After"] == "5"

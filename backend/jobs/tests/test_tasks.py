@@ -335,6 +335,131 @@ def test_enqueue_in_a_rolled_back_transaction_leaves_no_job_and_no_signal(receiv
     assert received == []
 
 
+# --- Bulk enqueue ----------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_enqueue_many_writes_one_job_and_one_created_event_per_call_in_order():
+    results = example_tasks.add.enqueue_many(
+        [((1, 2), {}), ([3], {"b": 4}), ((), {"a": 5, "b": 6})]
+    )
+    jobs = [Job.objects.get(pk=result.id) for result in results]
+    assert [job.payload for job in jobs] == [
+        {"args": [1, 2], "kwargs": {}},
+        {"args": [3], "kwargs": {"b": 4}},
+        {"args": [], "kwargs": {"a": 5, "b": 6}},
+    ]
+    assert {(job.type, job.status, job.priority) for job in jobs} == {
+        ("jobs.tests.example_tasks.add", JobStatus.QUEUED, 50)
+    }
+    assert [timeline(job) for job in jobs] == [[Event.CREATED]] * 3
+    assert [(result.args, result.kwargs) for result in results] == [
+        ([1, 2], {}),
+        ([3], {"b": 4}),
+        ([], {"a": 5, "b": 6}),
+    ]
+    assert {(result.status, result.enqueued_at) for result in results} == {
+        (TaskResultStatus.READY, jobs[0].created_at)
+    }
+
+
+@pytest.mark.django_db
+def test_enqueue_many_results_are_retrievable_with_get_result():
+    results = example_tasks.add.enqueue_many([((1, 2), {}), ((3, 4), {})])
+    read = [backend().get_result(result.id) for result in results]
+    assert [(r.id, r.status, r.args, r.task.module_path) for r in read] == [
+        (results[0].id, TaskResultStatus.READY, [1, 2], "jobs.tests.example_tasks.add"),
+        (results[1].id, TaskResultStatus.READY, [3, 4], "jobs.tests.example_tasks.add"),
+    ]
+
+
+@pytest.mark.django_db
+def test_enqueue_many_writes_the_tasks_options_on_every_job():
+    when = timezone.now() + timedelta(hours=1)
+    results = example_tasks.configured.using(run_after=when).enqueue_many([((), {})] * 2)
+    assert {
+        (job.priority, job.queue, job.timeout_seconds, job.max_attempts, job.available_at)
+        for job in Job.objects.filter(pk__in=[result.id for result in results])
+    } == {(-50, "tasks-test", 30, 7, when)}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("bad_call", "named"),
+    [
+        (((1,), {"b": timezone.now()}), r"calls\[2\]: Task argument kwargs\['b'\]"),
+        (((1, {2}), {}), r"calls\[2\]: Task argument args\[1\]"),
+        (((1,), {5: 2}), r"calls\[2\]: must be an \(args, kwargs\) pair"),
+        ((1, 2), r"calls\[2\]: must be an \(args, kwargs\) pair"),
+        (((1, 2),), r"calls\[2\]: must be an \(args, kwargs\) pair"),
+    ],
+)
+def test_enqueue_many_refuses_every_call_when_one_is_bad_naming_it(bad_call, named):
+    calls = [((1, 2), {}), ((3, 4), {}), bad_call, ((5, 6), {})]
+    with pytest.raises(InvalidTaskArguments, match=named) as refused:
+        example_tasks.add.enqueue_many(calls)
+    assert refused.value.index == 2
+    assert not Job.objects.exists()
+    assert not JobEvent.objects.exists()
+
+
+@pytest.mark.django_db
+def test_enqueue_many_refuses_a_task_the_backend_cannot_run_and_writes_nothing(settings):
+    settings.TASKS = {
+        "default": {"BACKEND": "jobs.backends.JobQueueBackend", "QUEUES": ["default"]}
+    }
+    with pytest.raises(InvalidTask, match="not valid for backend"):
+        example_tasks.add.using(queue_name="emails").enqueue_many([((1, 2), {})])
+    assert not Job.objects.exists()
+
+
+@pytest.mark.django_db
+def test_enqueue_many_of_no_calls_writes_nothing():
+    assert example_tasks.add.enqueue_many([]) == []
+    assert not Job.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_enqueue_many_in_a_committed_transaction_signals_each_result_after_commit(received):
+    with transaction.atomic():
+        results = example_tasks.add.enqueue_many([((1, 2), {}), ((3, 4), {})])
+        assert received == []  # not before the jobs are visible to workers
+    assert Job.objects.filter(pk__in=[result.id for result in results]).count() == 2
+    assert [(name, r.id, status) for name, status, r in received] == [
+        ("enqueued", result.id, TaskResultStatus.READY) for result in results
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_enqueue_many_in_a_rolled_back_transaction_leaves_no_job_and_no_signal(received):
+    class Rollback(Exception):
+        pass
+
+    with pytest.raises(Rollback), transaction.atomic():
+        results = example_tasks.add.enqueue_many([((1, 2), {}), ((3, 4), {})])
+        raise Rollback
+    assert not Job.objects.filter(pk__in=[result.id for result in results]).exists()
+    assert not JobEvent.objects.exists()
+    assert received == []
+
+
+@pytest.mark.django_db
+def test_aenqueue_many_enqueues_the_same_way():
+    results = async_to_sync(example_tasks.add.aenqueue_many)([((1, 2), {}), ((3, 4), {})])
+    assert [Job.objects.get(pk=result.id).payload["args"] for result in results] == [
+        [1, 2],
+        [3, 4],
+    ]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_enqueue_many_is_one_statement_on_postgresql(django_assert_num_queries):
+    with django_assert_num_queries(1):
+        results = example_tasks.add.enqueue_many([((n, n), {}) for n in range(50)])
+    assert JobEvent.objects.filter(job_id__in=[r.id for r in results]).count() == 50
+
+
 # --- Results ---------------------------------------------------------------------------
 
 
