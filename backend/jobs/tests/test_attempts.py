@@ -410,7 +410,7 @@ def test_polling_still_finds_jobs_when_notifications_are_lost(register_handler):
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                "WHERE application_name = %s",
+                "WHERE application_name = %s AND datname = current_database()",
                 [LISTENER_APPLICATION_NAME],
             )
             assert cursor.fetchone()[0] == 1
