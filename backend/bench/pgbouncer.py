@@ -7,8 +7,10 @@ rate = jobs / span between the first ``claimed`` and the last ``succeeded`` even
 thread, plus each process's maintenance thread and listener), and through a private
 pgbouncer (``jobs.tests.helpers.PrivatePgBouncer``) with at most ``POOL_SIZE`` server
 connections, as the README's "Scaling out" section configures it: prepared statements
-off (``POSTGRES_TRANSACTION_POOLING``), LISTEN straight to PostgreSQL. Rounds alternate
-which goes first; the best of each is kept.
+off (``POSTGRES_TRANSACTION_POOLING``), LISTEN straight to PostgreSQL. A third drain goes
+direct with prepared statements off too, which splits the difference into what losing
+them costs and what the pooler's extra hop costs. Rounds rotate which goes first; the
+best of each is kept.
 
 Each run also records what the README's capacity figures need: the server connections in
 use (the most of ``SHOW POOLS`` and ``pg_stat_activity`` samples every 50 ms), WAL syncs
@@ -20,6 +22,7 @@ one attempt; must be 0).
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import threading
 from dataclasses import dataclass, field
@@ -49,6 +52,7 @@ class ConnectionRun(WorkerRun):
     commits_per_second: float
     wal_bytes_per_job: float
     cpu_busy_percent: float  # the whole machine, during the drain
+    pooler_cpu_percent: float | None  # pgbouncer's own CPU, of one core
     double_claims: int
     errors: list[str] = field(default_factory=list)
 
@@ -61,8 +65,13 @@ class PgBouncerResult:
     pool_size: int
     pgbouncer_version: str
     direct: ConnectionRun
+    # Direct with prepared statements off, as they must be through pgbouncer 1.18: splits
+    # the gap into what losing them costs and what the pooler's hop costs.
+    direct_unprepared: ConnectionRun
     pgbouncer: ConnectionRun
     ratio: float | None  # pgbouncer jobs/s over direct jobs/s
+    ratio_unprepared: float | None  # pgbouncer jobs/s over direct-unprepared jobs/s
+    pgbouncer_cpu_percent: float  # of one core, during the best pooled drain
     goal_ratio: float
     errors: list[str]  # both runs' worker log problems and pgbouncer's warnings
     double_claims: int  # over every run
@@ -78,6 +87,11 @@ def _cpu_times() -> tuple[int, int]:
     fields = [int(value) for value in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
     idle = fields[3] + fields[4]  # idle + iowait
     return sum(fields) - idle, sum(fields)
+
+
+def _process_cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
 def _server_counters(db: Database) -> tuple[int, int, int]:
@@ -155,6 +169,8 @@ def _drain(
     sampler = Sampler(db.conninfo, exclude, pgbouncer)
     syncs, wal_bytes, commits = _server_counters(db)
     busy, total = _cpu_times()
+    pooler_pid = int(pgbouncer.pidfile.read_text()) if pgbouncer is not None else None
+    pooler_cpu = _process_cpu_seconds(pooler_pid) if pooler_pid else 0.0
     sampler.start()
     try:
         # Raises if any job was not claimed and succeeded exactly once: a double claim
@@ -176,6 +192,9 @@ def _drain(
     busy_after, total_after = _cpu_times()
     syncs_after, wal_bytes_after, commits_after = _server_counters(db)
     seconds = run.drain_wall_seconds or math.nan
+    pooler_percent = None
+    if pooler_pid:
+        pooler_percent = round(100 * (_process_cpu_seconds(pooler_pid) - pooler_cpu) / seconds, 1)
     return ConnectionRun(
         **vars(run),
         mode=mode,
@@ -185,6 +204,7 @@ def _drain(
         commits_per_second=round((commits_after - commits) / seconds, 1),
         wal_bytes_per_job=round((wal_bytes_after - wal_bytes) / jobs, 1),
         cpu_busy_percent=round(100 * (busy_after - busy) / max(total_after - total, 1), 1),
+        pooler_cpu_percent=pooler_percent,
         double_claims=_double_claims(db),
         errors=_log_problems(log_dir, label),
     )
@@ -215,7 +235,11 @@ def run_pgbouncer(
         "POSTGRES_LISTEN_HOST": env["POSTGRES_HOST"],
         "POSTGRES_LISTEN_PORT": env["POSTGRES_PORT"],
     }
-    samples: dict[str, list[ConnectionRun]] = {"direct": [], "pgbouncer": []}
+    samples: dict[str, list[ConnectionRun]] = {
+        "direct": [],
+        "direct-unprepared": [],
+        "pgbouncer": [],
+    }
     with PrivatePgBouncer(
         binary,
         server_host=env["POSTGRES_HOST"],
@@ -226,6 +250,7 @@ def run_pgbouncer(
     ) as pgbouncer:
         modes: dict[str, tuple[dict[str, str], Any]] = {
             "direct": ({}, None),
+            "direct-unprepared": ({"JOB_DB_PREPARED_STATEMENTS": "false"}, None),
             "pgbouncer": (
                 {**pgbouncer.env(), "POSTGRES_TRANSACTION_POOLING": "true", **server},
                 pgbouncer,
@@ -258,12 +283,13 @@ def run_pgbouncer(
             if " LOG " not in line and line.strip()
         ]
     direct, pooled = best_of(samples["direct"]), best_of(samples["pgbouncer"])
+    unprepared = best_of(samples["direct-unprepared"])
     ratios = [
         round(p.jobs_per_second / d.jobs_per_second, 2)
         for d, p in zip(samples["direct"], samples["pgbouncer"], strict=True)
         if d.jobs_per_second > 0
     ]
-    every = samples["direct"] + samples["pgbouncer"]
+    every = [run for runs in samples.values() for run in runs]
     base = direct.jobs_per_second
     return PgBouncerResult(
         processes=PROCESSES,
@@ -272,8 +298,13 @@ def run_pgbouncer(
         pool_size=pool_size,
         pgbouncer_version=version,
         direct=direct,
+        direct_unprepared=unprepared,
         pgbouncer=pooled,
         ratio=round(pooled.jobs_per_second / base, 2) if base > 0 else None,
+        ratio_unprepared=round(pooled.jobs_per_second / unprepared.jobs_per_second, 2)
+        if unprepared.jobs_per_second > 0
+        else None,
+        pgbouncer_cpu_percent=pooled.pooler_cpu_percent or 0.0,
         goal_ratio=GOAL_RATIO,
         errors=[error for run in every for error in run.errors] + pgbouncer_problems,
         double_claims=sum(run.double_claims for run in every),
@@ -292,12 +323,12 @@ def render(result: PgBouncerResult) -> list[str]:
         f"9. Scale-out through PgBouncer ({result.pgbouncer_version}, transaction mode, "
         f"at most {result.pool_size} server connections): {result.processes} proc x "
         f"{result.threads} thr drain {result.jobs:,} jobs",
-        f"   {'connections':<14}{'jobs/s':>9}{'server conns':>14}{'fsyncs/s':>10}"
+        f"   {'connections':<19}{'jobs/s':>9}{'server conns':>14}{'fsyncs/s':>10}"
         f"{'commits/s':>11}{'WAL B/job':>11}{'CPU %':>7}{'load':>7}",
     ]
-    for run in (result.direct, result.pgbouncer):
+    for run in (result.direct, result.direct_unprepared, result.pgbouncer):
         out.append(
-            f"   {run.mode:<14}{run.jobs_per_second:>9,.1f}{run.server_connections:>14}"
+            f"   {run.mode:<19}{run.jobs_per_second:>9,.1f}{run.server_connections:>14}"
             f"{run.wal_syncs_per_second:>10,.0f}{run.commits_per_second:>11,.0f}"
             f"{run.wal_bytes_per_job:>11,.0f}{run.cpu_busy_percent:>7.0f}"
             f"{run.load_average[0]:>7}"
@@ -308,6 +339,11 @@ def render(result: PgBouncerResult) -> list[str]:
         f"direct connections; per round {result.samples_ratio}); most server connections "
         f"through pgbouncer: {result.server_connections}; double claims: "
         f"{result.double_claims}; errors: {len(result.errors)}"
+    )
+    unprepared = "-" if result.ratio_unprepared is None else f"{result.ratio_unprepared:.0%}"
+    out.append(
+        f"   pgbouncer / direct without prepared statements: {unprepared}; pgbouncer itself "
+        f"used {result.pgbouncer_cpu_percent:.0f} % of a core"
     )
     out += [f"     {error}" for error in result.errors[:5]]
     return out
