@@ -9,8 +9,8 @@ pgbouncer (``jobs.tests.helpers.PrivatePgBouncer``) with at most ``POOL_SIZE`` s
 connections, as the README's "Scaling out" section configures it: prepared statements
 off (``POSTGRES_TRANSACTION_POOLING``), LISTEN straight to PostgreSQL. A third drain goes
 direct with prepared statements off too, which splits the difference into what losing
-them costs and what the pooler's extra hop costs. Rounds rotate which goes first; the
-best of each is kept.
+them costs and what the pooler's extra hop costs. Rounds rotate the order (use
+``--repeat 3`` or more on a shared machine); the best of each is kept.
 
 Each run also records what the README's capacity figures need: the server connections in
 use (the most of ``SHOW POOLS`` and ``pg_stat_activity`` samples every 50 ms), WAL syncs
@@ -53,6 +53,7 @@ class ConnectionRun(WorkerRun):
     wal_bytes_per_job: float
     cpu_busy_percent: float  # the whole machine, during the drain
     pooler_cpu_percent: float | None  # pgbouncer's own CPU, of one core
+    postgres_cpu_us_per_job: float  # the database's backends' CPU per job (about)
     double_claims: int
     errors: list[str] = field(default_factory=list)
 
@@ -105,7 +106,8 @@ def _server_counters(db: Database) -> tuple[int, int, int]:
 
 class Sampler(threading.Thread):
     """Every 50 ms: the database's backends (without the listeners and the bench's own
-    connections) and, through pgbouncer, its server connections."""
+    connections) and, through pgbouncer, its server connections; every 200 ms the CPU
+    time of each of the database's backends (listeners included), from /proc."""
 
     def __init__(self, conninfo: dict[str, Any], exclude: set[int], pgbouncer: Any) -> None:
         super().__init__(name="bench-sampler", daemon=True)
@@ -115,21 +117,40 @@ class Sampler(threading.Thread):
         self.stop = threading.Event()
         self.backends = 0
         self.pooled = 0
+        self.cpu_first: dict[int, float] = {}  # pid -> CPU seconds when first seen
+        self.cpu_last: dict[int, float] = {}
+
+    def backend_cpu_seconds(self) -> float:
+        """CPU the sampled backends used while sampled (a new backend from its start)."""
+        return sum(self.cpu_last[pid] - self.cpu_first[pid] for pid in self.cpu_last)
 
     def run(self) -> None:
         with psycopg.connect(**self.conninfo, autocommit=True) as conn:
             exclude = [*self.exclude, conn.info.backend_pid]
+            ticks = 0
             while not self.stop.wait(0.05):
-                row = conn.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                    " AND backend_type = 'client backend' AND application_name <> %s"
+                rows = conn.execute(
+                    "SELECT pid, application_name FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND backend_type = 'client backend'"
                     " AND pid <> ALL(%s)",
-                    [LISTENER_APPLICATION_NAME, exclude],
-                ).fetchone()
-                self.backends = max(self.backends, row[0] if row else 0)
+                    [exclude],
+                ).fetchall()
+                counted = [pid for pid, name in rows if name != LISTENER_APPLICATION_NAME]
+                self.backends = max(self.backends, len(counted))
                 if self.pgbouncer is not None:
                     database = self.conninfo["dbname"]
                     self.pooled = max(self.pooled, self.pgbouncer.server_connections(database))
+                ticks += 1
+                if ticks % 4 == 0:
+                    for pid, _ in rows:
+                        try:
+                            seconds = _process_cpu_seconds(pid)
+                        except (FileNotFoundError, ProcessLookupError):
+                            continue  # gone (its last 200 ms are not counted)
+                        # Present at the first sample (pgbouncer's server connections
+                        # outlive a run): from then; born later: from its start.
+                        self.cpu_first.setdefault(pid, seconds if ticks == 4 else 0.0)
+                        self.cpu_last[pid] = seconds
 
 
 def _double_claims(db: Database) -> int:
@@ -205,6 +226,7 @@ def _drain(
         wal_bytes_per_job=round((wal_bytes_after - wal_bytes) / jobs, 1),
         cpu_busy_percent=round(100 * (busy_after - busy) / max(total_after - total, 1), 1),
         pooler_cpu_percent=pooler_percent,
+        postgres_cpu_us_per_job=round(sampler.backend_cpu_seconds() / jobs * 1e6, 1),
         double_claims=_double_claims(db),
         errors=_log_problems(log_dir, label),
     )
@@ -257,7 +279,10 @@ def run_pgbouncer(
             ),
         }
         for round_number in range(repeat):
-            order = list(modes) if round_number % 2 == 0 else list(reversed(modes))
+            # Rotate which goes first, so over 3 rounds each mode runs in each position
+            # once and a burst of background load favours none.
+            shift = round_number % len(modes)
+            order = [*list(modes)[shift:], *list(modes)[:shift]]
             for mode in order:
                 extra_env, via = modes[mode]
                 log(
@@ -324,13 +349,14 @@ def render(result: PgBouncerResult) -> list[str]:
         f"at most {result.pool_size} server connections): {result.processes} proc x "
         f"{result.threads} thr drain {result.jobs:,} jobs",
         f"   {'connections':<19}{'jobs/s':>9}{'server conns':>14}{'fsyncs/s':>10}"
-        f"{'commits/s':>11}{'WAL B/job':>11}{'CPU %':>7}{'load':>7}",
+        f"{'commits/s':>11}{'WAL B/job':>11}{'PG CPU us/job':>14}{'CPU %':>7}{'load':>7}",
     ]
     for run in (result.direct, result.direct_unprepared, result.pgbouncer):
         out.append(
             f"   {run.mode:<19}{run.jobs_per_second:>9,.1f}{run.server_connections:>14}"
             f"{run.wal_syncs_per_second:>10,.0f}{run.commits_per_second:>11,.0f}"
-            f"{run.wal_bytes_per_job:>11,.0f}{run.cpu_busy_percent:>7.0f}"
+            f"{run.wal_bytes_per_job:>11,.0f}{run.postgres_cpu_us_per_job:>14,.0f}"
+            f"{run.cpu_busy_percent:>7.0f}"
             f"{run.load_average[0]:>7}"
         )
     ratio = "-" if result.ratio is None else f"{result.ratio:.0%}"
