@@ -87,6 +87,9 @@ def refuse_prepared_statements_through_pooler() -> None:
         pooled = behind_pooler(connection.connection)
     except DatabaseError:
         return
+    finally:
+        # The main thread runs no queries: its connection would sit idle on the server.
+        connection.close()
     if pooled:
         logging.getLogger("jobs.worker").error(
             "action=worker_refused reason=prepared_statements_through_pooler"
