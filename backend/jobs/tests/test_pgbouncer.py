@@ -308,9 +308,13 @@ def test_declared_pooling_refuses_prepared_statements_in_every_process(private_p
     env.pop("JOB_DB_PREPARED_STATEMENTS")
     result = run_manage("check", env=env)
     assert result.returncode == 0, result.stderr
-    code = "from django.conf import settings as s; print(s.JOB_DB_PREPARED_STATEMENTS)"
+    # QuerySet.iterator()'s server-side cursors would outlive their transaction too.
+    code = (
+        "from django.conf import settings as s; print(s.JOB_DB_PREPARED_STATEMENTS, "
+        "s.DATABASES['default']['DISABLE_SERVER_SIDE_CURSORS'])"
+    )
     result = run_manage("shell", "-c", code, env=env)
-    assert result.stdout.strip().splitlines()[-1] == "False", result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "False True", result.stderr
 
 
 # --- The API through the pooler ----------------------------------------------------------------
