@@ -122,9 +122,10 @@ def log_problems(log: str) -> list[str]:
 
 
 def test_four_processes_share_four_server_connections_and_run_every_job_exactly_once(
-    private_pgbouncer, tmp_path
+    private_pgbouncer, production_server, tmp_path
 ):
     processes, threads, jobs = 4, 4, 300
+    token = Token.objects.create(user=user_with("add_job")).key
     pgbouncer_log_start = len(private_pgbouncer.log())
     sampler = Sampler(private_pgbouncer, connection.settings_dict["NAME"])
     sampler.start()
@@ -149,7 +150,13 @@ def test_four_processes_share_four_server_connections_and_run_every_job_exactly_
             8,  # well under the 10 s poll
             f"{jobs} jobs to succeed",
         )
-        late = queued_job("fault.noop")  # on an idle queue
+        # Created through the API, so through pgbouncer: its NOTIFY, sent on whichever
+        # server connection the transaction got, still reaches the direct listeners.
+        status, body = production_server.json(
+            "POST", "/api/jobs/", token=token, body={"type": "fault.noop"}
+        )
+        assert status == 201, body
+        late = Job.objects.get(pk=body["id"])
         wait_until(lambda: fresh(late).status == Status.SUCCEEDED, 5, "the notified job")
     finally:
         sampler.stopped.set()
@@ -329,6 +336,7 @@ def production_server_env(private_pgbouncer) -> dict[str, str]:
         "POSTGRES_TRANSACTION_POOLING": "true",
         "POSTGRES_CONN_MAX_AGE": "60",
         "JOB_WORKER_LISTEN": "false",
+        "JOB_HANDLER_MODULES": HANDLERS,
     }
 
 
