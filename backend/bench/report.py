@@ -21,6 +21,8 @@ from .activity import ActivityResult
 from .activity import render as render_activity
 from .common import JOB_TYPE, REPO_DIR, IndexSize, TableSize, load_average, ratio
 from .enqueue import EnqueueResult
+from .pgbouncer import PgBouncerResult
+from .pgbouncer import render as render_pgbouncer
 from .raw_sql import RawSqlRun
 from .scale import ScaleResult
 from .tasks import TasksResult
@@ -65,6 +67,7 @@ class Results:
     tasks: TasksResult | None = None
     heartbeat: HeartbeatCost | None = None
     activity: ActivityResult | None = None
+    pgbouncer: PgBouncerResult | None = None
     targets: list[Target] = field(default_factory=list)
 
 
@@ -205,7 +208,28 @@ def evaluate_targets(results: Results) -> list[Target]:
                     met=read.p95_ms < 100,
                 )
             )
+    targets += _pgbouncer_targets(results.pgbouncer)
     return targets
+
+
+def _pgbouncer_targets(result: PgBouncerResult | None) -> list[Target]:
+    if result is None:
+        return []
+    clean = result.double_claims == 0 and not result.errors
+    return [
+        Target(
+            target=f"{result.processes} proc x {result.threads} thr through PgBouncer "
+            f"(<= {result.pool_size} server connections) within 15 % of direct connections, "
+            "no errors, no double claims",
+            measured=f"{pct(result.ratio)} of direct, {result.server_connections} server "
+            f"connections, {len(result.errors)} errors, {result.double_claims} double claims",
+            met=None
+            if result.ratio is None
+            else result.ratio >= result.goal_ratio
+            and clean
+            and result.server_connections <= result.pool_size,
+        )
+    ]
 
 
 # --- Table ------------------------------------------------------------------------------
@@ -453,6 +477,8 @@ def render(results: Results) -> str:
         out += _sizes(results.sizes)
     if results.heartbeat:
         out += _heartbeat(results.heartbeat)
+    if results.pgbouncer:
+        out += render_pgbouncer(results.pgbouncer)
     if results.targets:
         out += ["", "Targets"]
         for target in results.targets:

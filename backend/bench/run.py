@@ -21,6 +21,8 @@ and written, with the raw figures, to ``bench-results/latest.json`` (and ``lates
    stay in flight, without and with a heartbeat every second.
 8. Activity (``bench.activity``): the job types and workers reads with
    ``--activity-events`` events in the last hour, cold and warm.
+9. PgBouncer (``bench.pgbouncer``): 8 worker processes x 4 threads drain ``--jobs`` jobs
+   directly and through pgbouncer in transaction mode with at most 10 server connections.
 
 Benchmarks print figures; nothing here asserts a timing.
 """
@@ -51,13 +53,14 @@ from .common import (
     table_sizes,
 )
 from .enqueue import run_enqueue
+from .pgbouncer import run_pgbouncer
 from .raw_sql import PROTOCOLS, RawSqlRun, pgbench_available, run_pgbench
 from .scale import SMALL, run_scale
 from .server import ServerShape
 from .tasks import run_tasks
 from .workers import CONFIGS, WorkerRun, run_heartbeat_cost, run_workers
 
-PHASES = ("workers", "raw", "enqueue", "scale", "tasks", "heartbeat", "activity")
+PHASES = ("workers", "raw", "enqueue", "scale", "tasks", "heartbeat", "activity", "pgbouncer")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -119,7 +122,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--only",
         default=",".join(PHASES),
         help="comma-separated phases: workers,raw,enqueue,scale,tasks,"
-        "heartbeat,activity (default all)",
+        "heartbeat,activity,pgbouncer (default all)",
     )
     parser.add_argument(
         "--task-rounds",
@@ -273,6 +276,10 @@ def main(argv: list[str] | None = None) -> int:
         if "activity" in args.phases:
             results.activity = run_activity(
                 db, events=args.activity_events, minutes=60, calls=args.endpoint_requests
+            )
+        if "pgbouncer" in args.phases:
+            results.pgbouncer = run_pgbouncer(
+                db, env, jobs=args.jobs, repeat=args.repeat, log_dir=log_dir
             )
     finally:
         db.close()

@@ -161,6 +161,10 @@ DATABASE_ENGINE = env_str(
     "postgres" if any(os.environ.get(name) for name in _POSTGRES_VARS) else "sqlite",
 ).lower()
 
+# POSTGRES_HOST/PORT point at PgBouncer (or another pooler) in transaction mode: each
+# transaction may run on a different server connection, so nothing may outlive one.
+JOB_DB_TRANSACTION_POOLING = env_bool("POSTGRES_TRANSACTION_POOLING", False)
+
 if DATABASE_ENGINE == "postgres":
     DATABASES = {
         "default": {
@@ -173,6 +177,8 @@ if DATABASE_ENGINE == "postgres":
             "CONN_MAX_AGE": env_int("POSTGRES_CONN_MAX_AGE", 0, minimum=0),
             "CONN_HEALTH_CHECKS": True,
             "OPTIONS": {"connect_timeout": 5},
+            # QuerySet.iterator()'s WITH HOLD cursors live in one server session.
+            "DISABLE_SERVER_SIDE_CURSORS": JOB_DB_TRANSACTION_POOLING,
         }
     }
 elif DATABASE_ENGINE == "sqlite":
@@ -378,8 +384,15 @@ JOB_WORKER_LISTEN_OPTIONS = {
     if value
 }
 # Prepared statements on the worker's hot path; off behind PgBouncer before 1.21 in
-# transaction mode, which cannot carry them.
-JOB_DB_PREPARED_STATEMENTS = env_bool("JOB_DB_PREPARED_STATEMENTS", True)
+# transaction mode, which cannot carry them: off by default with
+# POSTGRES_TRANSACTION_POOLING, and refused there (every process, the API included).
+JOB_DB_PREPARED_STATEMENTS = env_bool("JOB_DB_PREPARED_STATEMENTS", not JOB_DB_TRANSACTION_POOLING)
+if JOB_DB_TRANSACTION_POOLING and JOB_DB_PREPARED_STATEMENTS:
+    raise ImproperlyConfigured(
+        "JOB_DB_PREPARED_STATEMENTS=true cannot work with POSTGRES_TRANSACTION_POOLING=true: "
+        "PgBouncer before 1.21 in transaction mode cannot carry prepared statements. "
+        "Leave JOB_DB_PREPARED_STATEMENTS unset."
+    )
 # Stats: exact counts up to this many rows, planner estimates above; computed at most once
 # per JOB_STATS_CACHE_SECONDS per cache (0: on every request).
 JOB_STATS_EXACT_MAX_ROWS = env_int("JOB_STATS_EXACT_MAX_ROWS", 200_000, minimum=0)

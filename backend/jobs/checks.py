@@ -92,7 +92,8 @@ def check_settings(
     databases: Sequence[str] | None = None,
     **kwargs: Any,
 ) -> list[CheckMessage]:
-    """Every ``JOB_*`` setting within its range (``jobs.E001``-``E004``)."""
+    """Every ``JOB_*`` setting within its range (``jobs.E001``-``E004``), and the
+    transaction-pooling rules (``jobs.E005``, ``E006``)."""
     errors: list[CheckMessage] = []
     for name in INTEGER_RANGES:
         errors += _integer_errors(name, getattr(app_settings, name))
@@ -101,6 +102,38 @@ def check_settings(
     if not errors:
         errors += _heartbeat_errors(
             app_settings.JOB_WORKER_HEARTBEAT_SECONDS, app_settings.JOB_WORKER_LEASE_SECONDS
+        )
+    if app_settings.JOB_DB_TRANSACTION_POOLING:
+        errors += _transaction_pooling_errors()
+    return errors
+
+
+def _transaction_pooling_errors() -> list[CheckMessage]:
+    # In transaction pooling each transaction may get another server connection: a
+    # prepared statement or a LISTEN stays behind on the one it was made on.
+    errors: list[CheckMessage] = []
+    if app_settings.JOB_DB_PREPARED_STATEMENTS:
+        errors.append(
+            Error(
+                "JOB_DB_PREPARED_STATEMENTS is on with JOB_DB_TRANSACTION_POOLING; PgBouncer "
+                "before 1.21 in transaction mode cannot carry prepared statements.",
+                hint="Set JOB_DB_PREPARED_STATEMENTS = False.",
+                obj="JOB_DB_PREPARED_STATEMENTS",
+                id="jobs.E005",
+            )
+        )
+    options = app_settings.JOB_WORKER_LISTEN_OPTIONS
+    if app_settings.JOB_WORKER_LISTEN and not (options.get("host") or options.get("port")):
+        errors.append(
+            Error(
+                "JOB_WORKER_LISTEN is on with JOB_DB_TRANSACTION_POOLING but the listener "
+                "would connect through the pooler, where notifications are lost.",
+                hint="Point POSTGRES_LISTEN_HOST/POSTGRES_LISTEN_PORT "
+                "(JOB_WORKER_LISTEN_OPTIONS) at PostgreSQL itself, or set "
+                "JOB_WORKER_LISTEN=false to poll only.",
+                obj="JOB_WORKER_LISTEN",
+                id="jobs.E006",
+            )
         )
     return errors
 

@@ -48,6 +48,10 @@ DEFAULTS: dict[str, Any] = {
     # Prepare the hot statements once per connection (PostgreSQL). Turn off behind a
     # PgBouncer older than 1.21 in transaction mode, which cannot carry them.
     "JOB_DB_PREPARED_STATEMENTS": True,
+    # The database connection goes through a pooler in transaction mode (PgBouncer):
+    # prepared statements must be off and the listener needs a direct connection
+    # (jobs.E005, jobs.E006).
+    "JOB_DB_TRANSACTION_POOLING": False,
     # A worker process serves its Prometheus metrics on this port (None or 0: off) and
     # address; run_job_workers starts the server.
     "JOB_WORKER_METRICS_PORT": None,

@@ -40,7 +40,7 @@ from django.db import DatabaseError, InterfaceError, connection
 from . import selectors, services
 from .conf import app_settings
 from .drivers import JobRow, Owner
-from .drivers.postgres import NOTIFY_CHANNEL
+from .drivers.postgres import NOTIFY_CHANNEL, behind_pooler
 from .handlers import AttemptState, HandlerSpec, JobContext, get_handler
 from .models import JobStatus
 from .signals import attempt_finished, attempt_started, database_error
@@ -262,13 +262,26 @@ class Waker:
             self._condition.notify_all()
 
 
+class ListenerUnusable(Exception):
+    """The listener's connection cannot receive notifications."""
+
+    def __init__(self, message: str, *, host: str, port: int) -> None:
+        super().__init__(message)
+        self.host = host
+        self.port = port
+
+
 class Listener(threading.Thread):
     """LISTENs on a connection of its own for the notifications ``create_jobs`` sends and
     wakes an idle thread for each queue this process serves.
 
     Only a shortcut: the threads poll anyway, so a lost notification (a dropped
-    connection, PgBouncer in transaction mode, which cannot carry LISTEN) costs at most one
-    poll interval. It reconnects with capped backoff.
+    connection) costs at most one poll interval. It reconnects with capped backoff.
+
+    Through a pooler (PgBouncer in transaction mode hands LISTEN's server connection to
+    other clients, and notifications arriving on it are dropped without an error) it would
+    wait for nothing: it says so at ERROR (``action=listener_unusable``) and stops, and the
+    process polls. Point POSTGRES_LISTEN_HOST/PORT at PostgreSQL itself instead.
     """
 
     def __init__(self, runner: WorkerRunner) -> None:
@@ -282,6 +295,17 @@ class Listener(threading.Thread):
             try:
                 self._listen()
                 failures = 0
+            except ListenerUnusable as exc:
+                # A configuration mistake, not an outage: retrying would not help.
+                logger.error(
+                    "action=listener_unusable host=%s port=%s detail=%s; polling only. "
+                    "Point POSTGRES_LISTEN_HOST/PORT (JOB_WORKER_LISTEN_OPTIONS) at "
+                    "PostgreSQL itself, or set JOB_WORKER_LISTEN=false",
+                    exc.host,
+                    exc.port,
+                    exc,
+                )
+                return
             except Exception as exc:  # any connection failure: retry, polling covers meanwhile
                 _database_error("listener", exc)
                 self.listening.clear()
@@ -300,6 +324,12 @@ class Listener(threading.Thread):
         params["application_name"] = LISTENER_APPLICATION_NAME
         params.update(app_settings.JOB_WORKER_LISTEN_OPTIONS)
         with psycopg.connect(**params, autocommit=True) as listen:
+            if behind_pooler(listen):
+                raise ListenerUnusable(
+                    "this connection goes through a pooler, which does not deliver notifications",
+                    host=listen.info.host,
+                    port=listen.info.port,
+                )
             listen.execute(f"LISTEN {NOTIFY_CHANNEL}")
             self.listening.set()
             logger.info("action=listening channel=%s", NOTIFY_CHANNEL)

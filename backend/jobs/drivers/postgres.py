@@ -126,6 +126,19 @@ def _prepare() -> bool:
     return bool(app_settings.JOB_DB_PREPARED_STATEMENTS)
 
 
+def behind_pooler(conn: psycopg.Connection[Any]) -> bool:
+    """Whether ``conn`` reaches PostgreSQL through a pooler such as PgBouncer.
+
+    PostgreSQL tells a client its backend's pid when the connection opens; a pooler hands
+    out a key of its own instead, because the client's server connection changes. So the
+    pid the server reports for this session differs from the one the client was given
+    exactly when something pools in between. One round trip; session or transaction
+    pooling look the same from here.
+    """
+    row = conn.execute("SELECT pg_backend_pid()").fetchone()
+    return row is None or row[0] != conn.info.backend_pid
+
+
 class PostgresDriver:
     name = "postgres"
 

@@ -4,7 +4,9 @@ import pytest
 from django.conf import settings
 
 from jobs.tests.helpers import (
+    PrivatePgBouncer,
     PrivatePostgres,
+    pgbouncer_binary,
     postgres_bin_dir,
     production_child_env,
     serve_api,
@@ -71,6 +73,29 @@ def private_postgres():
         yield server
     finally:
         server.destroy()
+
+
+@pytest.fixture(scope="module")
+def private_pgbouncer(django_db_setup, django_db_blocker):
+    """A pgbouncer of the module's own (``helpers.PrivatePgBouncer``) in transaction mode in
+    front of this run's PostgreSQL, with at most 4 server connections."""
+    binary = pgbouncer_binary()
+    if binary is None:
+        if IN_CI:
+            pytest.fail("pgbouncer is required in CI (apt-get install pgbouncer)")
+        pytest.skip("pgbouncer not installed (apt-get install pgbouncer)")
+    from django.db import connection
+
+    db = connection.settings_dict
+    with PrivatePgBouncer(
+        binary,
+        server_host=db["HOST"] or "127.0.0.1",
+        server_port=int(db["PORT"] or 5432),
+        user=db["USER"],
+        password=db["PASSWORD"] or "",
+        pool_size=4,
+    ) as pgbouncer:
+        yield pgbouncer
 
 
 @pytest.fixture(scope="module")

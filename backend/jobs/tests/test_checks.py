@@ -44,6 +44,21 @@ def test_a_heartbeat_as_long_as_the_lease_is_refused(settings):
     assert errors(settings, JOB_WORKER_HEARTBEAT_SECONDS=9) == []
 
 
+def test_transaction_pooling_refuses_prepared_statements_and_a_listener_through_the_pooler(
+    settings,
+):
+    pooled = {"JOB_DB_TRANSACTION_POOLING": True, "JOB_WORKER_LISTEN_OPTIONS": {}}
+    found = errors(settings, **pooled, JOB_DB_PREPARED_STATEMENTS=True, JOB_WORKER_LISTEN=True)
+    assert [error.split(":")[0] for error in found] == ["jobs.E005", "jobs.E006"]
+    assert "PgBouncer before 1.21" in found[0]
+    # Off, or listening straight to the server (host or port), is accepted.
+    assert errors(settings, JOB_DB_PREPARED_STATEMENTS=False, JOB_WORKER_LISTEN=False) == []
+    for direct in ({"host": "postgres"}, {"port": "5432"}):
+        assert errors(settings, JOB_WORKER_LISTEN=True, JOB_WORKER_LISTEN_OPTIONS=direct) == []
+    # Without a pooler declared, neither rule applies.
+    assert errors(settings, JOB_DB_TRANSACTION_POOLING=False, JOB_DB_PREPARED_STATEMENTS=True) == []
+
+
 @pytest.mark.parametrize("value", ["30", 30.0, True, None])
 def test_an_integer_setting_of_another_type_is_refused(settings, value):
     assert errors(settings, JOB_WORKER_LEASE_SECONDS=value)[0].startswith("jobs.E001:")

@@ -3,10 +3,12 @@
 import logging
 import sys
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError, connection
 
 from jobs.checks import INTEGER_RANGES
 from jobs.conf import app_settings
+from jobs.drivers.postgres import behind_pooler
 from jobs.metrics import serve_worker_metrics
 from jobs.worker import WorkerConfig, WorkerRunner
 
@@ -54,6 +56,7 @@ class Command(BaseCommand):
                 self.stderr.write('--queues needs at least one queue name (or "*")')
                 sys.exit(2)
         logging.getLogger("jobs").setLevel(app_settings.JOB_WORKER_LOG_LEVEL)
+        refuse_prepared_statements_through_pooler()
         runner = WorkerRunner(
             WorkerConfig.from_settings(threads=threads, queues=names, burst=burst)
         )
@@ -65,3 +68,35 @@ class Command(BaseCommand):
                 port=app_settings.JOB_WORKER_METRICS_PORT,
             )
         sys.exit(runner.run())
+
+
+def refuse_prepared_statements_through_pooler() -> None:
+    """Refuse to start with prepared statements on behind a pooler.
+
+    PgBouncer before 1.21 in transaction mode passes the protocol's named statements to
+    whichever server connection the transaction gets: a statement prepared on one is
+    missing (or a different one by the same name) on the next, so claims would fail at
+    random, or worse. ``POSTGRES_TRANSACTION_POOLING=true`` turns them off (the settings
+    refuse the combination); this catches a pooler nobody declared. Skipped while the
+    database is unreachable: the worker threads wait for it as for any outage.
+    """
+    if connection.vendor != "postgresql" or not app_settings.JOB_DB_PREPARED_STATEMENTS:
+        return
+    try:
+        connection.ensure_connection()
+        pooled = behind_pooler(connection.connection)
+    except DatabaseError:
+        return
+    finally:
+        # The main thread runs no queries: its connection would sit idle on the server.
+        connection.close()
+    if pooled:
+        logging.getLogger("jobs.worker").error(
+            "action=worker_refused reason=prepared_statements_through_pooler"
+        )
+        raise CommandError(
+            "JOB_DB_PREPARED_STATEMENTS is on, but the database connection goes through a "
+            "pooler (PgBouncer?), which cannot carry prepared statements in transaction mode "
+            "before PgBouncer 1.21. Set POSTGRES_TRANSACTION_POOLING=true (or "
+            "JOB_DB_PREPARED_STATEMENTS=false)."
+        )
