@@ -4,7 +4,7 @@
  */
 export function Sparkline({ values, label }: { values: readonly number[]; label: string }) {
   const max = Math.max(0, ...values);
-  const width = 96;
+  const width = 80;
   const height = 20;
   const step = values.length > 0 ? width / values.length : width;
   return (

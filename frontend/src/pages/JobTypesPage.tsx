@@ -160,7 +160,7 @@ export function JobTypesPage() {
               <Empty>No job types registered or seen in the last {windowLabel}.</Empty>
             ) : (
               <div className="table-wrap">
-                <table className="table" aria-busy={types.isPlaceholderData}>
+                <table className="table table--types" aria-busy={types.isPlaceholderData}>
                   <caption className="sr-only">
                     Job types over the last {windowLabel}: attempts, failures, run time and queue wait
                   </caption>
@@ -171,7 +171,7 @@ export function JobTypesPage() {
                           ['type', 'Type', false],
                           ['attempts', 'Attempts', true],
                           ['succeeded', 'Succeeded', true],
-                          ['failures', 'Failures', true],
+                          ['failures', 'Failed', true],
                         ] as const
                       ).map(([column, label, numeric]) => (
                         <SortHeader
