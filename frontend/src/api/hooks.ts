@@ -113,6 +113,21 @@ export function useStats() {
   });
 }
 
+/**
+ * The queues that have queued jobs (from the stats), for a queue picker: they change
+ * rarely, so this reads the stats at most once a minute instead of on every poll.
+ */
+export function useActiveQueues() {
+  return useQuery({
+    queryKey: queryKeys.stats,
+    queryFn: ({ signal }) => api.getStats(signal),
+    select: (stats) => stats.queues,
+    staleTime: 60_000,
+    refetchInterval: 60_000,
+    refetchIntervalInBackground: false,
+  });
+}
+
 export function useThroughput(params: ThroughputParams) {
   const interval = useRefetchInterval();
   return useQuery({

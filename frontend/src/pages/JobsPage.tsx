@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
-import { useBulkCancel, useBulkRetry, useConfig, useJobCounts, useJobs, useStats } from '../api/hooks';
+import { useActiveQueues, useBulkCancel, useBulkRetry, useConfig, useJobCounts, useJobs } from '../api/hooks';
 import { CANCELLABLE_STATUSES, JOB_STATUSES, RETRYABLE_STATUSES, type JobStatus } from '../api/types';
 import { BulkActions, BulkConfirm } from '../components/BulkActions';
 import { JobTable } from '../components/JobTable';
@@ -138,7 +138,7 @@ export function JobsPage() {
   }
 
   const knownQueues = config ? namedQueues(config.worker.queues) : [];
-  const activeQueues = useStats().data?.queues;
+  const activeQueues = useActiveQueues().data;
   const choices = queueChoices(config?.worker.queues ?? [], activeQueues ?? [], queue);
   const caption =
     `Jobs${status ? ` with status ${status}` : ''}` +
