@@ -276,10 +276,10 @@ test('the event feed pages older and newer and filters', async ({ page, request 
   await page.getByRole('button', { name: /latest/i }).click();
   await page.getByLabel('Event type').selectOption('manual_retry');
   await expect(rows.first()).toBeVisible();
-  const types = await page.locator('tbody [data-event-type]').evaluateAll((els) =>
-    els.map((e) => e.getAttribute('data-event-type')),
-  );
-  expect(new Set(types)).toEqual(new Set(['manual_retry']));
+  // The unfiltered rows stay on screen until the filtered page arrives: poll, not read once.
+  const types = () =>
+    page.locator('tbody [data-event-type]').evaluateAll((els) => els.map((e) => e.getAttribute('data-event-type')));
+  await expect.poll(async () => new Set(await types())).toEqual(new Set(['manual_retry']));
   await page.getByRole('button', { name: /resume/i }).click();
 });
 
