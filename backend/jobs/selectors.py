@@ -79,13 +79,19 @@ def active_queues() -> list[str]:
 
 
 def job_list(
-    *, status: str | None = None, type: str | None = None, queue: str | None = None
+    *,
+    status: str | None = None,
+    type: str | None = None,
+    queue: str | None = None,
+    idempotency_key: str | None = None,
 ) -> QuerySet[Job]:
     """Jobs newest first; ``status`` and ``queue`` exact, ``type`` a case-insensitive
-    substring (the same selection the bulk actions take)."""
-    return Job.objects.matching(status=status, type=type, queue=queue).order_by(
-        "-created_at", "-id"
-    )
+    substring (the same selection the bulk actions take); ``idempotency_key`` exact, served
+    by its unique index."""
+    jobs = Job.objects.matching(status=status, type=type, queue=queue)
+    if idempotency_key:
+        jobs = jobs.filter(idempotency_key=idempotency_key)
+    return jobs.order_by("-created_at", "-id")
 
 
 def job_timeline(job_id: UUID | str) -> QuerySet[JobEvent]:
@@ -108,13 +114,15 @@ FINISHED = [JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED]
 
 
 def job_stats(*, now: datetime | None = None) -> dict[str, Any]:
-    """Queue counts: total, per status, overdue leases, pending retries, backlog age.
+    """Queue counts: total, per status, overdue leases, pending retries, backlog age, and
+    the queues that have queued jobs.
 
     Queued and running counts (and everything derived from them) are always exact: they
     read only the live rows, through the status index. Finished counts and the total are
     exact below ``JOB_STATS_EXACT_MAX_ROWS`` rows; above it, where counting would scan the
     table on every poll, they are estimated from PostgreSQL's planner statistics and
-    ``estimated`` says so. One query (plus, on PostgreSQL, the table estimate).
+    ``estimated`` says so. One query (plus, on PostgreSQL, the table estimate), and the
+    queue names (on PostgreSQL a loose index scan: one probe per queue).
     """
     now = timezone.now() if now is None else now
     live = Q(status__in=[JobStatus.QUEUED, JobStatus.RUNNING])
@@ -150,6 +158,7 @@ def job_stats(*, now: datetime | None = None) -> dict[str, Any]:
         "oldest_queued_at": row["oldest_queued_at"],
         "oldest_due_at": row["oldest_due_at"],
         "estimated": estimated,
+        "queues": active_queues(),
     }
 
 

@@ -299,7 +299,9 @@ class JobBulkCreateResultSerializer(serializers.Serializer[Any]):
     jobs = BulkCreatedJobSerializer(many=True, help_text="One per item, in request order.")
 
 
-class JobListQuerySerializer(serializers.Serializer[Any]):
+class JobFilterSerializer(serializers.Serializer[Any]):
+    """The job list's filters that the bulk actions take too."""
+
     status = serializers.ChoiceField(
         choices=JobStatus.choices, required=False, allow_blank=True, help_text="Exact status."
     )
@@ -312,7 +314,18 @@ class JobListQuerySerializer(serializers.Serializer[Any]):
     queue = QueueNameField(required=False, allow_blank=True, help_text="Exact queue name.")
 
 
-class JobSelectionSerializer(StrictBodySerializer, JobListQuerySerializer):
+class JobListQuerySerializer(JobFilterSerializer):
+    # A lookup, not a selection: a key names at most one job, so the bulk actions (which
+    # act on the filters) do not take it.
+    idempotency_key = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=IDEMPOTENCY_KEY_MAX_LENGTH,
+        help_text="Exact idempotency key: the one job created with it, if any.",
+    )
+
+
+class JobSelectionSerializer(StrictBodySerializer, JobFilterSerializer):
     """The body of the bulk actions: the job list's filters and/or ids, never nothing."""
 
     ids = FlatListField(
@@ -379,6 +392,10 @@ class JobStatsSerializer(serializers.Serializer[dict[str, Any]]):
             "available_at of the oldest queued job that is due: how long the backlog has "
             "waited. Jobs scheduled for later do not count."
         ),
+    )
+    queues = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Queues that have queued jobs, by name (what a worker serving * serves).",
     )
 
 

@@ -31,6 +31,29 @@ async function createFromForm(
   return id!;
 }
 
+/** Create a job through the API (no form): returns its id. */
+async function createViaApi(request: APIRequestContext, body: object): Promise<string> {
+  const res = await request.post(`${API}/jobs/`, { data: body });
+  expect(res.status(), await res.text()).toBeLessThan(300);
+  return ((await res.json()) as { id: string }).id;
+}
+
+async function jobStatus(request: APIRequestContext, id: string): Promise<string> {
+  const res = await request.get(`${API}/jobs/${id}/`);
+  return ((await res.json()) as { status: string }).status;
+}
+
+/**
+ * The page's next poll of `path`: resolves with the answer to the first request for it
+ * that the page sends after this call. "Within one poll" is then that answer plus a
+ * render, whatever the machine's load does to the 500 ms interval of the e2e build.
+ */
+async function nextPoll(page: Page, path: string): Promise<void> {
+  const request = await page.waitForRequest((r) => new URL(r.url()).pathname === path, { timeout: 30_000 });
+  await request.response();
+}
+const RENDER_MS = 2000;
+
 async function eventCount(request: APIRequestContext): Promise<number> {
   const res = await request.get(`${API}/job-events/?limit=200`);
   expect(res.ok()).toBe(true);
@@ -101,6 +124,93 @@ test('a running demo.slow job is cancelled from its page and ends as cancelled',
   await page.screenshot({ path: path.join(SCREENSHOTS, 'job-detail.png'), fullPage: true });
 });
 
+test('a failing job type shows up under "needs attention" and on the Job types page within one poll', async ({
+  page,
+  request,
+}) => {
+  // The overview is open and polling before the failures happen.
+  await page.goto('/');
+  await expect(page.getByRole('heading', { name: 'Needs attention' })).toBeVisible();
+  const ids: string[] = [];
+  for (let i = 0; i < 3; i++) ids.push(await createViaApi(request, { type: 'demo.fail', max_attempts: 1 }));
+  for (const id of ids) await expect.poll(() => jobStatus(request, id), { timeout: 30_000 }).toBe('failed');
+  await nextPoll(page, '/api/jobs/types/');
+
+  const attention = page.getByRole('list', { name: 'Needs attention' });
+  const item = attention.locator('li[data-kind="failing_type"]').filter({ hasText: 'demo.fail is failing' });
+  await expect(item).toBeVisible({ timeout: RENDER_MS });
+  await expect(item.getByRole('link', { name: 'demo.fail jobs' })).toHaveAttribute('href', '/jobs?type=demo.fail');
+  // It comes before the counts.
+  await expect(page.getByRole('heading', { level: 2 }).first()).toHaveText('Needs attention');
+
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Job types' }).click();
+  await expect(page).toHaveURL(/\/job-types$/);
+  const table = page.getByRole('table');
+  const row = table.locator('tr[data-type="demo.fail"]');
+  // The page's first fetch, made as it opens.
+  await expect(row).toBeVisible();
+  // Worst first by default: only demo.fail has failed, every attempt of it.
+  await expect(table.getByRole('rowheader').first()).toHaveText('demo.fail');
+  await expect(row.locator('[data-failure-rate]')).toHaveText('100%');
+  await expect(row.getByRole('img', { name: /^demo\.fail: \d+ failures/ })).toBeVisible();
+  expect(Number(await row.getByRole('img').getAttribute('data-total'))).toBeGreaterThanOrEqual(3);
+  await expect(row.getByRole('link', { name: 'Intentional demo failure' })).toBeVisible();
+
+  // Sorting by type puts demo.fail after nothing that sorts before it alphabetically.
+  await table.getByRole('button', { name: /^Type/ }).click();
+  await expect(page).toHaveURL(/sort=type/);
+  const names = await table.getByRole('rowheader').locator('a').allTextContents();
+  expect(names).toEqual([...names].sort((a, b) => a.localeCompare(b)));
+  await page.getByLabel('Window').selectOption('15');
+  await expect(page).toHaveURL(/minutes=15/);
+  await expect(row.locator('[data-failure-rate]')).toHaveText('100%');
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'job-types.png'), fullPage: true });
+
+  await row.getByRole('link', { name: 'demo.fail' }).click();
+  await expect(page).toHaveURL(/\/jobs\?type=demo\.fail$/);
+  await expect(page.locator(`tr[data-job-id="${ids[0]}"]`)).toBeVisible();
+});
+
+test('the Workers page lists the running workers with their current jobs', async ({ page, request }) => {
+  const ids = [
+    await createViaApi(request, { type: 'demo.slow', payload: { sleep_seconds: 120 } }),
+    await createViaApi(request, { type: 'demo.slow', payload: { sleep_seconds: 120 } }),
+  ];
+  for (const id of ids) await expect.poll(() => jobStatus(request, id), { timeout: 30_000 }).toBe('running');
+
+  await page.goto('/');
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Workers' }).click();
+  await expect(page.getByRole('heading', { name: 'Workers', level: 1 })).toBeVisible();
+  // One worker process (run-e2e.sh starts one), named by host and pid.
+  const workerProcess = page.getByRole('region', { name: /· pid \d+$/ });
+  await expect(workerProcess).toHaveCount(1);
+  await expect(workerProcess).toContainText(/2 of \d+ threads busy/);
+  for (const id of ids) {
+    await expect(workerProcess.getByRole('link', { name: id.slice(0, 8) })).toHaveAttribute('href', `/jobs/${id}`);
+    const thread = workerProcess.locator('tr').filter({ has: page.getByRole('link', { name: id.slice(0, 8) }) });
+    await expect(thread).toContainText('demo.slow');
+    await expect(thread.getByRole('rowheader')).toHaveText(/^thread \d+$/);
+  }
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'workers.png'), fullPage: true });
+
+  // Stop them (they end within a heartbeat), so later tests find the queue idle.
+  const res = await request.post(`${API}/jobs/cancel/`, { data: { ids } });
+  expect((await res.json()) as object).toEqual({ cancelled: 0, cancel_requested: 2 });
+  for (const id of ids) await expect.poll(() => jobStatus(request, id), { timeout: 30_000 }).toBe('cancelled');
+  await page.getByRole('link', { name: ids[0]!.slice(0, 8) }).waitFor({ state: 'detached', timeout: 10_000 });
+});
+
+test('the header finds a job by its idempotency key', async ({ page, request }) => {
+  const key = `e2e-key-${Date.now()}`;
+  const id = await createViaApi(request, { type: 'demo.success', idempotency_key: key });
+  await page.goto('/');
+  const search = page.getByRole('search', { name: 'Find a job' });
+  await search.getByRole('searchbox', { name: 'Job id or idempotency key' }).fill(key);
+  await search.getByRole('button', { name: 'Find' }).click();
+  await expect(page).toHaveURL(new RegExp(`/jobs/${id}$`));
+  await expect(page.getByText(id, { exact: true })).toBeVisible();
+});
+
 test('failed jobs are retried in bulk from the filtered list', async ({ page, request }) => {
   const queue = 'e2e-bulk';
   const ids: string[] = [];
@@ -168,10 +278,10 @@ test('the event feed pages older and newer and filters', async ({ page, request 
   await page.getByRole('button', { name: /latest/i }).click();
   await page.getByLabel('Event type').selectOption('manual_retry');
   await expect(rows.first()).toBeVisible();
-  const types = await page.locator('tbody [data-event-type]').evaluateAll((els) =>
-    els.map((e) => e.getAttribute('data-event-type')),
-  );
-  expect(new Set(types)).toEqual(new Set(['manual_retry']));
+  // The unfiltered rows stay on screen until the filtered page arrives: poll, not read once.
+  const types = () =>
+    page.locator('tbody [data-event-type]').evaluateAll((els) => els.map((e) => e.getAttribute('data-event-type')));
+  await expect.poll(async () => new Set(await types())).toEqual(new Set(['manual_retry']));
   await page.getByRole('button', { name: /resume/i }).click();
 });
 
@@ -196,7 +306,7 @@ test('the overview shows the queue and the throughput chart', async ({ page }) =
 
 test('pages fit a 390 px wide phone', async ({ page }) => {
   await page.setViewportSize({ width: 390, height: 844 });
-  for (const route of ['/', '/jobs', '/events', '/create']) {
+  for (const route of ['/', '/jobs', '/job-types', '/workers', '/events', '/create']) {
     await page.goto(route);
     await expect(page.locator('h1')).toBeVisible();
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);

@@ -4,8 +4,10 @@ import { CreateJobPage } from './pages/CreateJobPage';
 import { EventsPage } from './pages/EventsPage';
 import { JobDetailPage } from './pages/JobDetailPage';
 import { JobsPage } from './pages/JobsPage';
+import { JobTypesPage } from './pages/JobTypesPage';
 import { NotFoundPage } from './pages/NotFoundPage';
 import { OverviewPage } from './pages/OverviewPage';
+import { WorkersPage } from './pages/WorkersPage';
 
 export const routes: RouteObject[] = [
   {
@@ -14,6 +16,8 @@ export const routes: RouteObject[] = [
       { index: true, element: <OverviewPage /> },
       { path: 'jobs', element: <JobsPage /> },
       { path: 'jobs/:id', element: <JobDetailPage /> },
+      { path: 'job-types', element: <JobTypesPage /> },
+      { path: 'workers', element: <WorkersPage /> },
       { path: 'events', element: <EventsPage /> },
       { path: 'create', element: <CreateJobPage /> },
       { path: '*', element: <NotFoundPage /> },

@@ -31,8 +31,9 @@ from jobs.worker import WorkerConfig, WorkerRunner
 BACKEND_DIR = Path(__file__).resolve().parents[2]
 
 
-# Queries one stats read makes: the counts, and on PostgreSQL the planner's table estimate.
-STATS_QUERIES = 2 if connection.vendor == "postgresql" else 1
+# Queries one stats read makes: the counts, the queue names, and on PostgreSQL the
+# planner's table estimate.
+STATS_QUERIES = 3 if connection.vendor == "postgresql" else 2
 
 
 def worker_config(threads: int = 1, **overrides: Any) -> WorkerConfig:

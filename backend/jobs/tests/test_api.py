@@ -921,6 +921,41 @@ def test_list_filters_by_queue(api):
     assert api.get("/api/jobs/?queue=bad%20name").status_code == 400
 
 
+def test_list_finds_the_job_of_an_idempotency_key_exactly(api):
+    keyed = queued_job(idempotency_key="order-42")
+    queued_job(idempotency_key="order-420")
+    queued_job()
+    response = api.get("/api/jobs/?idempotency_key=order-42")
+    assert [job["id"] for job in response.json()["results"]] == [str(keyed.pk)]
+    assert api.get("/api/jobs/?idempotency_key=order-4").json()["count"] == 0
+    # Combined with the other filters like any of them; blank means no filter.
+    assert api.get("/api/jobs/?idempotency_key=order-42&status=failed").json()["count"] == 0
+    assert api.get("/api/jobs/?idempotency_key=").json()["count"] == 3
+    response = api.get("/api/jobs/?idempotency_key=" + "k" * 256)
+    assert response.status_code == 400
+    assert list(response.json()) == ["idempotency_key"]
+
+
+def test_bulk_actions_refuse_an_idempotency_key_selection(api):
+    # The key is a list lookup only: a bulk action must not quietly drop it and act on
+    # every other job the body's filters select.
+    queued_job(idempotency_key="order-42")
+    response = api.post(
+        "/api/jobs/cancel/", {"status": "queued", "idempotency_key": "order-42"}, format="json"
+    )
+    assert response.status_code == 400
+    assert list(response.json()) == ["idempotency_key"]
+    assert Job.objects.filter(status="queued").count() == 1
+
+
+def test_stats_name_the_queues_that_have_queued_jobs(api):
+    queued_job(queue="emails")
+    queued_job(queue="emails")
+    queued_job()
+    services.cancel_job(job_id=queued_job(queue="reports").pk)  # no queued job left there
+    assert api.get("/api/jobs/stats/").json()["queues"] == ["default", "emails"]
+
+
 def test_cancel_of_a_queued_job_answers_200_with_the_cancelled_job(api):
     job = queued_job()
     response = api.post(f"/api/jobs/{job.pk}/cancel/")

@@ -37,7 +37,8 @@ def test_stats_counts_every_status_overdue_and_pending_retries_in_one_count_quer
     d = services.claim_next_job(worker_id="d", now=now)
     services.fail_job(job_id=d.pk, worker_id="d", attempt=1, error="x", now=now)  # retry
 
-    # One count, plus the table estimate PostgreSQL keeps (it decides exact or estimated).
+    # One count, the queue names, plus the table estimate PostgreSQL keeps (it decides
+    # exact or estimated).
     with django_assert_num_queries(STATS_QUERIES):
         stats = selectors.job_stats(now=now)
     assert stats["total"] == 5
@@ -64,6 +65,7 @@ def test_stats_on_empty_queue_lists_all_statuses_with_zero():
         "oldest_queued_at": None,
         "oldest_due_at": None,
         "estimated": False,
+        "queues": [],
     }
 
 

@@ -16,6 +16,7 @@ import type {
   JobPage,
   JobSelection,
   JobStats,
+  JobTypes,
   LoginInput,
   QueryParams,
   RetryOutcome,
@@ -23,6 +24,7 @@ import type {
   Throughput,
   ThroughputParams,
   TimelineParams,
+  Workers,
 } from './types';
 
 export type ApiErrorKind = 'network' | 'timeout' | 'http';
@@ -227,11 +229,20 @@ export function createApiClient(options: ClientOptions) {
           status: params.status,
           type: params.type?.trim(),
           queue: params.queue?.trim(),
+          idempotency_key: params.idempotencyKey,
           limit: params.limit,
           offset: params.offset,
         } satisfies QueryParams<'jobs_list'>,
         signal,
       ),
+
+    /** Per-type outcomes, percentiles, last error and failure sparkline over `minutes`. */
+    getJobTypes: (minutes: number, signal?: AbortSignal) =>
+      get<JobTypes>('jobs/types/', { minutes } satisfies QueryParams<'jobs_types'>, signal),
+
+    /** Worker threads seen over `minutes`, grouped by process. */
+    getWorkers: (minutes: number, signal?: AbortSignal) =>
+      get<Workers>('workers/', { minutes } satisfies QueryParams<'workers_list'>, signal),
 
     getJob: (id: string, signal?: AbortSignal) => get<Job>(`jobs/${encodeURIComponent(id)}/`, undefined, signal),
 

@@ -42,6 +42,8 @@ export const queryKeys = {
   job: (id: string) => ['jobs', 'detail', id] as const,
   jobEvents: (id: string) => ['jobs', 'detail', id, 'events'] as const,
   eventFeed: (p: EventFeedParams) => ['events', p] as const,
+  jobTypes: (minutes: number) => ['jobs', 'types', minutes] as const,
+  workers: (minutes: number) => ['workers', minutes] as const,
   session: ['session'] as const,
 };
 
@@ -111,6 +113,21 @@ export function useStats() {
   });
 }
 
+/**
+ * The queues that have queued jobs (from the stats), for a queue picker: they change
+ * rarely, so this reads the stats at most once a minute instead of on every poll.
+ */
+export function useActiveQueues() {
+  return useQuery({
+    queryKey: queryKeys.stats,
+    queryFn: ({ signal }) => api.getStats(signal),
+    select: (stats) => stats.queues,
+    staleTime: 60_000,
+    refetchInterval: 60_000,
+    refetchIntervalInBackground: false,
+  });
+}
+
 export function useThroughput(params: ThroughputParams) {
   const interval = useRefetchInterval();
   return useQuery({
@@ -127,6 +144,30 @@ export function useJobs(params: JobListParams) {
   return useQuery({
     queryKey: queryKeys.jobs(params),
     queryFn: ({ signal }) => api.listJobs(params, signal),
+    refetchInterval: interval,
+    refetchIntervalInBackground: false,
+    placeholderData: keepPreviousData,
+  });
+}
+
+/** Per-type health over the last `minutes`, polled. */
+export function useJobTypes(minutes: number) {
+  const interval = useRefetchInterval();
+  return useQuery({
+    queryKey: queryKeys.jobTypes(minutes),
+    queryFn: ({ signal }) => api.getJobTypes(minutes, signal),
+    refetchInterval: interval,
+    refetchIntervalInBackground: false,
+    placeholderData: keepPreviousData,
+  });
+}
+
+/** Worker threads seen over the last `minutes`, polled. */
+export function useWorkers(minutes: number) {
+  const interval = useRefetchInterval();
+  return useQuery({
+    queryKey: queryKeys.workers(minutes),
+    queryFn: ({ signal }) => api.getWorkers(minutes, signal),
     refetchInterval: interval,
     refetchIntervalInBackground: false,
     placeholderData: keepPreviousData,

@@ -540,6 +540,8 @@ export interface components {
              * @description available_at of the oldest queued job that is due: how long the backlog has waited. Jobs scheduled for later do not count.
              */
             oldest_due_at: string | null;
+            /** @description Queues that have queued jobs, by name (what a worker serving * serves). */
+            queues: string[];
         };
         JobStatusCounts: {
             queued: number;
@@ -1038,6 +1040,8 @@ export interface operations {
     jobs_list: {
         parameters: {
             query?: {
+                /** @description Exact idempotency key: the one job created with it, if any. */
+                idempotency_key?: string;
                 /** @description Jobs per page (default 25, at most 100). */
                 limit?: number;
                 /** @description The initial index from which to return the results. */

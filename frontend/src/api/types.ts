@@ -90,6 +90,14 @@ export type JobStats = Schema['JobStats'];
 export type ThroughputBucket = Schema['ThroughputBucket'];
 export type Throughput = Schema['Throughput'];
 
+/** Per-type health over a window (`GET /api/jobs/types/`). */
+export type JobTypes = Schema['JobTypes'];
+export type JobTypeHealth = Schema['JobTypeHealth'];
+/** Worker threads seen in a window, grouped by process (`GET /api/workers/`). */
+export type Workers = Schema['Workers'];
+export type WorkerProcess = Schema['WorkerProcess'];
+export type WorkerThread = Schema['Worker'];
+
 export type JobTypeInfo = Narrow<Schema['JobType'], { example_payload: JsonObject }>;
 export type WorkerSettings = Schema['WorkerConfig'];
 export type ApiLimits = Schema['Limits'];
@@ -118,6 +126,8 @@ export interface JobListParams {
   status?: JobStatus | undefined;
   type?: string | undefined;
   queue?: string | undefined;
+  /** Exact; a key names at most one job. */
+  idempotencyKey?: string | undefined;
   /** Omitted: the API's default page size. */
   limit?: number | undefined;
   offset: number;

@@ -4,12 +4,15 @@ import { api } from '../api/client';
 import { OFFLINE_RECHECK_MS, useConnection } from '../api/hooks';
 import { usePolling } from '../polling/usePolling';
 import { ConnectionBanner } from './ConnectionBanner';
+import { HeaderSearch } from './HeaderSearch';
 import { PollControl } from './PollControl';
 import { SessionControl, SessionGate } from './SignIn';
 
 const NAV = [
   { to: '/', label: 'Overview', end: true },
   { to: '/jobs', label: 'Jobs', end: false },
+  { to: '/job-types', label: 'Job types', end: false },
+  { to: '/workers', label: 'Workers', end: false },
   { to: '/events', label: 'Events', end: false },
   { to: '/create', label: 'Create', end: false },
 ];
@@ -41,6 +44,7 @@ export function Layout() {
             ))}
           </ul>
         </nav>
+        <HeaderSearch />
         <PollControl
           intervalMs={polling.intervalMs}
           paused={polling.paused}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { namedQueues, queueNameProblem } from './queue';
+import { namedQueues, queueChoices, queueNameProblem } from './queue';
 
 describe('queueNameProblem', () => {
   it.each(['default', 'emails', 'a', 'tenant:42.reports_v2-eu', '9lives'])('accepts %s', (name) => {
@@ -20,5 +20,22 @@ describe('namedQueues', () => {
   it('drops the "all queues" wildcard', () => {
     expect(namedQueues(['*'])).toEqual([]);
     expect(namedQueues(['default', 'emails'])).toEqual(['default', 'emails']);
+  });
+});
+
+describe('queueChoices', () => {
+  it('offers nothing while default is the only queue', () => {
+    expect(queueChoices(['*'], [])).toEqual([]);
+    expect(queueChoices(['*'], ['default'])).toEqual([]);
+    expect(queueChoices(['default'], ['default'], 'default')).toEqual([]);
+  });
+
+  it('merges configured, active and filtered queues, sorted, once each', () => {
+    expect(queueChoices(['*', 'reports', 'default'], ['emails', 'default', 'reports'])).toEqual([
+      'default',
+      'emails',
+      'reports',
+    ]);
+    expect(queueChoices(['*'], [], 'drained')).toEqual(['drained']);
   });
 });

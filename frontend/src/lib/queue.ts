@@ -16,3 +16,15 @@ export function queueNameProblem(name: string, maxLength: number): string | null
 export function namedQueues(queues: readonly string[]): string[] {
   return queues.filter((q) => q !== '*');
 }
+
+/**
+ * The queues a selector offers: those workers are configured with and those holding
+ * queued jobs now (`/jobs/stats/`), plus the one filtered on, sorted and without repeats.
+ * Empty unless a queue other than `default` exists: with one queue there is nothing to pick.
+ */
+export function queueChoices(configured: readonly string[], active: readonly string[], current = ''): string[] {
+  const names = new Set([...namedQueues(configured), ...active]);
+  if (current !== '') names.add(current);
+  const sorted = [...names].sort((a, b) => a.localeCompare(b));
+  return sorted.some((q) => q !== 'default') ? sorted : [];
+}

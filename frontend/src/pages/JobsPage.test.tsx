@@ -2,7 +2,7 @@ import { screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import { http, HttpResponse } from 'msw';
 import { describe, expect, it } from 'vitest';
-import { API, config, jobsPage, makeJob } from '../test/fixtures';
+import { API, config, jobsPage, makeJob, stats } from '../test/fixtures';
 import { renderApp } from '../test/render';
 import { server } from '../test/server';
 
@@ -125,6 +125,26 @@ describe('Jobs page', () => {
     await userEvent.click(screen.getByRole('button', { name: 'Clear filters' }));
     await waitFor(() => expect(seen.at(-1)).toEqual({ offset: '0' }));
     expect(input).toHaveValue('');
+  });
+
+  it('offers the queues that exist in a selector, and none while default is the only one', async () => {
+    const seen = serveJobs();
+    server.use(http.get(`${API}/jobs/stats/`, () => HttpResponse.json({ ...stats, queues: ['default'] })));
+    const first = renderApp('/jobs');
+    await screen.findByRole('table');
+    // Only default has queued jobs: once the stats are in, still nothing to pick.
+    await waitFor(() => expect(first.queryClient.getQueryData(['jobs', 'stats'])).toBeDefined());
+    expect(screen.queryByLabelText('Pick a queue')).not.toBeInTheDocument();
+    first.unmount();
+
+    server.use(http.get(`${API}/jobs/stats/`, () => HttpResponse.json({ ...stats, queues: ['default', 'emails'] })));
+    const second = renderApp('/jobs');
+    const picker = await screen.findByRole('combobox', { name: 'Pick a queue' });
+    expect(within(picker).getAllByRole('option').map((o) => o.textContent)).toEqual(['All queues', 'default', 'emails']);
+    await userEvent.selectOptions(picker, 'emails');
+    await waitFor(() => expect(seen.at(-1)).toEqual({ queue: 'emails', offset: '0' }));
+    expect(second.router.state.location.search).toBe('?queue=emails');
+    expect(screen.getByLabelText('Queue')).toHaveValue('emails');
   });
 
   it('shows an empty state', async () => {

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
-import { useBulkCancel, useBulkRetry, useConfig, useJobCounts, useJobs } from '../api/hooks';
+import { useActiveQueues, useBulkCancel, useBulkRetry, useConfig, useJobCounts, useJobs } from '../api/hooks';
 import { CANCELLABLE_STATUSES, JOB_STATUSES, RETRYABLE_STATUSES, type JobStatus } from '../api/types';
 import { BulkActions, BulkConfirm } from '../components/BulkActions';
 import { JobTable } from '../components/JobTable';
@@ -20,7 +20,7 @@ import {
 import { errorMessage } from '../lib/errors';
 import { pageSizeChoices, parsePageSize } from '../lib/paging';
 import { parseIntParam, parseStatus } from '../lib/params';
-import { namedQueues, queueNameProblem } from '../lib/queue';
+import { namedQueues, queueChoices, queueNameProblem } from '../lib/queue';
 import { useDebounced } from '../lib/useDebounced';
 
 const ACTIONS: readonly BulkAction[] = ['retry', 'cancel'];
@@ -138,6 +138,8 @@ export function JobsPage() {
   }
 
   const knownQueues = config ? namedQueues(config.worker.queues) : [];
+  const activeQueues = useActiveQueues().data;
+  const choices = queueChoices(config?.worker.queues ?? [], activeQueues ?? [], queue);
   const caption =
     `Jobs${status ? ` with status ${status}` : ''}` +
     `${type ? ` whose type contains “${type}”` : ''}${queue ? ` in queue ${queue}` : ''}`;
@@ -166,6 +168,25 @@ export function JobsPage() {
             onChange={(e) => setTypeInput(e.target.value)}
           />
         </label>
+        {choices.length > 0 && (
+          <label className="field field--inline">
+            <span>Pick a queue</span>
+            <select
+              value={queue}
+              onChange={(e) => {
+                setQueueInput(e.target.value);
+                update({ queue: e.target.value, offset: 0 });
+              }}
+            >
+              <option value="">All queues</option>
+              {choices.map((q) => (
+                <option key={q} value={q}>
+                  {q}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
         <div className="field field--inline">
           <label htmlFor="job-queue-filter">Queue</label>
           <input

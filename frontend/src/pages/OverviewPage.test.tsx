@@ -1,7 +1,7 @@
 import { screen, waitFor, within } from '@testing-library/react';
 import { http, HttpResponse } from 'msw';
 import { describe, expect, it } from 'vitest';
-import { API, makeThroughput, stats } from '../test/fixtures';
+import { API, makeJobTypes, makeThroughput, makeTypeHealth, stats } from '../test/fixtures';
 import { renderApp } from '../test/render';
 import { server } from '../test/server';
 
@@ -81,5 +81,47 @@ describe('Overview page', () => {
     await waitFor(() => expect(screen.getByRole('list', { name: 'Queue statistics' })).toBeInTheDocument(), {
       timeout: 3000,
     });
+  });
+
+  it('puts failing types, expired leases and an old backlog first under "Needs attention"', async () => {
+    const seen: string[] = [];
+    server.use(
+      http.get(`${API}/jobs/stats/`, () =>
+        HttpResponse.json({ ...stats, overdue_running: 1, oldest_due_at: new Date(Date.now() - 600_000).toISOString() }),
+      ),
+      http.get(`${API}/jobs/types/`, ({ request }) => {
+        seen.push(new URL(request.url).searchParams.get('minutes') ?? '');
+        return HttpResponse.json(
+          makeJobTypes([makeTypeHealth('demo.fail', { counts: { failed: 4 } }), makeTypeHealth('demo.success', { counts: { succeeded: 9 } })], 15),
+        );
+      }),
+    );
+    renderApp('/');
+    const list = await screen.findByRole('list', { name: 'Needs attention' });
+    const items = await within(list).findAllByRole('listitem');
+    expect(items.map((item) => item.getAttribute('data-kind'))).toEqual(['failing_type', 'overdue_leases', 'backlog']);
+    expect(items[0]).toHaveTextContent('demo.fail is failing: 100% of attempts');
+    expect(within(items[0]!).getByRole('link', { name: 'demo.fail jobs' })).toHaveAttribute('href', '/jobs?type=demo.fail');
+    expect(seen[0]).toBe('15');
+    // The attention panel comes before the counts.
+    const headings = screen.getAllByRole('heading', { level: 2 }).map((h) => h.textContent);
+    expect(headings[0]).toBe('Needs attention');
+  });
+
+  it('says "Nothing needs attention" when all is fine', async () => {
+    server.use(
+      http.get(`${API}/jobs/types/`, () =>
+        HttpResponse.json(makeJobTypes([makeTypeHealth('demo.success', { counts: { succeeded: 9 } })], 15)),
+      ),
+    );
+    renderApp('/');
+    expect(await screen.findByText('Nothing needs attention.')).toBeInTheDocument();
+  });
+
+  it('does not say all is fine when the job types did not load', async () => {
+    server.use(http.get(`${API}/jobs/types/`, () => HttpResponse.json({ detail: 'boom' }, { status: 500 })));
+    renderApp('/');
+    expect(await screen.findByText(/Failing job types are unknown/)).toBeInTheDocument();
+    expect(screen.queryByText('Nothing needs attention.')).not.toBeInTheDocument();
   });
 });

@@ -1,8 +1,11 @@
-import { useStats, useThroughput } from '../api/hooks';
-import type { JobStats } from '../api/types';
+import { Link } from 'react-router';
+import { useJobTypes, useStats, useThroughput } from '../api/hooks';
+import type { JobStats, JobTypeHealth } from '../api/types';
 import { StatCard } from '../components/StatCard';
 import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
 import { ThroughputChart } from '../components/ThroughputChart';
+import { ATTENTION_WINDOW_MINUTES, attentionItems } from '../lib/attention';
+import { errorMessage } from '../lib/errors';
 import { formatDuration, formatExact } from '../lib/time';
 import { useNow } from '../lib/useNow';
 
@@ -22,13 +25,66 @@ function BacklogAge({ stats }: { stats: JobStats }) {
   );
 }
 
+/** Failing types, expired leases and an old backlog, or "Nothing needs attention". */
+function NeedsAttention({
+  stats,
+  types,
+  typesFailed,
+}: {
+  stats: JobStats;
+  types: readonly JobTypeHealth[] | undefined;
+  typesFailed: boolean;
+}) {
+  const now = useNow();
+  const items = attentionItems(stats, types, now);
+  if (items.length === 0) {
+    // Without the types, failing types are unknown: do not claim all is fine.
+    if (types === undefined) return typesFailed ? null : <Loading label="Checking job types…" />;
+    return <p className="all-clear">Nothing needs attention.</p>;
+  }
+  return (
+    <ul className="attention" aria-label="Needs attention">
+      {items.map((item) => (
+        <li key={item.key} className={`attention__item attention__item--${item.kind}`} data-kind={item.kind}>
+          <strong className="attention__title">{item.title}</strong>
+          <span className="attention__detail">{item.detail}</span>
+          <Link to={item.to}>{item.linkLabel}</Link>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
 export function OverviewPage() {
   const stats = useStats();
   const throughput = useThroughput(THROUGHPUT_WINDOW);
+  const types = useJobTypes(ATTENTION_WINDOW_MINUTES);
 
   return (
     <div className="page">
       <h1>Overview</h1>
+
+      <section aria-labelledby="attention-heading" className="panel">
+        <h2 id="attention-heading">Needs attention</h2>
+        {stats.isPending ? (
+          <Loading label="Loading queue stats…" />
+        ) : stats.isError && !stats.data ? (
+          // The queue state panel below shows the error and its retry button.
+          <p className="muted">Cannot tell without the queue stats.</p>
+        ) : stats.data ? (
+          <>
+            {types.isError &&
+              (types.data ? (
+                <StaleNote error={types.error} />
+              ) : (
+                <p className="stale-note" role="status">
+                  Failing job types are unknown: {errorMessage(types.error)}
+                </p>
+              ))}
+            <NeedsAttention stats={stats.data} types={types.data?.types} typesFailed={types.isError} />
+          </>
+        ) : null}
+      </section>
 
       <section aria-labelledby="stats-heading" className="panel">
         <h2 id="stats-heading">Queue state</h2>

@@ -2,7 +2,21 @@
  * Fixtures shaped exactly like the examples in the backend spec. They are typed
  * with the client's types, generated from the OpenAPI schema, so a drift fails `tsc`.
  */
-import type { ApiConfig, EventPage, Job, JobEvent, JobPage, JobStats, Session, Throughput } from '../api/types';
+import type {
+  ApiConfig,
+  EventPage,
+  Job,
+  JobEvent,
+  JobPage,
+  JobStats,
+  JobTypeHealth,
+  JobTypes,
+  Session,
+  Throughput,
+  WorkerProcess,
+  WorkerThread,
+  Workers,
+} from '../api/types';
 
 export const API = 'http://localhost:8000/api';
 
@@ -71,6 +85,7 @@ export const stats: JobStats = {
   oldest_queued_at: null,
   oldest_due_at: null,
   estimated: false,
+  queues: [],
 };
 
 export const config: ApiConfig = {
@@ -127,4 +142,66 @@ export function makeThroughput(
       cancelled,
     })),
   };
+}
+
+/** One type's health: `counts` and the rest default to an idle type. */
+export function makeTypeHealth(type: string, overrides: Partial<Omit<JobTypeHealth, 'counts'>> & { counts?: Partial<JobTypeHealth['counts']> } = {}): JobTypeHealth {
+  const counts = { claimed: 0, succeeded: 0, retry_scheduled: 0, failed: 0, timeout_requeued: 0, cancelled: 0, ...overrides.counts };
+  const failures = counts.retry_scheduled + counts.failed + counts.timeout_requeued;
+  const attempts = failures + counts.succeeded;
+  return {
+    type,
+    registered: true,
+    attempts,
+    failure_rate: attempts ? failures / attempts : null,
+    sample_size: attempts,
+    run_ms: { p50: null, p95: null },
+    wait_ms: { p50: null, p95: null },
+    last_error: null,
+    failures: Array<number>(15).fill(0),
+    ...overrides,
+    counts,
+  };
+}
+
+export function makeJobTypes(types: JobTypeHealth[], minutes = 60): JobTypes {
+  return {
+    minutes,
+    start: '2026-06-21T10:00:00Z',
+    end: '2026-06-21T11:00:00Z',
+    bucket_seconds: 60,
+    sample_size_max: 1000,
+    types,
+  };
+}
+
+export function makeWorker(overrides: Partial<WorkerThread> = {}): WorkerThread {
+  return {
+    worker_id: 'box:4242:thread-1:00c0ffee',
+    host: 'box',
+    pid: 4242,
+    thread: 1,
+    role: 'worker',
+    current_job: null,
+    finished: 0,
+    last_seen: '2026-06-21T10:59:58Z',
+    ...overrides,
+  };
+}
+
+export function makeProcess(workers: WorkerThread[], overrides: Partial<WorkerProcess> = {}): WorkerProcess {
+  return {
+    process: 'box:4242',
+    host: 'box',
+    pid: 4242,
+    last_seen: '2026-06-21T10:59:58Z',
+    running: workers.filter((w) => w.current_job !== null).length,
+    finished: workers.reduce((n, w) => n + w.finished, 0),
+    workers,
+    ...overrides,
+  };
+}
+
+export function makeWorkers(processes: WorkerProcess[]): Workers {
+  return { minutes: 15, start: '2026-06-21T10:45:00Z', end: '2026-06-21T11:00:00Z', processes };
 }

@@ -1,6 +1,6 @@
 import { http, HttpResponse } from 'msw';
 import { setupServer } from 'msw/node';
-import { API, config, makeThroughput, openSession, stats } from './fixtures';
+import { API, config, makeJobTypes, makeThroughput, makeWorkers, openSession, stats } from './fixtures';
 
 /** Default handlers: a healthy, empty API. Tests override what they exercise. */
 export const defaultHandlers = [
@@ -9,6 +9,8 @@ export const defaultHandlers = [
   http.get(`${API}/auth/session/`, () => HttpResponse.json(openSession)),
   http.get(`${API}/jobs/stats/`, () => HttpResponse.json(stats)),
   http.get(`${API}/jobs/throughput/`, () => HttpResponse.json(makeThroughput([[0, 0]]))),
+  http.get(`${API}/jobs/types/`, () => HttpResponse.json(makeJobTypes([]))),
+  http.get(`${API}/workers/`, () => HttpResponse.json(makeWorkers([]))),
 ];
 
 export const server = setupServer(...defaultHandlers);
