@@ -360,8 +360,9 @@ class JobBulkRetryView(DomainErrorsMixin, APIView):
 class JobStatsView(DomainErrorsMixin, APIView):
     @extend_schema(operation_id="jobs_stats", tags=["jobs"], responses={200: JobStatsSerializer})
     def get(self, request: Request) -> Response:
-        """Counts by status, overdue leases and pending retries, from one query."""
-        return Response(JobStatsSerializer(selectors.job_stats()).data)
+        """Counts by status, overdue leases and pending retries, from one query; computed at
+        most once per ``JOB_STATS_CACHE_SECONDS`` per process, however many dashboards poll."""
+        return Response(JobStatsSerializer(selectors.cached_job_stats()).data)
 
 
 class JobThroughputView(DomainErrorsMixin, APIView):
