@@ -155,9 +155,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--task-rounds",
         type=int,
-        default=4,
+        default=2,
         help="rounds of the @register and django.tasks paths, back to back, each round "
-        "starting with the other; the median ratio is reported (4)",
+        "starting with the other; the median ratio is reported (2)",
     )
     parser.add_argument(
         "--db",

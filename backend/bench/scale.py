@@ -359,25 +359,36 @@ def dashboards_cost(
     """N dashboards polling cost the database one stats query per cache interval.
 
     Nothing else touches jobs_job meanwhile, so its scan counters count stats queries,
-    calibrated by uncached ``selectors.job_stats()`` calls in this process. Backends
-    report their counters when they exit: the server is stopped before reading them.
+    calibrated by ``calibration`` GETs on a server without the cache. Backends report
+    their counters when they go idle (at most once a second) or exit: each server is
+    stopped, and the counters settle, before they are read.
     """
     from django.conf import settings
     from django.db import connection
 
-    from jobs import selectors
+    # This process's sessions scanned jobs_job just before; a backend holds such counts
+    # for up to 10 s while idle, so end both sessions (their backends report on exit).
+    connection.close()
+    db.reconnect()
 
-    connection.close()
-    before = _job_scans(db)
-    calibration = 10
-    for _ in range(calibration):
-        selectors.job_stats()
-    connection.close()
-    time.sleep(0.5)
-    per_query = (_job_scans(db) - before) / calibration
+    def settled_scans() -> int:
+        time.sleep(1.5)
+        return _job_scans(db)
+
+    calibration = 20
+    before = settled_scans()
+    uncached = dict(env, JOB_STATS_CACHE_SECONDS="0")
+    with api_server(uncached, shape, conn_max_age=60, log_dir=log_dir) as port:
+        client = Client(port, token)
+        try:
+            for _ in range(calibration):
+                client.request("GET", "/api/jobs/stats/")
+        finally:
+            client.close()
+    per_query = (settled_scans() - before) / calibration
     requests = 0
     lock = threading.Lock()
-    before = _job_scans(db)
+    before = settled_scans()
     with api_server(env, shape, conn_max_age=60, log_dir=log_dir) as port:
         deadline = time.monotonic() + seconds
 
@@ -402,8 +413,7 @@ def dashboards_cost(
             thread.start()
         for thread in threads:
             thread.join()
-    time.sleep(0.5)
-    queries = (_job_scans(db) - before) / per_query if per_query else math.nan
+    queries = (settled_scans() - before) / per_query if per_query else math.nan
     ttl = settings.JOB_STATS_CACHE_SECONDS
     return DashboardsCost(
         dashboards=dashboards,
