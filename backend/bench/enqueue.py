@@ -160,6 +160,7 @@ _PROFILE_PARTS = [
     ("token authentication (1 query)", "rest_framework/authentication.py", "authenticate"),
     ("request validation (is_valid)", "rest_framework/serializers.py", "is_valid"),
     ("response serializer (.data)", "rest_framework/serializers.py", "data"),
+    ("response (job_representation)", "jobs/serializers.py", "job_representation"),
 ]
 
 

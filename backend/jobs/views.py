@@ -60,6 +60,7 @@ from .serializers import (
     ThroughputQuerySerializer,
     ThroughputSerializer,
     WorkersSerializer,
+    job_representation,
 )
 from .throttling import AuthFailureThrottle, JobCreateThrottle
 
@@ -203,7 +204,7 @@ class JobListCreateView(FilteredListView):
         serializer.is_valid(raise_exception=True)
         job, created = services.create_job(**serializer.validated_data)
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
-        return Response(JobSerializer(job).data, status=code)
+        return Response(job_representation(job), status=code)
 
 
 class JobBulkCreateView(DomainErrorsMixin, APIView):
@@ -248,7 +249,7 @@ class JobDetailView(DomainErrorsMixin, APIView):
     )
     def get(self, request: Request, id: str) -> Response:
         """One job's current state."""
-        return Response(JobSerializer(selectors.get_job(parse_job_id(id))).data)
+        return Response(job_representation(selectors.get_job(parse_job_id(id))))
 
 
 @extend_schema_view(
@@ -290,7 +291,7 @@ class JobRetryView(DomainErrorsMixin, APIView):
     def post(self, request: Request, id: str) -> Response:
         """Send a failed or cancelled job back to the queue with a fresh attempt budget."""
         job = services.retry_job(job_id=parse_job_id(id))
-        return Response(JobSerializer(job).data)
+        return Response(job_representation(job))
 
 
 class JobCancelView(DomainErrorsMixin, APIView):
@@ -318,7 +319,7 @@ class JobCancelView(DomainErrorsMixin, APIView):
         """Cancel a job: a queued one at once, a running one as soon as its worker can."""
         job = services.cancel_job(job_id=parse_job_id(id))
         code = status.HTTP_202_ACCEPTED if job.status == JobStatus.RUNNING else status.HTTP_200_OK
-        return Response(JobSerializer(job).data, status=code)
+        return Response(job_representation(job), status=code)
 
 
 class JobBulkCancelView(DomainErrorsMixin, APIView):
