@@ -158,6 +158,7 @@ def create_in_process(count: int, *, driver: str) -> InProcessCreate:
 _PROFILE_PARTS = [
     ("create_job (service + SQL)", "jobs/services.py", "create_job"),
     ("token authentication (1 query)", "rest_framework/authentication.py", "authenticate"),
+    ("job permission check (1 query)", "jobs/permissions.py", "has_permission"),
     ("request validation (is_valid)", "rest_framework/serializers.py", "is_valid"),
     ("response serializer (.data)", "rest_framework/serializers.py", "data"),
     ("response (job_representation)", "jobs/serializers.py", "job_representation"),
