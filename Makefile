@@ -77,8 +77,12 @@ test-fuzz: venv ## Fuzz the API from its OpenAPI schema (schemathesis) + product
 	cd $(BACKEND) && DATABASE_ENGINE=sqlite $(PY) -m pytest -q jobs/tests/test_fuzz.py jobs/tests/test_security.py
 
 .PHONY: bench
-bench: venv ## Throughput and scale benchmark on PostgreSQL: prints a table, writes bench-results/latest.json (BENCH_ARGS=--help)
+bench: venv ## Every performance goal beside its same-run reference on PostgreSQL: prints a report, writes bench-results/latest.json (BENCH_ARGS=--help)
 	cd $(BACKEND) && $(PY) -m bench.run $(BENCH_ARGS)
+
+.PHONY: bench-readme
+bench-readme: venv ## Rewrite README.md's performance table from bench-results/latest.json (run make bench first)
+	cd $(BACKEND) && $(PY) -m bench.readme
 
 .PHONY: test
 test: lint test-compose test-docs test-schema test-types test-backend-sqlite test-backend-postgres test-frontend test-e2e ## Everything the project checks (what CI runs)

@@ -170,6 +170,13 @@ class Database:
             **conninfo, autocommit=True, cursor_factory=psycopg.ClientCursor
         )
 
+    def reconnect(self) -> None:
+        """A fresh session; the old backend reports its pending statistics as it exits."""
+        self.conn.close()
+        self.conn = psycopg.connect(
+            **self.conninfo, autocommit=True, cursor_factory=psycopg.ClientCursor
+        )
+
     def execute(self, sql: str, params: Any = None) -> None:
         with self.conn.cursor() as cur:
             cur.execute(sql, params)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import subprocess
 import threading
 import time
 from collections import Counter
@@ -22,6 +23,11 @@ from pathlib import Path
 
 from .common import JOB_TYPE, PATHS, Database, load_average, log, ms, p50_p99_ms, reset_tables
 from .server import Client, ServerShape, api_server, api_token
+
+# The run with the settings docker-compose.yml gives the API (persistent connections,
+# CONN_HEALTH_CHECKS is always on): the one goal 3 is judged on.
+PRODUCTION_CONN_MAX_AGE = 60
+PRODUCTION_LABEL = f"POSTGRES_CONN_MAX_AGE={PRODUCTION_CONN_MAX_AGE}"
 
 
 @dataclass(kw_only=True)
@@ -57,9 +63,21 @@ class Profile:
 
 
 @dataclass(kw_only=True)
+class PgbenchEnqueue:
+    """The single-row enqueue (a job and its created event, one statement) from pgbench."""
+
+    clients: int
+    rows: int
+    rows_per_second: float
+    latency_ms: float
+    load_average: list[float]
+
+
+@dataclass(kw_only=True)
 class EnqueueResult:
     server: str
     http: list[HttpLoad] = field(default_factory=list)
+    pgbench: PgbenchEnqueue | None = None
     in_process: list[InProcessCreate] = field(default_factory=list)
     profile: Profile | None = None
 
@@ -140,8 +158,10 @@ def create_in_process(count: int, *, driver: str) -> InProcessCreate:
 _PROFILE_PARTS = [
     ("create_job (service + SQL)", "jobs/services.py", "create_job"),
     ("token authentication (1 query)", "rest_framework/authentication.py", "authenticate"),
+    ("job permission check (1 query)", "jobs/permissions.py", "has_permission"),
     ("request validation (is_valid)", "rest_framework/serializers.py", "is_valid"),
     ("response serializer (.data)", "rest_framework/serializers.py", "data"),
+    ("response (job_representation)", "jobs/serializers.py", "job_representation"),
 ]
 
 
@@ -214,6 +234,74 @@ def profile_api(token: str, count: int) -> Profile:
     )
 
 
+# One job and its created event, as the create statement writes them; pgbench cannot
+# build the JSON array (with a fresh uuid) that create_jobs takes, so this is the same
+# write spelled for one row.
+PGBENCH_ENQUEUE = """\
+WITH job AS (
+    INSERT INTO jobs_job (id, type, payload, status, priority, available_at, attempts,
+        max_attempts, last_error, created_at, updated_at, queue)
+    VALUES (gen_random_uuid(), :type, '{"n": 1}', 'queued', 50, now(), 0, 3, '', now(), now(),
+        'default')
+    RETURNING id, type, created_at
+)
+INSERT INTO jobs_jobevent (job_id, type, attempt, message, data, created_at, job_type)
+SELECT id, 'created', 0, 'Job created', jsonb_build_object('type', type), created_at, type
+FROM job
+"""
+
+
+def pgbench_enqueue(
+    db: Database, env: dict[str, str], *, clients: int, rows: int, log_dir: Path
+) -> PgbenchEnqueue:
+    reset_tables(db)
+    script = log_dir / "enqueue.pgbench.sql"
+    script.write_text(PGBENCH_ENQUEUE)
+    command = [
+        "pgbench",
+        "--no-vacuum",
+        "--protocol=prepared",
+        f"--client={clients}",
+        f"--jobs={min(clients, 2)}",
+        f"--transactions={math.ceil(rows / clients)}",
+        f"--file={script}",
+        f"--define=type={JOB_TYPE}",
+        "--host",
+        env["POSTGRES_HOST"],
+        "--port",
+        env["POSTGRES_PORT"],
+        "--username",
+        env["POSTGRES_USER"],
+        env["POSTGRES_DB"],
+    ]
+    done = subprocess.run(
+        command,
+        env=dict(env, PGPASSWORD=env["POSTGRES_PASSWORD"]),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    (log_dir / f"pgbench-enqueue-c{clients}.log").write_text(done.stdout + done.stderr)
+    if done.returncode != 0:
+        raise RuntimeError(f"pgbench failed ({done.returncode}): {done.stderr[-2000:]}")
+
+    def figure(prefix: str) -> float:
+        for line in done.stdout.splitlines():
+            if line.startswith(prefix):
+                return float(line.split("=")[1].split()[0])
+        return math.nan
+
+    written = db.scalar("SELECT count(*) FROM jobs_job")
+    reset_tables(db)
+    return PgbenchEnqueue(
+        clients=clients,
+        rows=written,
+        rows_per_second=round(figure("tps"), 1),
+        latency_ms=figure("latency average"),
+        load_average=load_average(),
+    )
+
+
 def run_enqueue(
     db: Database,
     env: dict[str, str],
@@ -228,7 +316,7 @@ def run_enqueue(
     reset_tables(db)
     token = api_token()
     result = EnqueueResult(server=shape.describe())
-    for conn_max_age in (0, 60):
+    for conn_max_age in (0, PRODUCTION_CONN_MAX_AGE):
         log(f"enqueue: gunicorn with POSTGRES_CONN_MAX_AGE={conn_max_age}")
         label = f"POSTGRES_CONN_MAX_AGE={conn_max_age}"
         with api_server(env, shape, conn_max_age=conn_max_age, log_dir=log_dir) as port:
@@ -238,6 +326,8 @@ def run_enqueue(
                     port, token, label=label, concurrency=concurrency, total=requests, seconds=60
                 )
             )
+    log(f"enqueue: pgbench single-row enqueue, {concurrency} clients")
+    result.pgbench = pgbench_enqueue(db, env, clients=concurrency, rows=requests, log_dir=log_dir)
     log("enqueue: profiling POST /api/jobs/ in-process")
     result.profile = profile_api(token, 300)
     for driver in drivers:

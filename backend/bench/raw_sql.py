@@ -1,26 +1,33 @@
-"""Raw-SQL limit: the PostgreSQL driver's claim and complete statements driven by pgbench.
+"""Raw-SQL limit: the worker's own statement, ``complete_and_claim``, driven by pgbench.
 
-Each pgbench transaction is what one worker thread does per job without Python around it:
-``claim_job`` then ``complete_job``, each its own implicit transaction, the claim's row
-feeding the complete. The statements are ``QUERIES[name].text`` as written in
-``jobs/drivers/queries.sql``; only pgbench meta-commands and ``-D`` variables are added.
-A backlog of ``jobs`` is drained by ``clients`` connections, timed like the workers (first
-``claimed`` to last ``succeeded`` event), so each worker figure can be read as a ratio of
-the limit at the same concurrency.
+Two scripts, each draining a backlog of ``jobs`` with ``clients`` connections, timed like
+the workers (first ``claimed`` to last ``succeeded`` event), so each worker figure reads
+as a ratio of the limit at the same concurrency:
 
-Protocol: pgbench replaces ``:name`` textually in its simple protocol, which a uuid or
-timestamp value would break, so the parameters are bound. ``extended`` (the default)
-parses and plans both statements on every execution, as the services' statements are
-(Django binds client-side) and as the earlier simple-protocol script with literals was;
-measured side by side, the two give the same jobs/s within noise. ``prepared`` plans once
-per connection, which the services never do: a higher ceiling (about 1.5x here).
+* ``fused``: what a worker thread does per job: one call that completes the job it
+  claimed on the previous transaction and claims the next (one round trip, one commit).
+  A connection's first call completes nothing (the nil uuid matches no job).
+* ``two-statement``: the same statement called twice per job, complete-only (a queue
+  that matches nothing) then claim-only (the nil uuid): two round trips and two commits,
+  what the issue's original claim + complete method measured.
+
+The statement is ``QUERIES["complete_and_claim"].text`` as written in
+``jobs/drivers/queries.sql``; the script only renames the pgbench variables bound to
+``:id``/``:attempts`` (to ``:job_id``/``:job_attempts``, fed by ``\\aset job_``) and, per
+call, ``:id``/``:queue`` to the nil uuid / an unmatched queue: the server receives the
+same statement either way. The prefix matters: a plain ``\\aset`` stores the last row,
+and when a call claims nothing that row is the completed job, whose NULL
+``locked_until`` would overwrite the lease variable with '' and break the next call.
+
+Protocol: ``prepared`` (the default) plans once per connection, as the worker's driver
+does (``JOB_DB_PREPARED_STATEMENTS``); ``extended`` plans every execution.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -29,53 +36,63 @@ from pathlib import Path
 
 from .common import Database, EventWindow, enqueue_bulk, event_window, load_average, reset_tables
 
-PROTOCOLS = ("extended", "prepared")
+PROTOCOLS = ("prepared", "extended")
+SCRIPTS = ("fused", "two-statement")
 # pgbench cannot add an interval to the server's clock, so every claim gets the same
 # lease end: one that outlives any run (nothing reaps leases while pgbench runs).
 LEASE = timedelta(hours=1)
 NO_JOB = "00000000-0000-0000-0000-000000000000"
+# A queue no job is in: the claim half of the statement finds nothing.
+NO_QUEUE = "bench-no-such-queue"
+# Transactions per client beyond an even share, so every client's last calls find the
+# queue empty and nothing is left claimed; the surplus calls come after the last
+# succeeded event and do not count in the window.
+SLACK = 1.25
 
 
 @dataclass(kw_only=True)
 class RawSqlRun(EventWindow):
+    script: str
     clients: int
     jobs: int
     protocol: str
     pgbench_tps: float
     load_average: list[float]
+    # Jobs a client's last transaction left claimed, completed after pgbench ended.
+    completed_after: int = 0
     samples_jobs_per_second: list[float] = field(default_factory=list)
 
 
-def pgbench_script() -> str:
-    """Claim, then complete the claimed job, with the statements verbatim.
+def _rename(text: str, **names: str) -> str:
+    """``text`` with the pgbench variables ``:old`` renamed ``:new`` (casts untouched)."""
+    for old, new in names.items():
+        text = re.sub(rf"(?<![\w:]):{old}\b", f":{new}", text)
+    return text
 
-    Each connection works as worker ``<client_id>``. ``\\aset job_`` stores the claimed
-    row's columns as ``job_id``, ``job_attempts``, ...; when a claim finds nothing (the
-    last few transactions of a run) it stores nothing and the complete that follows
-    matches no row, like a stale worker's.
-    """
+
+def pgbench_script(script: str) -> str:
     from jobs.drivers.postgres import QUERIES
 
-    return "\n".join(
-        [
-            "\\set worker_id :client_id",
-            QUERIES["claim_job"].text,
+    text = QUERIES["complete_and_claim"].text
+    fed = {"id": "job_id", "attempts": "job_attempts"}
+    lines = ["\\set worker_id :client_id"]
+    if script == "fused":
+        lines += [_rename(text, **fed), "\\aset job_"]
+    elif script == "two-statement":
+        lines += [
+            _rename(text, **fed, queue="no_queue") + ";",
+            _rename(text, id="no_job", attempts="job_attempts"),
             "\\aset job_",
-            "\\set attempt :job_attempts",
-            QUERIES["complete_job"].text + ";",
-            "",
         ]
-    )
+    else:
+        raise ValueError(f"unknown script {script!r}")
+    return "\n".join([*lines, ""])
 
 
 def pgbench_variables() -> dict[str, str]:
     """The parameters the worker sends from Python, as pgbench ``-D`` variables.
 
-    pgbench variables are per connection, not per statement, and both statements name
-    their event's text ``message`` and ``data``, so the succeeded event carries the claim's
-    ("Job claimed" and the lease, some 70 bytes more per job than a worker writes; within
-    noise when measured against ``{}``). pgbench cannot bind an SQL NULL, so the no-op
-    result is the JSON ``null``.
+    pgbench cannot bind an SQL NULL, so the no-op result is the JSON ``null``.
     """
     from jobs.models import DEFAULT_QUEUE, JobEventType
     from jobs.services import MESSAGES
@@ -86,11 +103,15 @@ def pgbench_variables() -> dict[str, str]:
         # PostgreSQL reads the timestamp 'now' as the transaction's start, i.e. now().
         "now": "now",
         "queue": DEFAULT_QUEUE,
+        "no_queue": NO_QUEUE,
+        "no_job": NO_JOB,
         "locked_until": locked_until,
-        "message": MESSAGES[JobEventType.CLAIMED],
-        "data": json.dumps(lease, separators=(",", ":")),
-        "result": "null",
-        # What the complete sees if a connection's very first claim finds nothing.
+        "claimed_message": MESSAGES[JobEventType.CLAIMED],
+        "claimed_data": json.dumps(lease, separators=(",", ":")),
+        "completed_message": MESSAGES[JobEventType.SUCCEEDED],
+        "completed_data": "{}",
+        "result_json": "null",
+        # A connection's first call completes nothing.
         "job_id": NO_JOB,
         "job_attempts": "0",
     }
@@ -100,10 +121,36 @@ def pgbench_available() -> str | None:
     return shutil.which("pgbench")
 
 
+def _complete_leftovers(db: Database) -> int:
+    """Complete what a client's last transaction claimed (rare: see ``SLACK``)."""
+    from jobs.drivers.postgres import QUERIES
+
+    rows = db.rows("SELECT id, locked_by, attempts FROM jobs_job WHERE status = 'running'")
+    variables = pgbench_variables()
+    for job_id, worker_id, attempts in rows:
+        db.execute(
+            QUERIES["complete_and_claim"].sql,
+            {
+                **{name: variables[name] for name in ("completed_message", "completed_data")},
+                "claimed_message": None,
+                "claimed_data": None,
+                "locked_until": None,
+                "queue": None,
+                "result_json": "null",
+                "now": datetime.now(UTC),
+                "id": job_id,
+                "worker_id": worker_id,
+                "attempts": attempts,
+            },
+        )
+    return len(rows)
+
+
 def run_pgbench(
     db: Database,
     env: dict[str, str],
     *,
+    script: str,
     clients: int,
     jobs: int,
     protocol: str,
@@ -111,17 +158,17 @@ def run_pgbench(
 ) -> RawSqlRun:
     reset_tables(db)
     enqueue_bulk(db, jobs)
-    script = log_dir / "claim_complete.pgbench.sql"
-    script.write_text(pgbench_script())
-    per_client = math.ceil(jobs / clients)
+    path = log_dir / f"{script}.pgbench.sql"
+    path.write_text(pgbench_script(script))
+    per_client = math.ceil(jobs / clients * SLACK) + 2
     command = [
         pgbench_available() or "pgbench",
         "--no-vacuum",
         f"--protocol={protocol}",
         f"--client={clients}",
-        f"--jobs={min(clients, os.cpu_count() or 1)}",
+        f"--jobs={min(clients, 2)}",
         f"--transactions={per_client}",
-        f"--file={script}",
+        f"--file={path}",
         *(f"--define={name}={value}" for name, value in pgbench_variables().items()),
         "--host",
         env["POSTGRES_HOST"],
@@ -133,7 +180,7 @@ def run_pgbench(
     ]
     pg_env = dict(env, PGPASSWORD=env["POSTGRES_PASSWORD"])
     done = subprocess.run(command, env=pg_env, capture_output=True, text=True, timeout=600)
-    (log_dir / f"pgbench-c{clients}.log").write_text(done.stdout + done.stderr)
+    (log_dir / f"pgbench-{script}-c{clients}.log").write_text(done.stdout + done.stderr)
     if done.returncode != 0:
         raise RuntimeError(f"pgbench failed ({done.returncode}): {done.stderr[-2000:]}")
     tps = next(
@@ -144,14 +191,17 @@ def run_pgbench(
         ),
         math.nan,
     )
+    leftovers = _complete_leftovers(db)
     result = RawSqlRun(
         **vars(event_window(db)),
+        script=script,
         clients=clients,
         jobs=jobs,
         protocol=protocol,
         pgbench_tps=tps,
         load_average=load_average(),
+        completed_after=leftovers,
     )
-    if result.jobs_succeeded != jobs:
-        raise RuntimeError(f"pgbench left jobs unfinished: {result}")
+    if result.jobs_succeeded != jobs or result.claimed_events != jobs:
+        raise RuntimeError(f"pgbench did not claim and complete every job once: {result}")
     return result

@@ -15,7 +15,11 @@ ANALYZE, rolled back), ``GET /api/jobs/stats/`` and ``GET /api/jobs/?limit=25`` 
 
 from __future__ import annotations
 
+import json
+import math
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,18 +27,23 @@ from typing import Any
 from .common import (
     Database,
     add_finished_jobs,
+    best_of,
     enqueue_bulk,
     load_average,
     log,
     p50_p99_ms,
     queued_count,
+    ratio,
     reset_tables,
     timed_calls,
     vacuum_analyze,
 )
-from .server import EndpointLatency, ServerShape, api_server, api_token, endpoint_latency
+from .server import Client, EndpointLatency, ServerShape, api_server, api_token, endpoint_latency
+from .workers import WorkerRun, run_workers
 
 SMALL = 10_000
+# Due jobs of the future-jobs case (issue 15, item 5).
+FUTURE_DUE = 2_000
 # The first claims after a bulk load meet cold caches; they are not timed.
 CLAIM_WARMUP = 50
 
@@ -95,6 +104,63 @@ class BacklogPoint:
 
 
 @dataclass(kw_only=True)
+class EmptyClaim:
+    """The claim statement on a queue with no due job (server side, rolled back)."""
+
+    runs: int
+    p50_ms: float
+    p99_ms: float
+    shared_buffers: int  # hit + read, whole statement, one run
+
+
+@dataclass(kw_only=True)
+class FutureJobsSide:
+    future_jobs: int
+    empty_claim: EmptyClaim
+    drain: WorkerRun
+
+
+@dataclass(kw_only=True)
+class FutureJobsCase:
+    """Issue 15 item 5: not-yet-due jobs of a higher priority in front of the due ones."""
+
+    due_jobs: int
+    without: FutureJobsSide
+    with_future: FutureJobsSide
+    drain_ratio: float | None  # with / without jobs/s
+    claim_p99_ratio: float | None  # with / without
+
+
+@dataclass(kw_only=True)
+class StatsExactness:
+    """The stats response at the large point against count(*)."""
+
+    estimated: bool  # the response says its finished counts are estimates
+    queued: int
+    running: int
+    queued_actual: int
+    running_actual: int
+    live_exact: bool
+
+
+@dataclass(kw_only=True)
+class DashboardsCost:
+    """``dashboards`` clients polling stats every ``poll_seconds`` for ``seconds`` against
+    a server with the default cache; stats queries counted from jobs_job's scan counters."""
+
+    dashboards: int
+    poll_seconds: float
+    seconds: float
+    requests: int
+    cache_seconds: int
+    server_processes: int
+    scans_per_stats_query: float
+    stats_queries: float
+    # At most one query per interval per gunicorn process (the cache is per process).
+    expected_max: int
+
+
+@dataclass(kw_only=True)
 class ScaleResult:
     small_setup_seconds: float
     small: ScalePoint
@@ -102,6 +168,9 @@ class ScaleResult:
     large_vacuum_seconds: float
     large: ScalePoint
     backlog: BacklogPoint
+    exactness: StatsExactness
+    dashboards: DashboardsCost
+    future: FutureJobsCase | None
     seconds: float
 
 
@@ -126,16 +195,23 @@ def claim_latency(count: int) -> ClaimLatency:
 def _claim_params() -> dict[str, Any]:
     from django.utils import timezone
 
-    from jobs.models import JobEventType
+    from jobs.models import DEFAULT_QUEUE, JobEventType
     from jobs.services import MESSAGES
 
     now = timezone.now()
+    # complete_and_claim with nothing to complete (a NULL id): the worker's plain claim.
     return {
+        "id": None,
+        "attempts": None,
+        "result_json": None,
+        "completed_message": None,
+        "completed_data": None,
         "now": now,
         "worker_id": "bench-explain",
+        "queue": DEFAULT_QUEUE,
         "locked_until": now,
-        "message": MESSAGES[JobEventType.CLAIMED],
-        "data": "{}",
+        "claimed_message": MESSAGES[JobEventType.CLAIMED],
+        "claimed_data": "{}",
     }
 
 
@@ -151,12 +227,205 @@ def claim_sql_latency(db: Database, count: int) -> ClaimSqlLatency:
     for _ in range(count):
         with db.conn.transaction(force_rollback=True), db.conn.cursor() as cur:
             cur.execute(
-                "EXPLAIN (ANALYZE, FORMAT JSON) " + QUERIES["claim_job"].sql, _claim_params()
+                "EXPLAIN (ANALYZE, FORMAT JSON) " + QUERIES["complete_and_claim"].sql,
+                _claim_params(),
             )
             (plan,) = cur.fetchall()[0]
         times.append(plan[0]["Execution Time"] / 1000)
     p50, p99 = p50_p99_ms(times)
     return ClaimSqlLatency(runs=count, p50_ms=p50, p99_ms=p99)
+
+
+def empty_claim(db: Database, count: int) -> EmptyClaim:
+    """``count`` EXPLAIN ANALYZE runs of the claim on a queue with nothing due."""
+    from jobs.drivers.postgres import QUERIES
+
+    times = []
+    buffers = 0
+    for _ in range(CLAIM_WARMUP + count):
+        with db.conn.transaction(force_rollback=True), db.conn.cursor() as cur:
+            cur.execute(
+                "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + QUERIES["complete_and_claim"].sql,
+                _claim_params(),
+            )
+            (plan,) = cur.fetchall()[0]
+        top = plan[0]["Plan"]
+        buffers = top.get("Shared Hit Blocks", 0) + top.get("Shared Read Blocks", 0)
+        times.append(plan[0]["Execution Time"] / 1000)
+    if db.scalar("SELECT count(*) FROM jobs_job WHERE status = 'running'"):
+        raise RuntimeError("the empty-claim probe claimed a job")
+    p50, p99 = p50_p99_ms(times[CLAIM_WARMUP:])
+    return EmptyClaim(runs=count, p50_ms=p50, p99_ms=p99, shared_buffers=buffers)
+
+
+def run_future_jobs(
+    db: Database, env: dict[str, str], *, future: int, due: int, claims: int, log_dir: Path
+) -> FutureJobsCase:
+    """Claims with ``future`` priority-100 jobs due tomorrow in front of ``due`` priority-50
+    jobs due now, against the same without them: a claim on the empty due set (time and
+    buffers) and a 1 x 4 worker drain of the due jobs."""
+
+    def setup_for(count: int) -> Callable[[Database], None]:
+        def setup(db: Database) -> None:
+            if count:
+                enqueue_bulk(
+                    db,
+                    count,
+                    priority="100",
+                    available_at="now() + interval '1 day'",
+                    created_at="now() - interval '1 minute'",
+                )
+            # What autovacuum (off on this server) would do after a bulk load.
+            vacuum_analyze(db)
+
+        return setup
+
+    probes = {}
+    for count in (0, future):
+        reset_tables(db)
+        setup_for(count)(db)
+        probes[count] = empty_claim(db, claims)
+    # Drains in the order without, with, with, without: drift in the machine's load
+    # favours neither side; the best of each pair is kept.
+    drains: dict[int, list[WorkerRun]] = {0: [], future: []}
+    for round_number, count in enumerate((0, future, future, 0)):
+        log(f"scale: draining {due:,} due jobs behind {count:,} future jobs")
+        drains[count].append(
+            run_workers(
+                db,
+                env,
+                processes=1,
+                threads=4,
+                jobs=due,
+                driver="postgres",
+                log_dir=log_dir,
+                label=f"future-{count}-{round_number}",
+                setup=setup_for(count),
+            )
+        )
+    without, with_future = (
+        FutureJobsSide(future_jobs=count, empty_claim=probes[count], drain=best_of(drains[count]))
+        for count in (0, future)
+    )
+    return FutureJobsCase(
+        due_jobs=due,
+        without=without,
+        with_future=with_future,
+        drain_ratio=ratio(with_future.drain.jobs_per_second, without.drain.jobs_per_second),
+        claim_p99_ratio=ratio(with_future.empty_claim.p99_ms, without.empty_claim.p99_ms),
+    )
+
+
+def stats_exactness(port: int, token: str, db: Database) -> StatsExactness:
+    client = Client(port, token)
+    try:
+        code, body = client.request("GET", "/api/jobs/stats/")
+    finally:
+        client.close()
+    if code != 200:
+        raise RuntimeError(f"GET /api/jobs/stats/ answered {code}")
+    stats = json.loads(body)
+    queued, running = stats["by_status"]["queued"], stats["by_status"]["running"]
+    actual = dict(db.rows("SELECT status, count(*) FROM jobs_job GROUP BY status"))
+    queued_actual, running_actual = actual.get("queued", 0), actual.get("running", 0)
+    return StatsExactness(
+        estimated=bool(stats.get("estimated")),
+        queued=queued,
+        running=running,
+        queued_actual=queued_actual,
+        running_actual=running_actual,
+        live_exact=(queued, running) == (queued_actual, running_actual),
+    )
+
+
+def _job_scans(db: Database) -> int:
+    return db.scalar(
+        "SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) FROM pg_stat_user_tables"
+        " WHERE relname = 'jobs_job'"
+    )
+
+
+def dashboards_cost(
+    db: Database,
+    env: dict[str, str],
+    shape: ServerShape,
+    token: str,
+    *,
+    log_dir: Path,
+    dashboards: int = 8,
+    poll_seconds: float = 0.25,
+    seconds: float = 6.0,
+) -> DashboardsCost:
+    """N dashboards polling cost the database one stats query per cache interval.
+
+    Nothing else touches jobs_job meanwhile, so its scan counters count stats queries,
+    calibrated by ``calibration`` GETs on a server without the cache. Backends report
+    their counters when they go idle (at most once a second) or exit: each server is
+    stopped, and the counters settle, before they are read.
+    """
+    from django.conf import settings
+    from django.db import connection
+
+    # This process's sessions scanned jobs_job just before; a backend holds such counts
+    # for up to 10 s while idle, so end both sessions (their backends report on exit).
+    connection.close()
+    db.reconnect()
+
+    def settled_scans() -> int:
+        time.sleep(1.5)
+        return _job_scans(db)
+
+    calibration = 20
+    before = settled_scans()
+    uncached = dict(env, JOB_STATS_CACHE_SECONDS="0")
+    with api_server(uncached, shape, conn_max_age=60, log_dir=log_dir) as port:
+        client = Client(port, token)
+        try:
+            for _ in range(calibration):
+                client.request("GET", "/api/jobs/stats/")
+        finally:
+            client.close()
+    per_query = (settled_scans() - before) / calibration
+    requests = 0
+    lock = threading.Lock()
+    before = settled_scans()
+    with api_server(env, shape, conn_max_age=60, log_dir=log_dir) as port:
+        deadline = time.monotonic() + seconds
+
+        def poll() -> None:
+            nonlocal requests
+            client = Client(port, token)
+            count = 0
+            try:
+                while time.monotonic() < deadline:
+                    code, _ = client.request("GET", "/api/jobs/stats/")
+                    if code != 200:
+                        raise RuntimeError(f"GET /api/jobs/stats/ answered {code}")
+                    count += 1
+                    time.sleep(poll_seconds)
+            finally:
+                client.close()
+                with lock:
+                    requests += count
+
+        threads = [threading.Thread(target=poll) for _ in range(dashboards)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    queries = (settled_scans() - before) / per_query if per_query else math.nan
+    ttl = settings.JOB_STATS_CACHE_SECONDS
+    return DashboardsCost(
+        dashboards=dashboards,
+        poll_seconds=poll_seconds,
+        seconds=seconds,
+        requests=requests,
+        cache_seconds=ttl,
+        server_processes=shape.workers,
+        scans_per_stats_query=per_query,
+        stats_queries=round(queries, 1),
+        expected_max=(math.ceil(seconds / ttl) + 1) * shape.workers if ttl else requests,
+    )
 
 
 def _cte_lines(lines: list[str], cte: str) -> list[str]:
@@ -180,7 +449,7 @@ def claim_plan(db: Database) -> ClaimPlan:
     """Whether the claim's candidate walks ``job_claim_idx`` in order, without a sort."""
     from jobs.drivers.postgres import QUERIES
 
-    lines = db.explain(QUERIES["claim_job"].sql, _claim_params(), rollback=True)
+    lines = db.explain(QUERIES["complete_and_claim"].sql, _claim_params(), rollback=True)
     candidate = _cte_lines(lines, "candidate")
     words = ("Limit", "LockRows", "Index", "Sort", "Filter", "Rows Removed", "Buffers")
     key = [line.rstrip() for line in candidate if any(word in line for word in words)]
@@ -194,7 +463,8 @@ def claim_plan(db: Database) -> ClaimPlan:
 
 
 def _stats_sql() -> str:
-    """The one query ``selectors.job_stats()`` runs, as Django sends it."""
+    """The counting query ``selectors.job_stats()`` runs, as Django sends it (the last of
+    its queries; the one before reads the planner's row estimate)."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -202,9 +472,9 @@ def _stats_sql() -> str:
 
     with CaptureQueriesContext(connection) as queries:
         selectors.job_stats()
-    if len(queries.captured_queries) != 1:
-        raise RuntimeError(f"job_stats ran {len(queries.captured_queries)} queries")
-    return queries.captured_queries[0]["sql"]
+    if not queries.captured_queries:
+        raise RuntimeError("job_stats ran no query")
+    return queries.captured_queries[-1]["sql"]
 
 
 def _plan_summary(lines: list[str]) -> list[str]:
@@ -250,6 +520,7 @@ def run_scale(
     claims: int,
     requests: int,
     log_dir: Path,
+    future: int = 200_000,
 ) -> ScaleResult:
     began = time.monotonic()
     reset_tables(db)
@@ -265,7 +536,10 @@ def run_scale(
     def point(finished: int) -> ScalePoint:
         return scale_point(db, port, token, finished=finished, claims=claims, requests=requests)
 
-    with api_server(env, shape, conn_max_age=60, log_dir=log_dir) as port:
+    # Uncached stats (JOB_STATS_CACHE_SECONDS=0): each GET below computes them, so its
+    # latency is the query's; the cache's effect is measured by dashboards_cost.
+    uncached = dict(env, JOB_STATS_CACHE_SECONDS="0")
+    with api_server(uncached, shape, conn_max_age=60, log_dir=log_dir) as port:
         started_at = time.monotonic()
         add_finished_jobs(db, 1, SMALL)
         top_up_queue()
@@ -282,6 +556,7 @@ def run_scale(
         large_vacuum_seconds = round(time.monotonic() - started_at, 1)
         top_up_queue()
         large = point(scale_max)
+        exactness = stats_exactness(port, token, db)
 
         log(f"scale: adding a backlog of {backlog:,} queued jobs (10 % delayed)")
         # Three priority levels; every tenth job is delayed an hour (it stays queued but is
@@ -308,6 +583,14 @@ def run_scale(
             stats_endpoint=endpoint_latency(port, token, "/api/jobs/stats/", count=requests),
             load_average=load_average(),
         )
+    log("scale: 8 dashboards polling stats through the cache")
+    dashboards = dashboards_cost(db, env, shape, token, log_dir=log_dir)
+    future_case = None
+    if future:
+        log(f"scale: {future:,} future jobs in front of {FUTURE_DUE:,} due ones")
+        future_case = run_future_jobs(
+            db, env, future=future, due=FUTURE_DUE, claims=claims, log_dir=log_dir
+        )
     return ScaleResult(
         small_setup_seconds=small_setup_seconds,
         small=small,
@@ -315,5 +598,8 @@ def run_scale(
         large_vacuum_seconds=large_vacuum_seconds,
         large=large,
         backlog=deep,
+        exactness=exactness,
+        dashboards=dashboards,
+        future=future_case,
         seconds=round(time.monotonic() - began, 1),
     )

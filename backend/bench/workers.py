@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,8 +66,10 @@ class WorkerRun(EventWindow):
 
 
 def _queue_empty(db: Database) -> bool:
+    # Due work only: a scenario may hold jobs scheduled for later (bench.scale's future jobs).
     return not db.scalar(
-        "SELECT EXISTS (SELECT 1 FROM jobs_job WHERE status IN ('queued', 'running'))"
+        "SELECT EXISTS (SELECT 1 FROM jobs_job WHERE status = 'running'"
+        " OR (status = 'queued' AND available_at <= now()))"
     )
 
 
@@ -86,8 +89,11 @@ def run_workers(
     job_type: str = JOB_TYPE,
     extra_env: dict[str, str] | None = None,
     label: str = "",
+    setup: Callable[[Database], None] | None = None,
 ) -> WorkerRun:
     reset_tables(db)
+    if setup is not None:
+        setup(db)
     path = PATHS[driver]
     label = label or f"{processes}x{threads}-{path}"
     worker_env = dict(env, BENCH_DRIVER=driver, **(extra_env or {}))

@@ -6,6 +6,7 @@ Views parse their input, call one of these, and serialize what it returns.
 from __future__ import annotations
 
 import re
+import threading
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -170,12 +171,18 @@ def cached_job_stats() -> dict[str, Any]:
         return job_stats()
     stats: dict[str, Any] | None = cache.get(STATS_CACHE_KEY)
     if stats is None:
-        stats = job_stats()
-        cache.set(STATS_CACHE_KEY, stats, ttl)
+        # One thread computes; the others that missed with it wait and read its result
+        # (without this, every request arriving as the entry expires runs the query).
+        with _STATS_LOCK:
+            stats = cache.get(STATS_CACHE_KEY)
+            if stats is None:
+                stats = job_stats()
+                cache.set(STATS_CACHE_KEY, stats, ttl)
     return stats
 
 
 STATS_CACHE_KEY = "jobs:job_stats"
+_STATS_LOCK = threading.Lock()
 
 
 def live_jobs(*, now: datetime | None = None) -> list[dict[str, Any]]:

@@ -60,6 +60,7 @@ from .serializers import (
     ThroughputQuerySerializer,
     ThroughputSerializer,
     WorkersSerializer,
+    job_representation,
 )
 from .throttling import AuthFailureThrottle, JobCreateThrottle
 
@@ -240,7 +241,7 @@ class JobListCreateView(FilteredListView):
         serializer.is_valid(raise_exception=True)
         job, created = services.create_job(**serializer.validated_data)
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
-        return Response(JobSerializer(job).data, status=code)
+        return Response(job_representation(job), status=code)
 
 
 class JobBulkCreateView(DomainErrorsMixin, APIView):
@@ -285,7 +286,7 @@ class JobDetailView(DomainErrorsMixin, APIView):
     )
     def get(self, request: Request, id: str) -> Response:
         """One job's current state."""
-        return Response(JobSerializer(selectors.get_job(parse_job_id(id))).data)
+        return Response(job_representation(selectors.get_job(parse_job_id(id))))
 
 
 @extend_schema_view(
@@ -327,7 +328,7 @@ class JobRetryView(DomainErrorsMixin, APIView):
     def post(self, request: Request, id: str) -> Response:
         """Send a failed or cancelled job back to the queue with a fresh attempt budget."""
         job = services.retry_job(job_id=parse_job_id(id))
-        return Response(JobSerializer(job).data)
+        return Response(job_representation(job))
 
 
 class JobCancelView(DomainErrorsMixin, APIView):
@@ -355,7 +356,7 @@ class JobCancelView(DomainErrorsMixin, APIView):
         """Cancel a job: a queued one at once, a running one as soon as its worker can."""
         job = services.cancel_job(job_id=parse_job_id(id))
         code = status.HTTP_202_ACCEPTED if job.status == JobStatus.RUNNING else status.HTTP_200_OK
-        return Response(JobSerializer(job).data, status=code)
+        return Response(job_representation(job), status=code)
 
 
 class JobBulkCancelView(DomainErrorsMixin, APIView):
@@ -396,10 +397,11 @@ class JobBulkRetryView(DomainErrorsMixin, APIView):
 
 @read_schema("jobs_stats", "jobs")
 class JobStatsView(SelectorView):
-    """Counts by status, overdue leases and pending retries, from one query."""
+    """Counts by status, overdue leases and pending retries, from one query; computed at most
+    once per ``JOB_STATS_CACHE_SECONDS`` per process, however many dashboards poll."""
 
     response_serializer = JobStatsSerializer
-    selector = selectors.job_stats
+    selector = selectors.cached_job_stats
 
 
 @read_schema("jobs_throughput", "jobs")

@@ -112,3 +112,29 @@ def test_cached_stats_are_computed_once_per_interval(settings, django_assert_num
     assert again == first and again["by_status"]["queued"] == 1
     settings.JOB_STATS_CACHE_SECONDS = 0
     assert selectors.cached_job_stats()["by_status"]["queued"] == 2
+
+
+def test_requests_that_miss_the_stats_cache_together_share_one_computation(settings, monkeypatch):
+    import threading
+    import time
+
+    settings.JOB_STATS_CACHE_SECONDS = 60
+    calls = []
+
+    def slow_stats():
+        calls.append(1)
+        time.sleep(0.2)  # long enough for every thread to miss the empty cache
+        return {"by_status": {}}
+
+    monkeypatch.setattr(selectors, "job_stats", slow_stats)
+    results = []
+    threads = [
+        threading.Thread(target=lambda: results.append(selectors.cached_job_stats()))
+        for _ in range(8)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(calls) == 1
+    assert results == [{"by_status": {}}] * 8

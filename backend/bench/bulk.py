@@ -1,0 +1,156 @@
+"""Bulk enqueue (issue 13, goal 2): ``POST /api/jobs/bulk/`` against its references.
+
+* ``POST /api/jobs/bulk/`` under gunicorn (``CONN_MAX_AGE=60``), batches of ``batch``
+  jobs from ``concurrency`` keep-alive clients, after a few untimed batches;
+* ``services.create_jobs`` in this process, the same batches one after another: the
+  service without HTTP, DRF validation or JSON;
+* one ``INSERT … SELECT`` of jobs and their events (``common.enqueue_bulk``): what
+  PostgreSQL itself takes, the ceiling.
+
+The ``django.tasks`` backend's bulk path is measured if ``jobs.backends`` has one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from .common import JOB_TYPE, Database, enqueue_bulk, load_average, log, p50_p99_ms, reset_tables
+from .server import Client, ServerShape, api_server, api_token
+
+
+@dataclass(kw_only=True)
+class BulkEnqueue:
+    batch: int
+    concurrency: int
+    http_jobs: int
+    http_seconds: float
+    http_jobs_per_second: float
+    http_p50_ms: float
+    http_p99_ms: float
+    status_codes: dict[int, int]
+    service_jobs: int
+    service_jobs_per_second: float
+    insert_select_jobs: int
+    insert_select_jobs_per_second: float
+    tasks_bulk: str  # what happened to the django.tasks bulk path
+    load_average: list[float]
+
+
+def _body(start: int, batch: int) -> bytes:
+    jobs = [{"type": JOB_TYPE, "payload": {"n": start + i}} for i in range(batch)]
+    return json.dumps({"jobs": jobs}).encode()
+
+
+def _http(
+    port: int, token: str, *, batch: int, batches: int, concurrency: int
+) -> tuple[float, list[float], Counter[int]]:
+    counter = itertools.count()
+    latencies: list[float] = []
+    codes: Counter[int] = Counter()
+    lock = threading.Lock()
+
+    def loop() -> None:
+        client = Client(port, token)
+        mine: list[float] = []
+        seen: Counter[int] = Counter()
+        try:
+            while (index := next(counter)) < batches:
+                body = _body(index * batch, batch)
+                start = time.perf_counter()
+                code, _ = client.request("POST", "/api/jobs/bulk/", body)
+                mine.append(time.perf_counter() - start)
+                seen[code] += 1
+        finally:
+            client.close()
+            with lock:
+                latencies.extend(mine)
+                codes.update(seen)
+
+    threads = [threading.Thread(target=loop) for _ in range(concurrency)]
+    began = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - began, latencies, codes
+
+
+def run_bulk(
+    db: Database,
+    env: dict[str, str],
+    *,
+    shape: ServerShape,
+    batch: int = 500,
+    batches: int = 60,
+    concurrency: int = 4,
+    log_dir: Path,
+) -> BulkEnqueue:
+    from jobs import backends, services
+
+    token = api_token()
+    reset_tables(db)
+    log(f"bulk: POST /api/jobs/bulk/, {batches} batches of {batch}, {concurrency} clients")
+    with api_server(env, shape, conn_max_age=60, log_dir=log_dir) as port:
+        _http(port, token, batch=batch, batches=4, concurrency=concurrency)
+        seconds, latencies, codes = _http(
+            port, token, batch=batch, batches=batches, concurrency=concurrency
+        )
+    if set(codes) != {201}:
+        raise RuntimeError(f"POST /api/jobs/bulk/ answered {dict(codes)}")
+    p50, p99 = p50_p99_ms(latencies)
+    http_jobs = batch * len(latencies)
+
+    reset_tables(db)
+    log("bulk: services.create_jobs in-process")
+    specs = [services.NewJobSpec(type=JOB_TYPE, payload={"n": i}) for i in range(batch)]
+    services.create_jobs(specs)  # warm-up
+    service_batches = batches // 2
+    began = time.perf_counter()
+    for _ in range(service_batches):
+        services.create_jobs(specs)
+    service_seconds = time.perf_counter() - began
+
+    reset_tables(db)
+    insert_jobs = batch * batches
+    log(f"bulk: one INSERT ... SELECT of {insert_jobs:,} jobs and events")
+    began = time.perf_counter()
+    enqueue_bulk(db, insert_jobs)
+    insert_seconds = time.perf_counter() - began
+    reset_tables(db)
+
+    # Another branch may add one; until then there is nothing to measure.
+    bulk_path = next(
+        (
+            name
+            for name in ("enqueue_many", "aenqueue_many", "bulk_enqueue")
+            if hasattr(backends.JobQueueBackend, name)
+        ),
+        None,
+    )
+    tasks_bulk = (
+        f"not measured: JobQueueBackend.{bulk_path} exists but the bench does not drive it yet"
+        if bulk_path
+        else "skipped: JobQueueBackend has no bulk enqueue (enqueue_many) on this commit"
+    )
+    return BulkEnqueue(
+        batch=batch,
+        concurrency=concurrency,
+        http_jobs=http_jobs,
+        http_seconds=round(seconds, 2),
+        http_jobs_per_second=round(http_jobs / seconds, 1),
+        http_p50_ms=p50,
+        http_p99_ms=p99,
+        status_codes=dict(codes),
+        service_jobs=batch * service_batches,
+        service_jobs_per_second=round(batch * service_batches / service_seconds, 1),
+        insert_select_jobs=insert_jobs,
+        insert_select_jobs_per_second=round(insert_jobs / insert_seconds, 1),
+        tasks_bulk=tasks_bulk,
+        load_average=load_average(),
+    )

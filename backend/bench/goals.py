@@ -1,0 +1,39 @@
+"""The goals summary's line type: one goal of issue 13 (or a case of issue 15), measured
+beside its reference from the same run, with its target and verdict.
+
+Verdicts: PASS, MISS, or "not run" (the scenario was skipped or does not exist yet).
+A MISS is a finding, not a failure: nothing in the benchmark asserts a timing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+PASS = "PASS"
+MISS = "MISS"
+NOT_RUN = "not run"
+
+
+@dataclass(kw_only=True)
+class Goal:
+    number: str  # "1", "2", ... as in issue 13; "15.5" for issue 15's item 5
+    name: str
+    measured: str
+    reference: str  # the same run's reference figure, or why there is none
+    ratio: float | None  # measured / reference where that reads as a ratio
+    target: str
+    status: str  # PASS, MISS or NOT_RUN
+
+    @classmethod
+    def verdict(cls, met: bool | None) -> str:
+        return NOT_RUN if met is None else PASS if met else MISS
+
+
+class ReportsGoal(Protocol):
+    """What a scenario written elsewhere (goal 6: ``bench/pgbouncer.py``) hands the summary:
+    its result, with its own report block, and its line in the goals summary."""
+
+    def goal(self) -> Goal: ...
+
+    def render(self) -> list[str]: ...

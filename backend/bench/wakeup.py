@@ -1,0 +1,179 @@
+"""Wake-up latency (issue 13, goal 5): how long a job created on an idle queue waits.
+
+One ``manage.py run_job_workers`` process (4 threads, the production poll interval of
+500 ms) idles; ``jobs`` jobs are created one at a time in this process through
+``services.create_job``, at random gaps, so each meets idle workers. Latency is the
+``claimed`` event's time minus the job's ``created_at`` (both from this machine's clock).
+Twice: with LISTEN/NOTIFY (``JOB_NOTIFY``/``JOB_WORKER_LISTEN`` on, the default) and with
+polling only (both off), the reference.
+
+Idle cost, for both modes, over ``idle_seconds`` with nothing to do: the worker process's
+CPU (utime + stime from ``/proc/<pid>/stat``) and the bench database's commits per second
+(``pg_stat_database.xact_commit``; each poll is one autocommit statement; backends
+report at most once a second, so the figure is good to about one second's worth).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .common import (
+    BACKEND_DIR,
+    JOB_TYPE,
+    Database,
+    load_average,
+    log,
+    p50_p99_ms,
+    reset_tables,
+    started,
+    wait_for,
+)
+
+POLL_INTERVAL_MS = 500  # JOB_WORKER_POLL_INTERVAL_MS's default
+THREADS = 4
+
+
+@dataclass(kw_only=True)
+class WakeupRun:
+    mode: str  # "listen" or "polling"
+    jobs: int
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+    idle_seconds: float
+    idle_cpu_seconds_per_minute: float
+    idle_commits_per_second: float
+    load_average: list[float]
+
+
+@dataclass(kw_only=True)
+class WakeupResult:
+    poll_interval_ms: int
+    threads: int
+    listen: WakeupRun
+    polling: WakeupRun
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    # utime and stime are fields 14 and 15 of the line; 12 and 13 after the ")".
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _commits(db: Database) -> int:
+    return db.scalar("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+
+
+def run_mode(
+    db: Database,
+    env: dict[str, str],
+    *,
+    listen: bool,
+    jobs: int,
+    idle_seconds: float,
+    log_dir: Path,
+) -> WakeupRun:
+    from django.test import override_settings
+
+    from jobs import services
+
+    mode = "listen" if listen else "polling"
+    log(f"wake-up: {jobs} jobs on an idle worker, {mode}")
+    reset_tables(db)
+    flag = "true" if listen else "false"
+    worker_env = dict(
+        env,
+        BENCH_DRIVER="postgres",
+        JOB_WORKER_POLL_INTERVAL_MS=str(POLL_INTERVAL_MS),
+        JOB_NOTIFY=flag,
+        JOB_WORKER_LISTEN=flag,
+    )
+    log_path = log_dir / f"worker-wakeup-{mode}.log"
+    command = [sys.executable, "manage.py", "run_job_workers", "--threads", str(THREADS)]
+    procs: list[subprocess.Popen[bytes]] = []
+    with log_path.open("w") as out, started(procs):
+        procs.append(
+            subprocess.Popen(
+                command, cwd=BACKEND_DIR, env=worker_env, stdout=out, stderr=subprocess.STDOUT
+            )
+        )
+        proc = procs[0]
+
+        def ready() -> bool:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the worker exited early; see {log_path}")
+            text = log_path.read_text()
+            return text.count("action=thread_started") >= THREADS and (
+                not listen or "action=listening" in text
+            )
+
+        wait_for(ready, timeout=90, interval=0.1, what="worker threads to start")
+        time.sleep(2)  # past start-up work (first polls, cleanup)
+
+        cpu_before, commits_before = _cpu_seconds(proc.pid), _commits(db)
+        idle_began = time.monotonic()
+        time.sleep(idle_seconds)
+        idle = time.monotonic() - idle_began
+        cpu_after, commits_after = _cpu_seconds(proc.pid), _commits(db)
+
+        rng = random.Random(13)
+        with override_settings(JOB_NOTIFY=listen):
+            for index in range(jobs):
+                time.sleep(rng.uniform(0.05, 0.25))
+                services.create_job(type=JOB_TYPE, payload={"n": index})
+        wait_for(
+            lambda: (
+                not db.scalar(
+                    "SELECT EXISTS (SELECT 1 FROM jobs_job WHERE status IN ('queued', 'running'))"
+                )
+            ),
+            timeout=60,
+            interval=0.1,
+            what="the worker to run every job",
+        )
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    waits = [
+        row[0].total_seconds()
+        for row in db.rows(
+            "SELECT e.created_at - j.created_at FROM jobs_job AS j"
+            " JOIN jobs_jobevent AS e ON e.job_id = j.id AND e.type = 'claimed'"
+        )
+    ]
+    if len(waits) != jobs:
+        raise RuntimeError(f"expected {jobs} claimed events, found {len(waits)}")
+    p50, p99 = p50_p99_ms(waits)
+    return WakeupRun(
+        mode=mode,
+        jobs=jobs,
+        p50_ms=p50,
+        p99_ms=p99,
+        max_ms=round(max(waits) * 1000, 2),
+        idle_seconds=round(idle, 1),
+        idle_cpu_seconds_per_minute=round((cpu_after - cpu_before) / idle * 60, 3),
+        # One of the commits is this process's own read of the counter.
+        idle_commits_per_second=round((commits_after - commits_before - 1) / idle, 1),
+        load_average=load_average(),
+    )
+
+
+def run_wakeup(
+    db: Database, env: dict[str, str], *, jobs: int, idle_seconds: float, log_dir: Path
+) -> WakeupResult:
+    return WakeupResult(
+        poll_interval_ms=POLL_INTERVAL_MS,
+        threads=THREADS,
+        listen=run_mode(
+            db, env, listen=True, jobs=jobs, idle_seconds=idle_seconds, log_dir=log_dir
+        ),
+        polling=run_mode(
+            db, env, listen=False, jobs=jobs, idle_seconds=idle_seconds, log_dir=log_dir
+        ),
+    )
