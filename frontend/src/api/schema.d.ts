@@ -264,7 +264,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Counts by status, overdue leases and pending retries, from one query. */
+        /**
+         * @description Counts by status, overdue leases and pending retries, from one query; computed at most
+         *     once per ``JOB_STATS_CACHE_SECONDS`` per process, however many dashboards poll.
+         */
         get: operations["jobs_stats"];
         put?: never;
         post?: never;
