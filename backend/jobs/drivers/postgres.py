@@ -107,6 +107,10 @@ def _selection_params(selection: Selection) -> dict[str, Any]:
     }
 
 
+# psycopg's own default; only statements executed with prepare=None follow it.
+PREPARE_THRESHOLD = 5
+
+
 @contextmanager
 def _cursor() -> Iterator[psycopg.Cursor[Any]]:
     """A plain psycopg cursor on Django's connection for this thread.
@@ -118,7 +122,13 @@ def _cursor() -> Iterator[psycopg.Cursor[Any]]:
     DatabaseError handling and reconnects working.
     """
     connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+    conn = connection.connection
+    if conn.prepare_threshold is None and _prepare():
+        # Django opens connections with prepare_threshold=None, with which psycopg ignores
+        # prepare=True. Our calls say per statement whether to prepare; Django's own
+        # cursors bind client-side and never prepare, so this changes nothing for them.
+        conn.prepare_threshold = PREPARE_THRESHOLD
+    with connection.wrap_database_errors, psycopg.Cursor(conn) as cursor:
         yield cursor
 
 

@@ -13,6 +13,7 @@ from jobs.drivers import Owner, sql
 from jobs.drivers.base import JOB_ROW_FIELDS
 from jobs.drivers.postgres import QUERIES
 from jobs.models import Job, JobEvent
+from jobs.tests.factories import queued_jobs
 
 Status = Job.Status
 Event = JobEvent.Type
@@ -176,3 +177,42 @@ def test_both_drivers_leave_identical_rows_and_events(settings):
     assert {e["run_ms"] for e in events} - {None, 0} and {e["wait_ms"] for e in events} - {None}
     assert None not in {e["job_type"] for e in events}
     assert outcomes["orm"] == (jobs, events)
+
+
+def _prepared_executions() -> int:
+    """How often this session ran complete_and_claim as a prepared statement."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT coalesce(sum(generic_plans + custom_plans), 0) FROM pg_prepared_statements"
+            " WHERE statement LIKE 'WITH RECURSIVE completed AS%%'"
+        )
+        (count,) = cursor.fetchone()
+        return int(count)
+
+
+def _claim_and_complete(count: int) -> None:
+    queued_jobs(count)
+    for _ in range(count):
+        job = services.claim_next_job(worker_id="w", queue="default")
+        assert job is not None
+        services.complete_job(job_id=job.id, worker_id="w", attempt=job.attempts)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_the_workers_statement_runs_prepared(settings):
+    # Django opens connections with psycopg's prepare_threshold=None, which turns
+    # prepare=True into a silent no-op: every claim would be parsed and planned again.
+    settings.JOB_DB_PREPARED_STATEMENTS = True
+    before = _prepared_executions()
+    _claim_and_complete(3)
+    assert _prepared_executions() - before == 6
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_statements_are_not_prepared_when_the_setting_is_off(settings):
+    settings.JOB_DB_PREPARED_STATEMENTS = False
+    before = _prepared_executions()
+    _claim_and_complete(3)
+    assert _prepared_executions() == before
