@@ -165,6 +165,21 @@ DATABASE_ENGINE = env_str(
 # transaction may run on a different server connection, so nothing may outlive one.
 JOB_DB_TRANSACTION_POOLING = env_bool("POSTGRES_TRANSACTION_POOLING", False)
 
+# Prepared statements: each connection parses and plans a statement once, then runs it
+# with new parameters. The worker's and the API's job statements always ask for it; on
+# this project's own connections Django's queries do too (server-side parameter binding,
+# prepared once it has run five times), which matters with persistent connections
+# (POSTGRES_CONN_MAX_AGE). Off behind PgBouncer before 1.21 in transaction mode, which
+# cannot carry them: off by default with POSTGRES_TRANSACTION_POOLING, and refused there
+# (every process, the API included).
+JOB_DB_PREPARED_STATEMENTS = env_bool("JOB_DB_PREPARED_STATEMENTS", not JOB_DB_TRANSACTION_POOLING)
+if JOB_DB_TRANSACTION_POOLING and JOB_DB_PREPARED_STATEMENTS:
+    raise ImproperlyConfigured(
+        "JOB_DB_PREPARED_STATEMENTS=true cannot work with POSTGRES_TRANSACTION_POOLING=true: "
+        "PgBouncer before 1.21 in transaction mode cannot carry prepared statements. "
+        "Leave JOB_DB_PREPARED_STATEMENTS unset."
+    )
+
 if DATABASE_ENGINE == "postgres":
     DATABASES = {
         "default": {
@@ -176,7 +191,15 @@ if DATABASE_ENGINE == "postgres":
             "PORT": env_str("POSTGRES_PORT", "5432"),
             "CONN_MAX_AGE": env_int("POSTGRES_CONN_MAX_AGE", 0, minimum=0),
             "CONN_HEALTH_CHECKS": True,
-            "OPTIONS": {"connect_timeout": 5},
+            "OPTIONS": {
+                "connect_timeout": 5,
+                # psycopg's default threshold; Django's own default is never to prepare.
+                **(
+                    {"server_side_binding": True, "prepare_threshold": 5}
+                    if JOB_DB_PREPARED_STATEMENTS
+                    else {}
+                ),
+            },
             # QuerySet.iterator()'s WITH HOLD cursors live in one server session.
             "DISABLE_SERVER_SIDE_CURSORS": JOB_DB_TRANSACTION_POOLING,
         }
@@ -383,16 +406,6 @@ JOB_WORKER_LISTEN_OPTIONS = {
     )
     if value
 }
-# Prepared statements on the worker's hot path; off behind PgBouncer before 1.21 in
-# transaction mode, which cannot carry them: off by default with
-# POSTGRES_TRANSACTION_POOLING, and refused there (every process, the API included).
-JOB_DB_PREPARED_STATEMENTS = env_bool("JOB_DB_PREPARED_STATEMENTS", not JOB_DB_TRANSACTION_POOLING)
-if JOB_DB_TRANSACTION_POOLING and JOB_DB_PREPARED_STATEMENTS:
-    raise ImproperlyConfigured(
-        "JOB_DB_PREPARED_STATEMENTS=true cannot work with POSTGRES_TRANSACTION_POOLING=true: "
-        "PgBouncer before 1.21 in transaction mode cannot carry prepared statements. "
-        "Leave JOB_DB_PREPARED_STATEMENTS unset."
-    )
 # Stats: exact counts up to this many rows, planner estimates above; computed at most once
 # per JOB_STATS_CACHE_SECONDS per cache (0: on every request).
 JOB_STATS_EXACT_MAX_ROWS = env_int("JOB_STATS_EXACT_MAX_ROWS", 200_000, minimum=0)

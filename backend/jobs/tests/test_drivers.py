@@ -216,3 +216,26 @@ def test_statements_are_not_prepared_when_the_setting_is_off(settings):
     before = _prepared_executions()
     _claim_and_complete(3)
     assert _prepared_executions() == before
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_the_projects_django_queries_are_prepared_once_they_repeat():
+    # config/settings.py turns on server-side binding with psycopg's prepare threshold
+    # while JOB_DB_PREPARED_STATEMENTS is on (the API's permission check and token lookup).
+    probe = Job.objects.filter(type="prepared-probe", priority=7)
+
+    def prepared() -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_prepared_statements"
+                " WHERE statement LIKE %s AND statement LIKE %s",
+                ['%"jobs_job"."type" = $%', '%"jobs_job"."priority" = $%'],
+            )
+            return bool(cursor.fetchone()[0])
+
+    list(probe.all())
+    assert not prepared()
+    for _ in range(5):
+        list(probe.all())
+    assert prepared()
