@@ -3,6 +3,7 @@
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
+from django.contrib.contenttypes.models import ContentType
 
 from jobs.permissions import ADD, CHANGE, VIEW, has_job_perms
 
@@ -56,3 +57,22 @@ def test_inactive_users_have_none_and_superusers_all(user, django_assert_num_que
     admin = _fresh(get_user_model().objects.create_superuser("perm-admin", password="x"))
     with django_assert_num_queries(0):
         assert has_job_perms(admin, [VIEW, ADD, CHANGE]) is True
+
+
+def test_other_users_grants_and_other_apps_codenames_do_not_count(user):
+    other = get_user_model().objects.create_user("perm-other", password="x")
+    other.user_permissions.set(_permissions("view_job"))
+    group = Group.objects.create(name="operators")
+    group.permissions.set(_permissions("change_job"))
+    other.groups.add(group)
+    # Same codename, another app: ModelBackend would call it "auth.add_job".
+    foreign = Permission.objects.create(
+        codename="add_job",
+        name="Can add job (auth)",
+        content_type=ContentType.objects.get(app_label="auth", model="user"),
+    )
+    user.user_permissions.add(foreign)
+    for asked in ([VIEW], [CHANGE], [ADD]):
+        assert _fresh(user).has_perms(asked) is False
+        assert has_job_perms(_fresh(user), asked) is False
+    assert has_job_perms(_fresh(other), [VIEW, CHANGE]) is True
