@@ -7,7 +7,9 @@
 * one ``INSERT … SELECT`` of jobs and their events (``common.enqueue_bulk``): what
   PostgreSQL itself takes, the ceiling.
 
-The ``django.tasks`` backend's bulk path is measured if ``jobs.backends`` has one.
+* ``JobQueueBackend.enqueue_many`` in this process, the same batches of the no-op
+  ``django.tasks`` task (``bench.handlers.noop_task``): the tasks path's validation and
+  TaskResults on top of ``services.create_jobs``.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ class BulkEnqueue:
     service_jobs_per_second: float
     insert_select_jobs: int
     insert_select_jobs_per_second: float
-    tasks_bulk: str  # what happened to the django.tasks bulk path
+    tasks_jobs: int
+    tasks_jobs_per_second: float
     load_average: list[float]
 
 
@@ -91,7 +94,10 @@ def run_bulk(
     concurrency: int = 4,
     log_dir: Path,
 ) -> BulkEnqueue:
-    from jobs import backends, services
+    from jobs import services
+    from jobs.backends import JobQueueBackend
+
+    from .handlers import noop_task
 
     token = api_token()
     reset_tables(db)
@@ -124,20 +130,18 @@ def run_bulk(
     insert_seconds = time.perf_counter() - began
     reset_tables(db)
 
-    # Another branch may add one; until then there is nothing to measure.
-    bulk_path = next(
-        (
-            name
-            for name in ("enqueue_many", "aenqueue_many", "bulk_enqueue")
-            if hasattr(backends.JobQueueBackend, name)
-        ),
-        None,
-    )
-    tasks_bulk = (
-        f"not measured: JobQueueBackend.{bulk_path} exists but the bench does not drive it yet"
-        if bulk_path
-        else "skipped: JobQueueBackend has no bulk enqueue (enqueue_many) on this commit"
-    )
+    log("bulk: JobQueueBackend.enqueue_many in-process (django.tasks)")
+    calls: list[tuple[tuple[()], dict[str, object]]] = [((), {})] * batch
+    backend = noop_task.get_backend()
+    if not isinstance(backend, JobQueueBackend):
+        raise RuntimeError(f"the default tasks backend is {backend!r}, not JobQueueBackend")
+    backend.enqueue_many(noop_task, calls)  # warm-up
+    began = time.perf_counter()
+    for _ in range(service_batches):
+        backend.enqueue_many(noop_task, calls)
+    tasks_seconds = time.perf_counter() - began
+    reset_tables(db)
+
     return BulkEnqueue(
         batch=batch,
         concurrency=concurrency,
@@ -151,6 +155,7 @@ def run_bulk(
         service_jobs_per_second=round(batch * service_batches / service_seconds, 1),
         insert_select_jobs=insert_jobs,
         insert_select_jobs_per_second=round(insert_jobs / insert_seconds, 1),
-        tasks_bulk=tasks_bulk,
+        tasks_jobs=batch * service_batches,
+        tasks_jobs_per_second=round(batch * service_batches / tasks_seconds, 1),
         load_average=load_average(),
     )
