@@ -344,19 +344,31 @@ def _stats_goals(results: Results) -> list[Goal]:
             _not_run("4", "stats at scale", target, "scale phase not run"),
             _not_run("4", "stats, N dashboards", "one query per interval", "scale phase not run"),
         ]
-    large, small, exact = scale.large, scale.small, scale.exactness
+    small, exact = scale.small, scale.exactness
     dash = scale.dashboards
+    # Exactness is checked at the largest point; a middle point's row shows latency only.
     return [
-        Goal(
-            number="4",
-            name=f"GET /api/jobs/stats/ at {large.finished_jobs:,} jobs (uncached)",
-            measured=f"p50 {large.stats_endpoint.p50_ms} ms, p99 {large.stats_endpoint.p99_ms} "
-            f"ms; queued/running {'exact' if exact.live_exact else 'NOT exact'}, finished "
-            f"{'estimated (labelled)' if exact.estimated else 'exact'}",
-            reference=f"p50 {small.stats_endpoint.p50_ms} ms at {small.finished_jobs:,} jobs",
-            ratio=ratio(large.stats_endpoint.p50_ms, small.stats_endpoint.p50_ms),
-            target=target,
-            status=Goal.verdict(large.stats_endpoint.p50_ms < STATS_P50_MS and exact.live_exact),
+        *(
+            Goal(
+                number="4",
+                name=f"GET /api/jobs/stats/ at {point.finished_jobs:,} jobs (uncached)",
+                measured=f"p50 {point.stats_endpoint.p50_ms} ms, p99 "
+                f"{point.stats_endpoint.p99_ms} ms"
+                + (
+                    f"; queued/running {'exact' if exact.live_exact else 'NOT exact'}, "
+                    f"finished {'estimated (labelled)' if exact.estimated else 'exact'}"
+                    if point is scale.large
+                    else ""
+                ),
+                reference=f"p50 {small.stats_endpoint.p50_ms} ms at {small.finished_jobs:,} jobs",
+                ratio=ratio(point.stats_endpoint.p50_ms, small.stats_endpoint.p50_ms),
+                target=target,
+                status=Goal.verdict(
+                    point.stats_endpoint.p50_ms < STATS_P50_MS
+                    and (exact.live_exact or point is not scale.large)
+                ),
+            )
+            for point in [*scale.middle, scale.large]
         ),
         Goal(
             number="4",
@@ -612,6 +624,12 @@ def _scale(scale: ScaleResult) -> list[str]:
         ),
         _compare(
             "GET /api/jobs/?limit=25 p99 ms", small.list_endpoint.p99_ms, large.list_endpoint.p99_ms
+        ),
+        *(
+            f"   on the way, at {point.finished_jobs:,}: claim p99 {point.claim.p99_ms} ms, "
+            f"stats p50 {point.stats_endpoint.p50_ms} ms, p99 {point.stats_endpoint.p99_ms} ms, "
+            f"list p50 {point.list_endpoint.p50_ms} ms"
+            for point in scale.middle
         ),
         f"   deep backlog: {backlog.queued_jobs:,} queued ({backlog.delayed_jobs:,} "
         f"delayed) vs {small.queued_jobs:,} queued, with {large.finished_jobs:,} finished",

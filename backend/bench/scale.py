@@ -3,7 +3,8 @@
 Three points, measured the same way (the API under gunicorn with ``CONN_MAX_AGE=60``):
 
 * ``small``: 10 k finished jobs (three events each, 5 % failed) and about 1 k queued;
-* ``large``: ``--scale-max`` finished jobs, the same queue;
+* ``large``: ``--scale-max`` finished jobs, the same queue (with 10 M, 1 M is measured
+  on the way: every power of ten from 1 M below it);
 * ``backlog``: the large table plus a backlog of ``--backlog`` queued jobs over three
   priorities, every tenth delayed an hour, so the claim must pass over delayed rows.
 
@@ -20,7 +21,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -172,6 +173,8 @@ class ScaleResult:
     dashboards: DashboardsCost
     future: FutureJobsCase | None
     seconds: float
+    # Points between small and large: each power of ten from 1 M below ``--scale-max``.
+    middle: list[ScalePoint] = field(default_factory=list)
 
 
 def claim_latency(count: int) -> ClaimLatency:
@@ -510,6 +513,15 @@ def scale_point(
     )
 
 
+def middle_points(scale_max: int) -> list[int]:
+    """The powers of ten from 1 M up to, not including, ``scale_max``."""
+    points, size = [], 1_000_000
+    while size < scale_max:
+        points.append(size)
+        size *= 10
+    return points
+
+
 def run_scale(
     db: Database,
     env: dict[str, str],
@@ -547,15 +559,23 @@ def run_scale(
         small_setup_seconds = round(time.monotonic() - started_at, 1)
         small = point(SMALL)
 
-        log(f"scale: generating {scale_max - SMALL:,} more finished jobs")
-        started_at = time.monotonic()
-        add_finished_jobs(db, SMALL + 1, scale_max)
-        large_insert_seconds = round(time.monotonic() - started_at, 1)
-        started_at = time.monotonic()
-        vacuum_analyze(db)
-        large_vacuum_seconds = round(time.monotonic() - started_at, 1)
-        top_up_queue()
-        large = point(scale_max)
+        middle: list[ScalePoint] = []
+        insert_seconds = vacuum_seconds = 0.0
+        generated = SMALL
+        for size in [*middle_points(scale_max), scale_max]:
+            log(f"scale: generating {size - generated:,} more finished jobs")
+            started_at = time.monotonic()
+            add_finished_jobs(db, generated + 1, size)
+            generated = size
+            insert_seconds += time.monotonic() - started_at
+            started_at = time.monotonic()
+            vacuum_analyze(db)
+            vacuum_seconds += time.monotonic() - started_at
+            top_up_queue()
+            middle.append(point(size))
+        *middle, large = middle
+        large_insert_seconds = round(insert_seconds, 1)
+        large_vacuum_seconds = round(vacuum_seconds, 1)
         exactness = stats_exactness(port, token, db)
 
         log(f"scale: adding a backlog of {backlog:,} queued jobs (10 % delayed)")
@@ -602,4 +622,5 @@ def run_scale(
         dashboards=dashboards,
         future=future_case,
         seconds=round(time.monotonic() - began, 1),
+        middle=middle,
     )
