@@ -31,6 +31,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from selectors import EVENT_READ, DefaultSelector
 from types import FrameType
 from typing import Any
 
@@ -333,10 +334,18 @@ class Listener(threading.Thread):
             listen.execute(f"LISTEN {NOTIFY_CHANNEL}")
             self.listening.set()
             logger.info("action=listening channel=%s", NOTIFY_CHANNEL)
-            while not self.runner.stop_event.is_set():
-                for notice in listen.notifies(timeout=1.0):
-                    if self.runner.queues.serves(notice.payload):
-                        self.runner.waker.wake_one()
+            # Sleep in the kernel until the socket has data (or a second passes, to see a
+            # stop): psycopg's notifies(timeout=...) wakes every 0.1 s to check for signals,
+            # which made an idle listener cost more CPU than the polling it spares.
+            with DefaultSelector() as waiting:
+                waiting.register(listen.fileno(), EVENT_READ)
+                while not self.runner.stop_event.is_set():
+                    if not waiting.select(timeout=1.0):
+                        continue
+                    # timeout=0: takes what has arrived; a lost connection raises here.
+                    for notice in listen.notifies(timeout=0.0):
+                        if self.runner.queues.serves(notice.payload):
+                            self.runner.waker.wake_one()
 
 
 # --- Worker threads -------------------------------------------------------------------
