@@ -30,6 +30,23 @@ if TYPE_CHECKING:
 
 QUERIES: dict[str, sql.Query] = sql.load(Path(__file__).with_name("queries.sql"))
 
+# complete_and_claim as a PL/pgSQL function (migration 0005), for connections that cannot
+# prepare it: its arguments' types and its result's columns ("part", then jobs_job's).
+COMPLETE_AND_CLAIM_FUNCTION = "jobs_complete_and_claim"
+COMPLETE_AND_CLAIM_ARGS = {
+    "id": "uuid",
+    "attempts": "integer",
+    "result_json": "text",
+    "completed_message": "text",
+    "completed_data": "text",
+    "worker_id": "text",
+    "queue": "text",
+    "locked_until": "timestamp with time zone",
+    "claimed_message": "text",
+    "claimed_data": "text",
+    "now": "timestamp with time zone",
+}
+
 
 def _job_row(values: Sequence[Any]) -> JobRow:
     # Django's psycopg setup hands jsonb over as text; payload and result are decoded here.
@@ -209,8 +226,10 @@ class PostgresDriver:
         ]
 
     def _complete_and_claim(self, params: dict[str, Any]) -> dict[str, JobRow]:
+        # Unprepared, the statement would be parsed and planned on every call.
+        query = "complete_and_claim" if _prepare() else "complete_and_claim_call"
         with _cursor() as cursor:
-            self._execute(cursor, "complete_and_claim", params)
+            self._execute(cursor, query, params)
             return {part: _job_row(values) for part, *values in cursor.fetchall()}
 
     def claim_job(

@@ -137,6 +137,15 @@ SELECT 'completed' AS part, * FROM completed
 UNION ALL
 SELECT 'claimed', * FROM claimed;
 
+-- name: complete_and_claim_call
+-- complete_and_claim through the PL/pgSQL function of migration 0005, whose body is that
+-- statement: for connections that cannot prepare it (JOB_DB_PREPARED_STATEMENTS off, as
+-- behind PgBouncer in transaction mode), PL/pgSQL plans it once per server session.
+SELECT * FROM jobs_complete_and_claim(:id::uuid, :attempts::integer, :result_json::text,
+    :completed_message::text, :completed_data::text, :worker_id::text, :queue::text,
+    :locked_until::timestamptz, :claimed_message::text, :claimed_data::text,
+    :now::timestamptz);
+
 -- name: active_queues
 -- The queues that have queued jobs: a loose index scan over job_claim_idx's first column,
 -- one probe per queue however many jobs each holds.

@@ -97,3 +97,33 @@ def parse(source: str) -> dict[str, Query]:
 
 def load(path: Path) -> dict[str, Query]:
     return parse(path.read_text())
+
+
+def plpgsql_body(query: Query) -> str:
+    """``query`` as the body of a PL/pgSQL function returning its rows: ``:param`` becomes
+    the argument ``p_param``, and column names win over the function's OUT variables
+    (``#variable_conflict``), so the statement runs as written."""
+
+    def replace(match: re.Match[str]) -> str:
+        return f"p_{match.group(1)}" if match.group(1) else match.group(0)
+
+    body = _TOKEN.sub(replace, query.text)
+    return f"\n#variable_conflict use_column\nBEGIN\nRETURN QUERY\n{body};\nEND\n"
+
+
+def plpgsql_function(query: Query, name: str, args: dict[str, str], columns: str) -> str:
+    """``CREATE OR REPLACE FUNCTION name`` with ``plpgsql_body(query)``.
+
+    ``args`` maps each of the statement's parameters to its SQL type; ``columns`` is the
+    ``RETURNS TABLE`` list. PL/pgSQL plans the statement once per server session: what a
+    prepared statement gives, for clients that cannot prepare (a transaction pooler
+    between them and the server).
+    """
+    if set(args) != query.params:
+        raise ValueError(f"{name} must take exactly {sorted(query.params)}, got {sorted(args)}")
+    signature = ", ".join(f"p_{param} {kind}" for param, kind in args.items())
+    return (
+        f"CREATE OR REPLACE FUNCTION {name}({signature})\n"
+        f"RETURNS TABLE ({columns})\n"
+        f"LANGUAGE plpgsql AS $function${plpgsql_body(query)}$function$"
+    )

@@ -9,7 +9,7 @@ from django.db import connection
 from django.utils import timezone
 
 from jobs import drivers, services
-from jobs.drivers import Owner, sql
+from jobs.drivers import Owner, postgres, sql
 from jobs.drivers.base import JOB_ROW_FIELDS
 from jobs.drivers.postgres import QUERIES
 from jobs.models import Job, JobEvent
@@ -162,7 +162,10 @@ def _scenario(now):
 
 @pytest.mark.postgres
 @pytest.mark.django_db
-def test_both_drivers_leave_identical_rows_and_events(settings):
+@pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "function"])
+def test_both_drivers_leave_identical_rows_and_events(settings, prepared):
+    # Unprepared, the PostgreSQL driver completes and claims through the PL/pgSQL function.
+    settings.JOB_DB_PREPARED_STATEMENTS = prepared
     settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 10
     now = timezone.now().replace(microsecond=123456)
     outcomes = {}
@@ -239,3 +242,29 @@ def test_the_projects_django_queries_are_prepared_once_they_repeat():
     for _ in range(5):
         list(probe.all())
     assert prepared()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_the_complete_and_claim_function_runs_the_statement_as_written():
+    # Editing complete_and_claim in queries.sql needs a migration that replaces the
+    # function (jobs.drivers.sql.plpgsql_function writes its text).
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT prosrc FROM pg_proc WHERE proname = %s",
+            [postgres.COMPLETE_AND_CLAIM_FUNCTION],
+        )
+        (installed,) = cursor.fetchone()
+    assert installed == sql.plpgsql_body(QUERIES["complete_and_claim"])
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_the_complete_and_claim_function_returns_the_statements_columns():
+    params = {name: None for name in QUERIES["complete_and_claim_call"].params}
+    with connection.cursor() as cursor:
+        cursor.execute(QUERIES["complete_and_claim_call"].sql, params)
+        assert [column.name for column in cursor.description] == ["part", *JOB_ROW_FIELDS]
+        function_types = [column.type_code for column in cursor.description][1:]
+        cursor.execute("SELECT * FROM jobs_job WHERE false")
+        assert function_types == [column.type_code for column in cursor.description]
