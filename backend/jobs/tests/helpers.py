@@ -86,6 +86,18 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def run_manage(*args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
+    """``manage.py <args>`` in a child process with ``child_env(**env)``; output captured."""
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=BACKEND_DIR,
+        env=child_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 class WorkerProcess:
     """``manage.py run_job_workers`` as a real child process with its log in a file."""
 

@@ -2,15 +2,13 @@
 the arithmetic valid, and a value outside it stops `manage.py check` and the worker with
 a message naming the setting, the value and the range."""
 
-import subprocess
-import sys
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
 from jobs.checks import INTEGER_RANGES, check_settings
-from jobs.tests.helpers import BACKEND_DIR, child_env
+from jobs.tests.helpers import run_manage
 
 
 def errors(settings, **values) -> list[str]:
@@ -85,17 +83,6 @@ def test_the_largest_lease_and_backoff_still_make_valid_timestamps():
 def test_log_level_and_queues_are_checked(settings, values, expected):
     found = errors(settings, **values)
     assert len(found) == 1 and found[0].startswith(expected)
-
-
-def run_manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=BACKEND_DIR,
-        env=child_env(**env),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 LEASE_ERROR = "JOB_WORKER_LEASE_SECONDS is 999999999999; it must be an integer from 1 to 86400."

@@ -3,6 +3,7 @@ every driver writes exactly the same rows and events for the same calls."""
 
 import re
 from datetime import timedelta
+from importlib import import_module
 
 import pytest
 from django.db import connection
@@ -203,22 +204,16 @@ def _claim_and_complete(count: int) -> None:
 
 @pytest.mark.postgres
 @pytest.mark.django_db
-def test_the_workers_statement_runs_prepared(settings):
+@pytest.mark.parametrize(("prepared", "executions"), [(True, 6), (False, 0)])
+def test_the_workers_statement_runs_prepared_while_the_setting_is_on(
+    settings, prepared, executions
+):
     # Django opens connections with psycopg's prepare_threshold=None, which turns
     # prepare=True into a silent no-op: every claim would be parsed and planned again.
-    settings.JOB_DB_PREPARED_STATEMENTS = True
+    settings.JOB_DB_PREPARED_STATEMENTS = prepared
     before = _prepared_executions()
     _claim_and_complete(3)
-    assert _prepared_executions() - before == 6
-
-
-@pytest.mark.postgres
-@pytest.mark.django_db
-def test_statements_are_not_prepared_when_the_setting_is_off(settings):
-    settings.JOB_DB_PREPARED_STATEMENTS = False
-    before = _prepared_executions()
-    _claim_and_complete(3)
-    assert _prepared_executions() == before
+    assert _prepared_executions() - before == executions
 
 
 @pytest.mark.postgres
@@ -256,6 +251,16 @@ def test_the_complete_and_claim_function_runs_the_statement_as_written():
         )
         (installed,) = cursor.fetchone()
     assert installed == sql.plpgsql_body(QUERIES["complete_and_claim"])
+    # The migration's text is what plpgsql_function writes for these arguments.
+    create = import_module("jobs.migrations.0005_complete_and_claim_function").CREATE
+    columns = re.search(r"RETURNS TABLE \((.*)\)\n", create)
+    assert columns is not None
+    assert create.strip() == sql.plpgsql_function(
+        QUERIES["complete_and_claim"],
+        postgres.COMPLETE_AND_CLAIM_FUNCTION,
+        postgres.COMPLETE_AND_CLAIM_ARGS,
+        columns.group(1),
+    )
 
 
 @pytest.mark.postgres

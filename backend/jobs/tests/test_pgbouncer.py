@@ -11,8 +11,6 @@ client is dropped without an error).
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 from collections import Counter
 
@@ -24,11 +22,10 @@ from rest_framework.authtoken.models import Token
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import failed_job, fresh, queued_job, queued_jobs, timeline, user_with
 from jobs.tests.helpers import (
-    BACKEND_DIR,
     PrivatePgBouncer,
     WorkerProcess,
-    child_env,
     figures,
+    run_manage,
     stop_all,
     wait_until,
 )
@@ -234,29 +231,20 @@ def test_a_listener_pointed_at_the_pooler_says_so_and_the_worker_polls_instead(
 def test_declared_pooling_without_a_direct_listener_is_refused_at_startup(private_pgbouncer):
     env = {**pooled_env(private_pgbouncer), "POSTGRES_LISTEN_HOST": "", "POSTGRES_LISTEN_PORT": ""}
     job = queued_job("fault.noop")
-    result = run_manage("run_job_workers", "--burst", env=env)
+    result = run_manage("run_job_workers", "--burst", timeout=60, **env)
     assert result.returncode != 0
     assert "jobs.E006" in result.stderr
     assert "POSTGRES_LISTEN_HOST" in result.stderr
     assert fresh(job).status == Status.QUEUED
     # Polling only, said explicitly, is accepted.
-    result = run_manage("run_job_workers", "--burst", env={**env, "JOB_WORKER_LISTEN": "false"})
+    result = run_manage(
+        "run_job_workers", "--burst", timeout=60, **{**env, "JOB_WORKER_LISTEN": "false"}
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert fresh(job).status == Status.SUCCEEDED
 
 
 # --- Prepared statements ---------------------------------------------------------------------
-
-
-def run_manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=BACKEND_DIR,
-        env=child_env(**env),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def test_prepared_statements_break_through_transaction_pooling(private_pgbouncer):
@@ -290,7 +278,7 @@ def test_a_worker_with_prepared_statements_behind_an_undeclared_pooler_refuses_t
         "JOB_DB_PREPARED_STATEMENTS": "true",
         "JOB_WORKER_LISTEN": "false",
     }
-    result = run_manage("run_job_workers", "--burst", env=env)
+    result = run_manage("run_job_workers", "--burst", timeout=60, **env)
     assert result.returncode == 1
     assert "action=worker_refused reason=prepared_statements_through_pooler" in result.stderr
     assert "POSTGRES_TRANSACTION_POOLING=true" in result.stderr
@@ -298,7 +286,7 @@ def test_a_worker_with_prepared_statements_behind_an_undeclared_pooler_refuses_t
     # Straight to PostgreSQL the same settings start and run the job.
     for name in private_pgbouncer.env():
         del env[name]
-    result = run_manage("run_job_workers", "--burst", env=env)
+    result = run_manage("run_job_workers", "--burst", timeout=60, **env)
     assert result.returncode == 0, result.stderr
     assert fresh(job).status == Status.SUCCEEDED
 
@@ -306,21 +294,21 @@ def test_a_worker_with_prepared_statements_behind_an_undeclared_pooler_refuses_t
 def test_declared_pooling_refuses_prepared_statements_in_every_process(private_pgbouncer):
     env = {**pooled_env(private_pgbouncer), "JOB_DB_PREPARED_STATEMENTS": "true"}
     # The settings refuse it, so the API (which runs no system checks) cannot start either.
-    result = run_manage("check", env=env)
+    result = run_manage("check", timeout=60, **env)
     assert result.returncode != 0
     assert "JOB_DB_PREPARED_STATEMENTS=true cannot work with POSTGRES_TRANSACTION_POOLING" in (
         result.stderr
     )
     # Unset, they default to off there, and the checks pass.
     env.pop("JOB_DB_PREPARED_STATEMENTS")
-    result = run_manage("check", env=env)
+    result = run_manage("check", timeout=60, **env)
     assert result.returncode == 0, result.stderr
     # QuerySet.iterator()'s server-side cursors would outlive their transaction too.
     code = (
         "from django.conf import settings as s; print(s.JOB_DB_PREPARED_STATEMENTS, "
         "s.DATABASES['default']['DISABLE_SERVER_SIDE_CURSORS'])"
     )
-    result = run_manage("shell", "-c", code, env=env)
+    result = run_manage("shell", "-c", code, timeout=60, **env)
     assert result.stdout.strip().splitlines()[-1] == "False True", result.stderr
 
 
