@@ -23,15 +23,21 @@ function rowNames() {
     .map((cell) => within(cell).getByRole('link').textContent);
 }
 
+/** Serves TYPES and records the `minutes` window of each request. */
+function windowsAskedFor(): string[] {
+  const seen: string[] = [];
+  server.use(
+    http.get(`${API}/jobs/types/`, ({ request }) => {
+      seen.push(new URL(request.url).searchParams.get('minutes') ?? '');
+      return HttpResponse.json(makeJobTypes(TYPES));
+    }),
+  );
+  return seen;
+}
+
 describe('Job types page', () => {
   it('lists each type worst first, linking to its jobs, with its numbers and sparkline', async () => {
-    const seen: string[] = [];
-    server.use(
-      http.get(`${API}/jobs/types/`, ({ request }) => {
-        seen.push(new URL(request.url).searchParams.get('minutes') ?? '');
-        return HttpResponse.json(makeJobTypes(TYPES));
-      }),
-    );
+    const seen = windowsAskedFor();
     renderApp('/job-types');
     await screen.findByRole('link', { name: 'demo.fail' });
     expect(seen[0]).toBe('60');
@@ -67,13 +73,7 @@ describe('Job types page', () => {
   });
 
   it('asks for another window when one is chosen', async () => {
-    const seen: string[] = [];
-    server.use(
-      http.get(`${API}/jobs/types/`, ({ request }) => {
-        seen.push(new URL(request.url).searchParams.get('minutes') ?? '');
-        return HttpResponse.json(makeJobTypes(TYPES));
-      }),
-    );
+    const seen = windowsAskedFor();
     renderApp('/job-types');
     await screen.findByRole('link', { name: 'demo.fail' });
     await userEvent.selectOptions(screen.getByLabelText('Window'), 'last 24 hours');
