@@ -199,7 +199,11 @@ class InFlight:
     def add(self, attempt: Attempt) -> None:
         with self._lock:
             self._attempts[attempt.job.id, attempt.job.attempts] = attempt
-        self.changed.set()
+        # Only a deadline can come before the maintenance thread's next wake-up (heartbeat
+        # and cleanup keep their own cadence): waking it for every job cost a thread switch
+        # per job.
+        if attempt.timeout_seconds is not None:
+            self.changed.set()
 
     def remove(self, attempt: Attempt) -> None:
         with self._lock:

@@ -18,7 +18,14 @@ from jobs import services
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import fresh, queued_job, timeline
 from jobs.tests.helpers import run_workers_in_burst, wait_until, worker_config
-from jobs.worker import LISTENER_APPLICATION_NAME, WorkerConfig, WorkerRunner, WorkerThread
+from jobs.worker import (
+    LISTENER_APPLICATION_NAME,
+    Attempt,
+    InFlight,
+    WorkerConfig,
+    WorkerRunner,
+    WorkerThread,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -354,6 +361,20 @@ def test_a_worker_takes_its_queues_in_turn_so_none_starves(register_handler):
     WorkerRunner(config(burst=True)).run()
     assert order[:2] in (["busy", "quiet"], ["quiet", "busy"])
     assert sorted(order) == ["busy", "busy", "busy", "quiet"]
+
+
+# --- the maintenance thread's wake-ups ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("timeout_seconds", "wakes"), [(None, False), (5, True)])
+def test_only_an_attempt_with_a_deadline_wakes_the_maintenance_thread(timeout_seconds, wakes):
+    job = services.claim_next_job(worker_id="w", queue=queued_job("test.ok").queue)
+    assert job is not None
+    thread = WorkerThread(1, WorkerRunner(config()))
+    in_flight = InFlight()
+    in_flight.add(Attempt(job=job, thread=thread, timeout_seconds=timeout_seconds))
+    assert in_flight.changed.is_set() is wakes
+    assert [attempt.job.id for attempt in in_flight.snapshot()] == [job.id]
 
 
 # --- a lost connection inside the handler's own writes -----------------------------------------
