@@ -14,7 +14,7 @@ import time
 import pytest
 from django.db import connection
 
-from jobs import services
+from jobs import selectors, services
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import fresh, queued_job, timeline
 from jobs.tests.helpers import run_workers_in_burst, wait_until, worker_config
@@ -22,6 +22,7 @@ from jobs.worker import (
     LISTENER_APPLICATION_NAME,
     Attempt,
     InFlight,
+    QueueSet,
     WorkerConfig,
     WorkerRunner,
     WorkerThread,
@@ -361,6 +362,31 @@ def test_a_worker_takes_its_queues_in_turn_so_none_starves(register_handler):
     WorkerRunner(config(burst=True)).run()
     assert order[:2] in (["busy", "quiet"], ["quiet", "busy"])
     assert sorted(order) == ["busy", "busy", "busy", "quiet"]
+
+
+def test_busy_threads_look_up_the_queues_once_a_second_idle_ones_once_a_poll(monkeypatch):
+    lookups = []
+    monkeypatch.setattr(selectors, "active_queues", lambda: lookups.append(1) or ["default"])
+    now = [1000.0]
+    queues = QueueSet(("*",), refresh_seconds=0.02, clock=lambda: now[0])
+    assert queues.current(busy=True) == ["default"]
+    for _ in range(49):  # a busy thread asks on every job: 50 jobs in the same second
+        now[0] += 0.019
+        queues.current(busy=True)
+    assert len(lookups) == 1
+    queues.current()  # an idle thread, more than a poll interval later
+    assert len(lookups) == 2
+    now[0] += 1.0
+    queues.current(busy=True)
+    assert len(lookups) == 3
+
+
+def test_a_queue_announced_between_lookups_is_served_at_once(monkeypatch):
+    monkeypatch.setattr(selectors, "active_queues", lambda: ["default"])
+    queues = QueueSet(("*",), refresh_seconds=60, clock=lambda: 0.0)
+    assert queues.current(busy=True) == ["default"]
+    assert queues.serves("emails")
+    assert queues.current(busy=True) == ["default", "emails"]
 
 
 # --- the maintenance thread's wake-ups ---------------------------------------------------------
