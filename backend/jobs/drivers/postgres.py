@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from datetime import timezone as datetime_timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import psycopg
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from ..conf import app_settings
 from . import sql
@@ -128,6 +130,15 @@ def _selection_params(selection: Selection) -> dict[str, Any]:
 PREPARE_THRESHOLD = 5
 
 
+# psycopg's own (C) timestamptz loader. Django's wraps it in a Python loader that sets the
+# connection's time zone, instantiated for every column of every result; Django opens its
+# connections in UTC when USE_TZ is on, and psycopg then answers in the same timezone.utc.
+_TIMESTAMPTZ_LOADER = psycopg.adapters.get_loader(
+    psycopg.adapters.types["timestamptz"].oid, psycopg.pq.Format.TEXT
+)
+_threads = threading.local()
+
+
 @contextmanager
 def _cursor() -> Iterator[psycopg.Cursor[Any]]:
     """A plain psycopg cursor on Django's connection for this thread.
@@ -136,16 +147,24 @@ def _cursor() -> Iterator[psycopg.Cursor[Any]]:
     costs a parse and plan per call), prepared once per connection unless
     ``JOB_DB_PREPARED_STATEMENTS`` is off (PgBouncer before 1.21 in transaction mode
     cannot carry prepared statements); Django's error wrapping keeps the worker's
-    DatabaseError handling and reconnects working.
+    DatabaseError handling and reconnects working. One cursor per thread and connection,
+    kept for the next call: a worker thread runs a statement per job.
     """
-    connection.ensure_connection()
-    conn = connection.connection
+    db = connections[DEFAULT_DB_ALIAS]
+    db.ensure_connection()
+    conn = db.connection
     if conn.prepare_threshold is None and _prepare():
         # Django opens connections with prepare_threshold=None, with which psycopg ignores
         # prepare=True. Our calls say per statement whether to prepare; Django's own
         # cursors bind client-side and never prepare, so this changes nothing for them.
         conn.prepare_threshold = PREPARE_THRESHOLD
-    with connection.wrap_database_errors, psycopg.Cursor(conn) as cursor:
+    cursor: psycopg.Cursor[Any] | None = getattr(_threads, "cursor", None)
+    if cursor is None or cursor.connection is not conn or cursor.closed:
+        cursor = psycopg.Cursor(conn)
+        if db.timezone is datetime_timezone.utc:
+            cursor.adapters.register_loader("timestamptz", _TIMESTAMPTZ_LOADER)
+        _threads.cursor = cursor
+    with db.wrap_database_errors:
         yield cursor
 
 

@@ -2,7 +2,7 @@
 every driver writes exactly the same rows and events for the same calls."""
 
 import re
-from datetime import timedelta
+from datetime import UTC, timedelta
 from importlib import import_module
 
 import pytest
@@ -214,6 +214,29 @@ def test_the_workers_statement_runs_prepared_while_the_setting_is_on(
     before = _prepared_executions()
     _claim_and_complete(3)
     assert _prepared_executions() - before == executions
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_the_postgres_drivers_datetimes_are_the_orms_utc():
+    # The driver loads timestamptz with psycopg's own loader instead of Django's wrapper.
+    queued_jobs(1)
+    row = services.claim_next_job(worker_id="w", queue="default")
+    assert row is not None and row.locked_until is not None
+    stored = Job.objects.get(pk=row.id)
+    assert row.locked_until.tzinfo is stored.locked_until.tzinfo is UTC
+    assert (row.locked_until, row.created_at) == (stored.locked_until, stored.created_at)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_the_postgres_driver_follows_django_onto_a_new_connection():
+    # Its cursor is kept per thread: it must not outlive the connection it was made on.
+    queued_jobs(2)
+    first = services.claim_next_job(worker_id="w", queue="default")
+    connection.close()
+    second = services.claim_next_job(worker_id="w", queue="default")
+    assert first is not None and second is not None and first.id != second.id
 
 
 @pytest.mark.postgres
