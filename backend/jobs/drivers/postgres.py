@@ -7,8 +7,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
-from datetime import timezone as datetime_timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -133,9 +132,15 @@ PREPARE_THRESHOLD = 5
 # psycopg's own (C) timestamptz loader. Django's wraps it in a Python loader that sets the
 # connection's time zone, instantiated for every column of every result; Django opens its
 # connections in UTC when USE_TZ is on, and psycopg then answers in the same timezone.utc.
-_TIMESTAMPTZ_LOADER = psycopg.adapters.get_loader(
-    psycopg.adapters.types["timestamptz"].oid, psycopg.pq.Format.TEXT
-)
+def _psycopg_text_loader(type_name: str) -> type[psycopg.abc.Loader]:
+    loader = psycopg.adapters.get_loader(
+        psycopg.adapters.types[type_name].oid, psycopg.pq.Format.TEXT
+    )
+    assert loader is not None  # psycopg registers one for every built-in type
+    return loader
+
+
+_TIMESTAMPTZ_LOADER = _psycopg_text_loader("timestamptz")
 _threads = threading.local()
 
 
@@ -161,7 +166,7 @@ def _cursor() -> Iterator[psycopg.Cursor[Any]]:
     cursor: psycopg.Cursor[Any] | None = getattr(_threads, "cursor", None)
     if cursor is None or cursor.connection is not conn or cursor.closed:
         cursor = psycopg.Cursor(conn)
-        if db.timezone is datetime_timezone.utc:
+        if db.timezone is UTC:
             cursor.adapters.register_loader("timestamptz", _TIMESTAMPTZ_LOADER)
         _threads.cursor = cursor
     with db.wrap_database_errors:
