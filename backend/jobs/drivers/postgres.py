@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import psycopg
-from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db import DEFAULT_DB_ALIAS, connections
 
 from ..conf import app_settings
 from . import sql
@@ -169,6 +169,7 @@ def _cursor() -> Iterator[psycopg.Cursor[Any]]:
         if db.timezone is UTC:
             cursor.adapters.register_loader("timestamptz", _TIMESTAMPTZ_LOADER)
         _threads.cursor = cursor
+    _threads.db = db  # for _execute: Django's connection proxy costs a lookup per use
     with db.wrap_database_errors:
         yield cursor
 
@@ -196,9 +197,10 @@ class PostgresDriver:
     def _execute(self, cursor: psycopg.Cursor[Any], query: str, params: dict[str, Any]) -> None:
         started = time.monotonic()
         cursor.execute(QUERIES[query].sql, params, prepare=_prepare())
-        if connection.queries_logged:
+        db = _threads.db  # set by _cursor(), in which every call runs
+        if db.queries_logged:
             # Django logs its own cursors' queries (DEBUG, assertNumQueries); so do we.
-            connection.queries_log.append(
+            db.queries_log.append(
                 {
                     "sql": f"-- {query}\n{QUERIES[query].sql}",
                     "time": f"{time.monotonic() - started:.3f}",
