@@ -129,9 +129,6 @@ def _selection_params(selection: Selection) -> dict[str, Any]:
 PREPARE_THRESHOLD = 5
 
 
-# psycopg's own (C) timestamptz loader. Django's wraps it in a Python loader that sets the
-# connection's time zone, instantiated for every column of every result; Django opens its
-# connections in UTC when USE_TZ is on, and psycopg then answers in the same timezone.utc.
 def _psycopg_text_loader(type_name: str) -> type[psycopg.abc.Loader]:
     loader = psycopg.adapters.get_loader(
         psycopg.adapters.types[type_name].oid, psycopg.pq.Format.TEXT
@@ -140,6 +137,9 @@ def _psycopg_text_loader(type_name: str) -> type[psycopg.abc.Loader]:
     return loader
 
 
+# psycopg's own (C) timestamptz loader. Django's wraps it in a Python loader that sets the
+# connection's time zone, instantiated for every column of every result; Django opens its
+# connections in UTC when USE_TZ is on, and psycopg then answers in the same timezone.utc.
 _TIMESTAMPTZ_LOADER = _psycopg_text_loader("timestamptz")
 _threads = threading.local()
 
