@@ -1,0 +1,55 @@
+"""jobs.throttling.ThrottledTokenAuthentication looks a token up as DRF's
+TokenAuthentication does, in one statement of its own."""
+
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.authentication import TokenAuthentication
+from rest_framework.authtoken.models import Token
+from rest_framework.exceptions import AuthenticationFailed
+
+from jobs.tests.factories import user_with
+from jobs.throttling import ThrottledTokenAuthentication
+
+pytestmark = pytest.mark.django_db
+
+
+def _fields(instance):
+    return {field.attname: getattr(instance, field.attname) for field in instance._meta.fields}
+
+
+def test_a_token_yields_its_own_user_and_itself_as_drf_does(django_assert_num_queries):
+    owner = user_with("view_job")
+    owner.email, owner.first_name, owner.is_staff = "owner@example.com", "Ada", True
+    owner.save()
+    Token.objects.create(user=user_with("add_job"))  # another user's token, not this one
+    key = Token.objects.create(user=owner).key
+
+    with django_assert_num_queries(1):
+        user, token = ThrottledTokenAuthentication().authenticate_credentials(key)
+        assert token.user is user  # filled, as select_related fills it
+    drf_user, drf_token = TokenAuthentication().authenticate_credentials(key)
+
+    assert _fields(user) == _fields(drf_user) == _fields(get_user_model().objects.get(pk=owner.pk))
+    assert _fields(token) == _fields(drf_token)
+    assert user.has_perm("jobs.view_job") and not user.has_perm("jobs.add_job")
+
+
+def test_an_unknown_key_is_refused_as_drf_refuses_it():
+    Token.objects.create(user=user_with())
+    with pytest.raises(AuthenticationFailed) as drf:
+        TokenAuthentication().authenticate_credentials("0" * 40)
+    with pytest.raises(AuthenticationFailed) as ours:
+        ThrottledTokenAuthentication().authenticate_credentials("0" * 40)
+    assert str(ours.value.detail) == str(drf.value.detail) == "Invalid token."
+
+
+def test_an_inactive_users_token_is_refused_as_drf_refuses_it():
+    user = user_with("view_job")
+    user.is_active = False
+    user.save()
+    key = Token.objects.create(user=user).key
+    with pytest.raises(AuthenticationFailed) as drf:
+        TokenAuthentication().authenticate_credentials(key)
+    with pytest.raises(AuthenticationFailed) as ours:
+        ThrottledTokenAuthentication().authenticate_credentials(key)
+    assert str(ours.value.detail) == str(drf.value.detail) == "User inactive or deleted."
