@@ -61,6 +61,7 @@ from .serializers import (
     ThroughputSerializer,
     WorkersSerializer,
     job_representation,
+    validated_job_create,
 )
 from .throttling import AuthFailureThrottle, JobCreateThrottle
 
@@ -237,9 +238,7 @@ class JobListCreateView(FilteredListView):
     )
     def post(self, request: Request) -> Response:
         """Enqueue a job (and its `created` event)."""
-        serializer = JobCreateSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        job, created = services.create_job(**serializer.validated_data)
+        job, created = services.create_job(**validated_job_create(request.data))
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         return Response(job_representation(job), status=code)
 

@@ -5,18 +5,22 @@ import base64
 import itertools
 import json
 import re
+import sys
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.conf import settings as django_settings
 from django.db import OperationalError
 from django.utils import timezone
+from rest_framework.exceptions import ValidationError
 from rest_framework.test import APIClient
 
 from jobs import handlers, selectors, services, views
 from jobs.models import Job, JobEvent
 from jobs.pagination import JobEventCursorPagination, JobPagination, JobTimelinePagination
+from jobs.serializers import validated_job_create
 from jobs.tests.factories import (
     WORKER,
     failed_job,
@@ -362,6 +366,44 @@ def test_create_refuses_a_body_that_is_not_an_object(api):
     assert response.status_code == 400
     assert "non_field_errors" in response.json()
     assert nothing_written()
+
+
+def test_create_refuses_a_null_body_as_no_data(api):
+    response = post_job(api, None)
+    assert response.status_code == 400
+    assert response.json() == {"non_field_errors": ["No data provided"]}
+    assert nothing_written()
+
+
+def test_concurrent_create_bodies_are_validated_each_on_its_own():
+    # One create serializer serves all of a process's threads (validated_job_create).
+
+    def validate(n: int) -> object:
+        body = {"type": "demo.success", "payload": {"n": n}, "priority": n % 100, "queue": f"q{n}"}
+        if n % 3 == 0:
+            body["priority"] = str(n)
+        try:
+            return validated_job_create(body)
+        except ValidationError as exc:
+            return exc.detail
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            results = list(pool.map(validate, range(3000)))
+    finally:
+        sys.setswitchinterval(interval)
+    for n, result in enumerate(results):
+        assert isinstance(result, dict)
+        if n % 3 == 0:
+            assert set(result) == {"priority"}, (n, result)
+        else:
+            assert (result["payload"], result["priority"], result["queue"]) == (
+                {"n": n},
+                n % 100,
+                f"q{n}",
+            ), (n, result)
 
 
 def test_create_refuses_a_body_over_the_size_limit_with_413(api, settings):
