@@ -269,9 +269,6 @@ def validated_job_create(data: Any) -> dict[str, Any]:
     return validated
 
 
-# An empty filter (`?status=&type=`, as a form submits it) filters nothing.
-
-
 class JobBulkCreateSerializer(serializers.Serializer[Any]):
     """The body of `POST /api/jobs/bulk/`: up to BULK_CREATE_MAX jobs, validated as a
     whole. Any bad item refuses the request; errors are keyed ``jobs[<index>].<field>``."""
@@ -330,6 +327,7 @@ class JobBulkCreateResultSerializer(serializers.Serializer[Any]):
     jobs = BulkCreatedJobSerializer(many=True, help_text="One per item, in request order.")
 
 
+# An empty filter (`?status=&type=`, as a form submits it) filters nothing.
 class JobFilterSerializer(serializers.Serializer[Any]):
     """The job list's filters that the bulk actions take too."""
 
