@@ -1,12 +1,16 @@
 """jobs.throttling.ThrottledTokenAuthentication looks a token up as DRF's
-TokenAuthentication does, in one statement of its own."""
+TokenAuthentication does, in one statement of its own that also reads the user's jobs
+permissions."""
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group, Permission
+from django.contrib.contenttypes.models import ContentType
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.authtoken.models import Token
 from rest_framework.exceptions import AuthenticationFailed
 
+from jobs.permissions import ADD, CHANGE, VIEW, has_job_perms
 from jobs.tests.factories import user_with
 from jobs.throttling import ThrottledTokenAuthentication
 
@@ -53,3 +57,42 @@ def test_an_inactive_users_token_is_refused_as_drf_refuses_it():
     with pytest.raises(AuthenticationFailed) as ours:
         ThrottledTokenAuthentication().authenticate_credentials(key)
     assert str(ours.value.detail) == str(drf.value.detail) == "User inactive or deleted."
+
+
+def test_a_tokens_user_comes_with_their_jobs_permissions_checked_without_a_query(
+    django_assert_num_queries,
+):
+    owner = user_with("view_job")
+    operators = Group.objects.create(name="operators")
+    operators.permissions.set(
+        Permission.objects.filter(codename="add_job", content_type__app_label="jobs")
+    )
+    owner.groups.add(operators)
+    # Same codename, another app: not a jobs permission.
+    owner.user_permissions.add(
+        Permission.objects.create(
+            codename="change_job",
+            name="Can change job (auth)",
+            content_type=ContentType.objects.get(app_label="auth", model="user"),
+        )
+    )
+    user_with("change_job", "delete_job")  # another user's grants
+    key = Token.objects.create(user=owner).key
+
+    with django_assert_num_queries(1):
+        user, _ = ThrottledTokenAuthentication().authenticate_credentials(key)
+    django_user = get_user_model().objects.get(pk=owner.pk)
+    for asked in ([VIEW], [ADD], [VIEW, ADD], [CHANGE], [VIEW, CHANGE]):
+        with django_assert_num_queries(0):
+            ours = has_job_perms(user, asked)
+        assert ours is django_user.has_perms(asked), asked
+    assert has_job_perms(user, [VIEW, ADD]) and not has_job_perms(user, [CHANGE])
+
+
+def test_a_tokens_user_without_permissions_is_refused_every_check_without_a_query(
+    django_assert_num_queries,
+):
+    key = Token.objects.create(user=user_with()).key
+    user, _ = ThrottledTokenAuthentication().authenticate_credentials(key)
+    with django_assert_num_queries(0):
+        assert not any(has_job_perms(user, [perm]) for perm in (VIEW, ADD, CHANGE))
