@@ -730,6 +730,15 @@ def _wakeup(wake: WakeupResult) -> list[str]:
             f"{run.idle_cpu_seconds_per_minute:>16.3f}{run.idle_commits_per_second:>16.1f}"
             f"{run.load_average[0]:>7}"
         )
+    if len(wake.listen.idle_cpu_windows) == len(wake.polling.idle_cpu_windows) == 2:
+        (listen_1, listen_2), (polling_1, polling_2) = (
+            wake.listen.idle_cpu_windows,
+            wake.polling.idle_cpu_windows,
+        )
+        out.append(
+            f"   idle CPU s/min per window, in the order run: listen {listen_1:.3f}, "
+            f"polling {polling_1:.3f}, polling {polling_2:.3f}, listen {listen_2:.3f}"
+        )
     return out
 
 

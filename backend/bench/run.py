@@ -129,8 +129,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--wakeup-idle-seconds",
         type=float,
         default=60,
-        help="seconds of idle worker per mode for idle CPU and commits/s; CPU time is "
-        "counted in 10 ms ticks, so shorter windows cannot tell 0.1 from 0.2 s/min (60)",
+        help="seconds of idle worker per mode for idle CPU and commits/s, in two windows "
+        "of half each, run in the order listen, polling, polling, listen (60)",
     )
     parser.add_argument(
         "--backlog", type=int, default=100_000, help="queued jobs for the deep backlog (100000)"

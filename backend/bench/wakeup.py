@@ -7,7 +7,8 @@ One ``manage.py run_job_workers`` process (4 threads, the production poll interv
 Twice: with LISTEN/NOTIFY (``JOB_NOTIFY``/``JOB_WORKER_LISTEN`` on, the default) and with
 polling only (both off), the reference.
 
-Idle cost, for both modes, over ``idle_seconds`` with nothing to do: the worker process's
+Idle cost, for both modes, over ``idle_seconds`` with nothing to do (two windows of half
+each, in the order listen, polling, polling, listen; see ``run_wakeup``): the worker process's
 CPU (its threads' run time from ``/proc/<pid>/task/*/schedstat``, not tick-counted
 ``utime + stime``) and the bench database's commits per second
 (``pg_stat_database.xact_commit``; each poll is one autocommit statement; backends
@@ -16,12 +17,13 @@ report at most once a second, so the figure is good to about one second's worth)
 
 from __future__ import annotations
 
+import math
 import random
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .common import (
@@ -51,6 +53,8 @@ class WakeupRun:
     idle_cpu_seconds_per_minute: float
     idle_commits_per_second: float
     load_average: list[float]
+    # CPU s/min of each idle window, in the order run (the first before the latency jobs).
+    idle_cpu_windows: list[float] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -95,7 +99,7 @@ def run_mode(
     from jobs import services
 
     mode = "listen" if listen else "polling"
-    log(f"wake-up: {jobs} jobs on an idle worker, {mode}")
+    log(f"wake-up: {idle_seconds:.0f} s idle, then {jobs} jobs, {mode}")
     reset_tables(db)
     flag = "true" if listen else "false"
     worker_env = dict(
@@ -133,6 +137,20 @@ def run_mode(
         idle = time.monotonic() - idle_began
         cpu_after, commits_after = _cpu_seconds(proc.pid), _commits(db)
 
+        if not jobs:  # an idle window only
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+            return WakeupRun(
+                mode=mode,
+                jobs=0,
+                p50_ms=math.nan,
+                p99_ms=math.nan,
+                max_ms=math.nan,
+                idle_seconds=round(idle, 1),
+                idle_cpu_seconds_per_minute=round((cpu_after - cpu_before) / idle * 60, 3),
+                idle_commits_per_second=round((commits_after - commits_before - 1) / idle, 1),
+                load_average=load_average(),
+            )
         rng = random.Random(13)
         with override_settings(JOB_NOTIFY=listen):
             for index in range(jobs):
@@ -177,13 +195,41 @@ def run_mode(
 def run_wakeup(
     db: Database, env: dict[str, str], *, jobs: int, idle_seconds: float, log_dir: Path
 ) -> WakeupResult:
+    """Both modes' latency, and their idle cost over two windows each in the order listen,
+    polling, polling, listen: an idle worker's CPU time rises with whatever else the
+    machine runs (the full bench's listen window, first after the 10 M-row phase, read
+    0.205 CPU s/min against polling's 0.149 a minute later; side by side, 0.133 and
+    0.125), so neither mode may always go first."""
+    window = idle_seconds / 2
+
+    def run(listen: bool, latency_jobs: int) -> WakeupRun:
+        return run_mode(
+            db, env, listen=listen, jobs=latency_jobs, idle_seconds=window, log_dir=log_dir
+        )
+
+    listen_first, polling_first = run(True, jobs), run(False, jobs)
+    polling_second, listen_second = run(False, 0), run(True, 0)
     return WakeupResult(
         poll_interval_ms=POLL_INTERVAL_MS,
         threads=THREADS,
-        listen=run_mode(
-            db, env, listen=True, jobs=jobs, idle_seconds=idle_seconds, log_dir=log_dir
+        listen=_with_idle_of(listen_first, listen_second),
+        polling=_with_idle_of(polling_first, polling_second),
+    )
+
+
+def _with_idle_of(run: WakeupRun, later: WakeupRun) -> WakeupRun:
+    """``run``'s latency; the idle cost of both runs' windows together."""
+    idle = run.idle_seconds + later.idle_seconds
+
+    def mean(a: float, b: float, digits: int) -> float:
+        return round((a * run.idle_seconds + b * later.idle_seconds) / idle, digits)
+
+    return replace(
+        run,
+        idle_seconds=round(idle, 1),
+        idle_cpu_seconds_per_minute=mean(
+            run.idle_cpu_seconds_per_minute, later.idle_cpu_seconds_per_minute, 3
         ),
-        polling=run_mode(
-            db, env, listen=False, jobs=jobs, idle_seconds=idle_seconds, log_dir=log_dir
-        ),
+        idle_commits_per_second=mean(run.idle_commits_per_second, later.idle_commits_per_second, 1),
+        idle_cpu_windows=[run.idle_cpu_seconds_per_minute, later.idle_cpu_seconds_per_minute],
     )
