@@ -137,26 +137,12 @@ def run_mode(
         idle = time.monotonic() - idle_began
         cpu_after, commits_after = _cpu_seconds(proc.pid), _commits(db)
 
-        if not jobs:  # an idle window only
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=60)
-            return WakeupRun(
-                mode=mode,
-                jobs=0,
-                p50_ms=math.nan,
-                p99_ms=math.nan,
-                max_ms=math.nan,
-                idle_seconds=round(idle, 1),
-                idle_cpu_seconds_per_minute=round((cpu_after - cpu_before) / idle * 60, 3),
-                idle_commits_per_second=round((commits_after - commits_before - 1) / idle, 1),
-                load_average=load_average(),
-            )
         rng = random.Random(13)
         with override_settings(JOB_NOTIFY=listen):
             for index in range(jobs):
                 time.sleep(rng.uniform(0.05, 0.25))
                 services.create_job(type=JOB_TYPE, payload={"n": index})
-        wait_for(
+        wait_for(  # at once when jobs is 0: an idle window only
             lambda: (
                 not db.scalar(
                     "SELECT EXISTS (SELECT 1 FROM jobs_job WHERE status IN ('queued', 'running'))"
@@ -177,13 +163,13 @@ def run_mode(
     ]
     if len(waits) != jobs:
         raise RuntimeError(f"expected {jobs} claimed events, found {len(waits)}")
-    p50, p99 = p50_p99_ms(waits)
+    p50, p99 = p50_p99_ms(waits) if waits else (math.nan, math.nan)
     return WakeupRun(
         mode=mode,
         jobs=jobs,
         p50_ms=p50,
         p99_ms=p99,
-        max_ms=round(max(waits) * 1000, 2),
+        max_ms=round(max(waits) * 1000, 2) if waits else math.nan,
         idle_seconds=round(idle, 1),
         idle_cpu_seconds_per_minute=round((cpu_after - cpu_before) / idle * 60, 3),
         # One of the commits is this process's own read of the counter.
