@@ -25,8 +25,9 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+from harness import BACKEND_DIR
+
 from .common import (
-    BACKEND_DIR,
     Database,
     bench_environment,
     conninfo_from,

@@ -10,22 +10,18 @@ from __future__ import annotations
 import math
 import os
 import secrets
-import socket
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Protocol
 
 import psycopg
 from psycopg import sql as pgsql
 
-BACKEND_DIR = Path(__file__).resolve().parent.parent
-REPO_DIR = BACKEND_DIR.parent
+from harness import REPO_DIR
+
 RESULTS_DIR = REPO_DIR / "bench-results"
 JOB_TYPE = "bench.noop"
 # Jobs that stay in flight (``bench.handlers``), for what costs only while attempts run.
@@ -81,20 +77,6 @@ def log(message: str) -> None:
     print(f"[bench {datetime.now(UTC):%H:%M:%S}] {message}", file=sys.stderr, flush=True)
 
 
-def wait_for(predicate: Callable[[], bool], *, timeout: float, interval: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 # --- Environment and processes ----------------------------------------------------------
 
 
@@ -131,18 +113,6 @@ def bench_environment(database: str) -> dict[str, str]:
     )
     env["DJANGO_SETTINGS_MODULE"] = "config.settings"
     return env
-
-
-@contextmanager
-def started(procs: list[subprocess.Popen[bytes]]) -> Iterator[list[subprocess.Popen[bytes]]]:
-    """Make sure every process this benchmark started is gone when the block ends."""
-    try:
-        yield procs
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(timeout=10)
 
 
 # --- Database plumbing ------------------------------------------------------------------

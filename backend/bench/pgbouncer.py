@@ -5,7 +5,7 @@ through Debian's pgbouncer in transaction pooling mode, in one invocation.
 rate = jobs / span between the first ``claimed`` and the last ``succeeded`` event) drain
 ``jobs`` no-op jobs twice per round: straight to PostgreSQL (one server connection per
 thread, plus each process's maintenance thread and listener), and through a private
-pgbouncer (``jobs.tests.helpers.PrivatePgBouncer``) with at most ``POOL_SIZE`` server
+pgbouncer (``harness.PrivatePgBouncer``) with at most ``POOL_SIZE`` server
 connections, as the README's "Scaling out" section configures it: prepared statements
 off (``POSTGRES_TRANSACTION_POOLING``), LISTEN straight to PostgreSQL. A third drain goes
 direct with prepared statements off too, which splits the difference into what losing
@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+
+from harness import PrivatePgBouncer, pgbouncer_binary
 
 from .common import Database, best_of, log
 from .workers import WorkerRun, run_workers
@@ -243,10 +245,6 @@ def run_pgbouncer(
 ) -> PgBouncerResult:
     """Drain ``jobs`` jobs directly and through pgbouncer, ``repeat`` rounds (alternating
     which goes first); the best of each is reported beside their ratio."""
-    # The test helper is the one pgbouncer setup the project has; it needs Django set up,
-    # which bench.run does before any phase.
-    from jobs.tests.helpers import PrivatePgBouncer, pgbouncer_binary
-
     binary = pgbouncer_binary()
     if binary is None:
         raise RuntimeError("pgbouncer is not installed (apt-get install pgbouncer)")

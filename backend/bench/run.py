@@ -36,11 +36,12 @@ import sys
 import time
 from pathlib import Path
 
+from harness import BACKEND_DIR
+
 from . import report
 from .activity import run_activity
 from .bulk import run_bulk
 from .common import (
-    BACKEND_DIR,
     RESULTS_DIR,
     Database,
     bench_environment,

@@ -6,15 +6,14 @@ and scale scenarios share.
 from __future__ import annotations
 
 import http.client
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .common import BACKEND_DIR, free_port, p50_p99_ms, started, timed_calls, wait_for
+from harness import serve_api
+
+from .common import p50_p99_ms, timed_calls
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,53 +30,16 @@ def api_server(
     env: dict[str, str], shape: ServerShape, *, conn_max_age: int, log_dir: Path
 ) -> Iterator[int]:
     """gunicorn serving ``config.wsgi`` until the block ends; yields its port."""
-    port = free_port()
     server_env = dict(env, POSTGRES_CONN_MAX_AGE=str(conn_max_age))
-    log_path = log_dir / f"gunicorn-conn-max-age-{conn_max_age}.log"
-    command = [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "config.wsgi:application",
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--workers",
-        str(shape.workers),
-        "--threads",
-        str(shape.threads),
-        "--worker-class",
-        "gthread",
-        "--no-control-socket",
-        "--log-level",
-        "warning",
-    ]
-    procs: list[subprocess.Popen[bytes]] = []
-    with log_path.open("w") as out, started(procs):
-        procs.append(
-            subprocess.Popen(
-                command, cwd=BACKEND_DIR, env=server_env, stdout=out, stderr=subprocess.STDOUT
-            )
-        )
-
-        def healthy() -> bool:
-            if procs[0].poll() is not None:
-                raise RuntimeError(f"gunicorn exited; see {log_path}")
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                conn.request("GET", "/api/health/")
-                code = conn.getresponse().status
-            except OSError:
-                return False
-            if code != 200:
-                raise RuntimeError(f"GET /api/health/ answered {code}; see {log_path}")
-            return True
-
-        wait_for(healthy, timeout=60, interval=0.2, what="gunicorn to answer /api/health/")
-        try:
-            yield port
-        finally:
-            procs[0].send_signal(signal.SIGTERM)
-            procs[0].wait(timeout=30)
+    with serve_api(
+        log_dir / f"gunicorn-conn-max-age-{conn_max_age}.log",
+        server_env,
+        workers=shape.workers,
+        threads=shape.threads,
+        gunicorn_args=("--no-control-socket", "--log-level", "warning"),
+        timeout=60,
+    ) as server:
+        yield server.port
 
 
 class Client:

@@ -23,18 +23,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .common import (
-    BACKEND_DIR,
-    JOB_TYPE,
-    Database,
-    EventWindow,
-    event_window,
-    load_average,
-    log,
-    reset_tables,
-    started,
-    wait_for,
-)
+from harness import BACKEND_DIR, started, wait_until
+
+from .common import JOB_TYPE, Database, EventWindow, event_window, load_average, log, reset_tables
 
 PATHS = ("register", "tasks")
 
@@ -133,9 +124,9 @@ def _drain(db: Database, env: dict[str, str], *, path: str, threads: int, log_di
                 "SELECT EXISTS (SELECT 1 FROM jobs_job WHERE status IN ('queued', 'running'))"
             )
 
-        wait_for(up, timeout=60, interval=0.02, what="the worker threads to start")
+        wait_until(up, 60, interval=0.02, what="the worker threads to start")
         cpu_before, done_before = _cpu_seconds(worker.pid), _succeeded(db)
-        wait_for(drained, timeout=300, interval=0.1, what=f"the {path} jobs to drain")
+        wait_until(drained, 300, interval=0.1, what=f"the {path} jobs to drain")
         cpu = _cpu_seconds(worker.pid) - cpu_before
         jobs = _succeeded(db) - done_before
         worker.send_signal(signal.SIGTERM)

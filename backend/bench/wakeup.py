@@ -26,17 +26,9 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .common import (
-    BACKEND_DIR,
-    JOB_TYPE,
-    Database,
-    load_average,
-    log,
-    p50_p99_ms,
-    reset_tables,
-    started,
-    wait_for,
-)
+from harness import BACKEND_DIR, started, wait_until
+
+from .common import JOB_TYPE, Database, load_average, log, p50_p99_ms, reset_tables
 
 POLL_INTERVAL_MS = 500  # JOB_WORKER_POLL_INTERVAL_MS's default
 THREADS = 4
@@ -128,7 +120,7 @@ def run_mode(
                 not listen or "action=listening" in text
             )
 
-        wait_for(ready, timeout=90, interval=0.1, what="worker threads to start")
+        wait_until(ready, 90, interval=0.1, what="worker threads to start")
         time.sleep(2)  # past start-up work (first polls, cleanup)
 
         cpu_before, commits_before = _cpu_seconds(proc.pid), _commits(db)
@@ -142,7 +134,7 @@ def run_mode(
             for index in range(jobs):
                 time.sleep(rng.uniform(0.05, 0.25))
                 services.create_job(type=JOB_TYPE, payload={"n": index})
-        wait_for(  # at once when jobs is 0: an idle window only
+        wait_until(  # at once when jobs is 0: an idle window only
             lambda: (
                 not db.scalar(
                     "SELECT EXISTS (SELECT 1 FROM jobs_job WHERE status IN ('queued', 'running'))"

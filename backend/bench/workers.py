@@ -27,8 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness import BACKEND_DIR, started, wait_until
+
 from .common import (
-    BACKEND_DIR,
     JOB_TYPE,
     PATHS,
     SLEEP_JOB_TYPE,
@@ -40,8 +41,6 @@ from .common import (
     event_window,
     load_average,
     reset_tables,
-    started,
-    wait_for,
 )
 
 # (processes, threads per process), in the order they run.
@@ -119,12 +118,12 @@ def run_workers(
             started_threads = sum(p.read_text().count("action=thread_started") for p in log_paths)
             return started_threads >= processes * threads
 
-        wait_for(ready, timeout=90, interval=0.1, what="worker threads to start")
+        wait_until(ready, 90, interval=0.1, what="worker threads to start")
         time.sleep(0.5)  # every thread has run its first (empty) claim and now idles
         before = _commits(db)
         enqueued_at = time.monotonic()
         enqueue_bulk(db, jobs, job_type=job_type)
-        wait_for(
+        wait_until(
             lambda: _queue_empty(db),
             timeout=max(120, jobs / 20),
             interval=0.1,

@@ -3,14 +3,8 @@ import os
 import pytest
 from django.conf import settings
 
-from jobs.tests.helpers import (
-    PrivatePgBouncer,
-    PrivatePostgres,
-    pgbouncer_binary,
-    postgres_bin_dir,
-    production_child_env,
-    serve_api,
-)
+from harness import PrivatePgBouncer, PrivatePostgres, pgbouncer_binary, postgres_bin_dir, serve_api
+from jobs.tests.helpers import production_child_env
 
 ON_POSTGRES = settings.DATABASE_ENGINE == "postgres"
 IN_CI = os.environ.get("CI", "").lower() == "true"

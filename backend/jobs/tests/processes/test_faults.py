@@ -15,18 +15,10 @@ from collections import Counter
 import pytest
 from django.db.models import Count
 
+from harness import HttpServer, serve_api, wait_until
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import queued_job, queued_jobs
-from jobs.tests.helpers import (
-    HttpServer,
-    WorkerProcess,
-    child_env,
-    figures,
-    pid_of,
-    serve_api,
-    stop_all,
-    wait_until,
-)
+from jobs.tests.helpers import WorkerProcess, child_env, figures, pid_of, stop_all
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -249,7 +241,7 @@ def test_postgres_restart_under_running_workers_and_api(private_postgres, tmp_pa
     pg = private_postgres
     total = 300
     env = pg.env()
-    pg.migrate()
+    pg.migrate(child_env())
     worker = None
     with serve_api(tmp_path / "api.log", child_env(**env), server="runserver") as api:
         poller = HealthPoller(api)

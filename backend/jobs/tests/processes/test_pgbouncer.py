@@ -19,16 +19,10 @@ import pytest
 from django.db import connection
 from rest_framework.authtoken.models import Token
 
+from harness import PrivatePgBouncer, wait_until
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import failed_job, fresh, queued_job, queued_jobs, timeline, user_with
-from jobs.tests.helpers import (
-    PrivatePgBouncer,
-    WorkerProcess,
-    figures,
-    run_manage,
-    stop_all,
-    wait_until,
-)
+from jobs.tests.helpers import WorkerProcess, figures, run_manage, stop_all
 from jobs.worker import LISTENER_APPLICATION_NAME
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -7,9 +7,10 @@ import uuid
 
 import pytest
 
+from harness import wait_until
 from jobs.logformat import JsonFormatter, fields
 from jobs.tests.factories import queued_job
-from jobs.tests.helpers import WorkerProcess, wait_until
+from jobs.tests.helpers import WorkerProcess
 
 TEXT_FIELD = re.compile(r"(?:^|(?<=\s))([a-z_][a-z0-9_]*)=")
 

@@ -9,22 +9,20 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from jobs import metrics, signals
-from jobs.tests.conftest import IN_CI
-from jobs.tests.factories import queued_job, running_job, succeeded_job, user_with
-from jobs.tests.helpers import (
+from harness import (
     PROMETHEUS,
-    WorkerProcess,
     free_port,
     metric_samples,
-    production_child_env,
     prometheus_query,
     prometheus_server,
     promtool_check_metrics,
     serve_api,
     wait_until,
-    worker_runner,
 )
+from jobs import metrics, signals
+from jobs.tests.conftest import IN_CI
+from jobs.tests.factories import queued_job, running_job, succeeded_job, user_with
+from jobs.tests.helpers import WorkerProcess, production_child_env, worker_runner
 
 
 def sample(samples, name, **labels):

@@ -1,9 +1,8 @@
 """The configuration reference in backend/README.md matches .env.example exactly."""
 
 import re
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
+from harness import REPO_DIR as REPO
 
 ENV_LINE = re.compile(r"^#?\s*([A-Z][A-Z0-9_]*)=(.*)$")
 TABLE_ROW = re.compile(r"^\| `([A-Z][A-Z0-9_]*)` \| (.*?) \| (.*) \|$")

@@ -32,16 +32,11 @@ from django.utils.crypto import get_random_string
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from harness import BACKEND_DIR, HttpServer, serve_api
 from jobs import services
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import failed_job, queued_job, user_with
-from jobs.tests.helpers import (
-    BACKEND_DIR,
-    HttpServer,
-    child_env,
-    production_child_env,
-    serve_api,
-)
+from jobs.tests.helpers import child_env, production_child_env
 
 STRONG_SECRET = secrets.token_urlsafe(50)
 DASHBOARD_ORIGIN = "https://dashboard.example.com"
@@ -1020,7 +1015,7 @@ def test_create_job_roles_makes_a_viewer_and_an_operator_group_idempotently():
 
 @pytest.mark.slow
 def test_every_endpoint_answers_json_503_while_the_database_is_down(private_postgres, tmp_path):
-    private_postgres.migrate()
+    private_postgres.migrate(child_env())
     make_token = (
         "from django.contrib.auth import get_user_model;"
         "from rest_framework.authtoken.models import Token;"

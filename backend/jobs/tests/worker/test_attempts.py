@@ -14,10 +14,11 @@ import time
 import pytest
 from django.db import connection
 
+from harness import wait_until
 from jobs import selectors, services
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import fresh, queued_job, timeline
-from jobs.tests.helpers import run_workers_in_burst, wait_until, worker_config
+from jobs.tests.helpers import run_workers_in_burst, worker_config
 from jobs.worker import (
     LISTENER_APPLICATION_NAME,
     Attempt,

@@ -20,17 +20,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from harness import serve_api, wait_until
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import fresh, queued_job, queued_jobs, timeline
-from jobs.tests.helpers import (
-    WorkerProcess,
-    child_env,
-    figures,
-    pid_of,
-    serve_api,
-    stop_all,
-    wait_until,
-)
+from jobs.tests.helpers import WorkerProcess, child_env, figures, pid_of, stop_all
 from jobs.worker import MAX_THREAD_DEATHS_PER_MINUTE
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]

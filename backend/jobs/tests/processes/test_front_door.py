@@ -13,8 +13,8 @@ import time
 
 import pytest
 
+from harness import HttpServer, free_port, load_nginx_conf, serve_nginx
 from jobs.tests.conftest import IN_CI
-from jobs.tests.helpers import HttpServer, free_port, load_nginx_conf, serve_nginx
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

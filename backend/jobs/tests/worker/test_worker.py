@@ -10,17 +10,11 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from harness import BACKEND_DIR, wait_until
 from jobs import services, signals
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import queued_job, running_job, timeline
-from jobs.tests.helpers import (
-    BACKEND_DIR,
-    WorkerProcess,
-    child_env,
-    run_workers_in_burst,
-    wait_until,
-    worker_runner,
-)
+from jobs.tests.helpers import WorkerProcess, child_env, run_workers_in_burst, worker_runner
 from jobs.worker import WorkerConfig, make_worker_id
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -27,7 +27,7 @@ import pytest
 from django.db import connection
 from psycopg import sql
 
-from jobs.tests.helpers import BACKEND_DIR, HttpServer, free_port, wait_until
+from harness import BACKEND_DIR, HttpServer, free_port, wait_until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
