@@ -49,7 +49,13 @@ from . import handlers, selectors, services
 from .drivers import JobRow
 from .errors import JobNotFound
 from .handlers import HandlerSpec, JobCancelled, JobContext, JobTimedOut, LeaseLost
-from .models import QUEUE_NAME_MAX_LENGTH, QUEUE_NAME_PATTERN, JobEventType, JobStatus
+from .models import (
+    FINISHED_STATUSES,
+    QUEUE_NAME_MAX_LENGTH,
+    QUEUE_NAME_PATTERN,
+    JobEventType,
+    JobStatus,
+)
 from .serializers import MAX_ATTEMPTS_MAX, TIMEOUT_SECONDS_MAX, TYPE_MAX_LENGTH
 from .signals import attempt_finished, attempt_started
 from .storable import UnstorableValue, json_problem
@@ -68,7 +74,6 @@ STATUSES = {
     # run, so FAILED; its last error names jobs.handlers.JobCancelled.
     JobStatus.CANCELLED: TaskResultStatus.FAILED,
 }
-FINISHED = {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED}
 
 # Backend OPTIONS: defaults for the task options, for the backend and per queue.
 OPTION_NAMES = {"MAX_ATTEMPTS": "max_attempts", "TIMEOUT_SECONDS": "timeout_seconds"}
@@ -702,7 +707,7 @@ def _on_attempt_finished(
     with _running_lock:
         running = _running.pop((job.id, job.attempts), None)
     task = registered_task(job.type)
-    if task is None or row is None or row.status not in FINISHED:
+    if task is None or row is None or row.status not in FINISHED_STATUSES:
         return
     if outcome == "succeeded" and running is not None:
         # A success adds no event a TaskResult reads: as Django's ImmediateBackend does, the

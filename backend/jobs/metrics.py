@@ -41,7 +41,7 @@ from prometheus_client.registry import Collector
 
 from . import selectors, signals
 from .drivers import JobRow
-from .models import JobStatus
+from .models import FINISHED_STATUSES, JobStatus
 
 if TYPE_CHECKING:
     from .worker import WorkerRunner
@@ -100,7 +100,7 @@ class QueueCollector(Collector):
             "JOB_STATS_EXACT_MAX_ROWS rows; see jobqueue_jobs_finished_estimated).",
             labels=["status"],
         )
-        for status in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED):
+        for status in FINISHED_STATUSES:
             finished.add_metric([status.value], stats["by_status"][status.value])
         yield finished
         yield GaugeMetricFamily(

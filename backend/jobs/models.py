@@ -22,6 +22,9 @@ class JobStatus(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"
 
 
+# What "finished" means, everywhere: the statuses a job leaves only by a manual retry. The
+# row shape (job_status_valid_shape), retention, the stats, the metrics and the
+# django.tasks results all read it from here.
 FINISHED_STATUSES = [JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED]
 
 

@@ -29,6 +29,7 @@ from .models import (
     ACTIVITY_EVENT_TYPES,
     ATTEMPT_END_EVENT_TYPES,
     FAILURE_EVENT_TYPES,
+    FINISHED_STATUSES,
     Job,
     JobEvent,
     JobEventType,
@@ -111,9 +112,6 @@ def event_feed(*, type: str | None = None, job_id: UUID | None = None) -> QueryS
     return events
 
 
-FINISHED = [JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED]
-
-
 def job_stats(*, now: datetime | None = None) -> dict[str, Any]:
     """Queue counts: total, per status, overdue leases, pending retries, backlog age, and
     the queues that have queued jobs.
@@ -143,12 +141,14 @@ def job_stats(*, now: datetime | None = None) -> dict[str, Any]:
         assert estimate is not None
         row = Job.objects.filter(live).aggregate(**aggregates)
         finished_rows = max(estimate.rows - row["queued"] - row["running"], 0)
-        shares = {status: estimate.frequencies.get(status, 0.0) for status in FINISHED}
+        shares = {status: estimate.frequencies.get(status, 0.0) for status in FINISHED_STATUSES}
         whole = sum(shares.values()) or 1.0
-        for status in FINISHED:
+        for status in FINISHED_STATUSES:
             row[status.value] = round(finished_rows * shares[status] / whole)
     else:
-        finished = {status.value: Count("pk", filter=Q(status=status)) for status in FINISHED}
+        finished = {
+            status.value: Count("pk", filter=Q(status=status)) for status in FINISHED_STATUSES
+        }
         row = Job.objects.aggregate(**aggregates, **finished)
     by_status = {status.value: row[status.value] for status in JobStatus}
     return {

@@ -7,10 +7,6 @@ from datetime import datetime, timedelta
 from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
-from jobs.models import Job
-
-FINISHED = [Job.Status.SUCCEEDED, Job.Status.FAILED]
-
 
 def positive_int(raw: str) -> int:
     value = int(raw)

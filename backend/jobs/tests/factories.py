@@ -88,6 +88,13 @@ def failed_job(
     return fresh(job)
 
 
+def cancelled_job(type: str = "demo.success", *, now: datetime | None = None, **kwargs: Any) -> Job:
+    """A job cancelled before it ran."""
+    job = queued_job(type, now=now, **kwargs)
+    services.cancel_job(job_id=job.pk, now=now)
+    return fresh(job)
+
+
 def timeline(job: Job | JobRow) -> list[str]:
     """The job's event types, oldest first."""
     return list(

@@ -6,13 +6,14 @@ from datetime import datetime
 from django.db import transaction
 from django.db.models import QuerySet
 
-from jobs.management.retention import FINISHED, PruneCommand
-from jobs.models import JobEvent
+from jobs.management.retention import PruneCommand
+from jobs.models import FINISHED_STATUSES, JobEvent
 
 
 class Command(PruneCommand):
     help = (
-        "Delete events older than DAYS that belong to succeeded or failed jobs, in batches "
+        "Delete events older than DAYS that belong to finished (succeeded, failed or "
+        "cancelled) jobs, in batches "
         "of --batch-size rows, each batch its own short transaction. Events of queued and "
         "running jobs are never touched; the job rows stay."
     )
@@ -21,7 +22,7 @@ class Command(PruneCommand):
     default_batch_size = 1000
 
     def old_events(self, cutoff: datetime) -> QuerySet[JobEvent]:
-        return JobEvent.objects.filter(created_at__lt=cutoff, job__status__in=FINISHED)
+        return JobEvent.objects.filter(created_at__lt=cutoff, job__status__in=FINISHED_STATUSES)
 
     def count(self, cutoff: datetime) -> Counter[str]:
         return Counter(events=self.old_events(cutoff).count())

@@ -6,13 +6,14 @@ from datetime import datetime
 from django.db import transaction
 from django.db.models import QuerySet
 
-from jobs.management.retention import FINISHED, PruneCommand
-from jobs.models import Job, JobEvent
+from jobs.management.retention import PruneCommand
+from jobs.models import FINISHED_STATUSES, Job, JobEvent
 
 
 class Command(PruneCommand):
     help = (
-        "Delete succeeded and failed jobs that finished more than DAYS days ago, with their "
+        "Delete finished (succeeded, failed or cancelled) jobs that finished more than DAYS "
+        "days ago, with their "
         "events, --batch-size jobs per short transaction. Queued and running jobs are never "
         "deleted."
     )
@@ -21,7 +22,7 @@ class Command(PruneCommand):
     default_batch_size = 500
 
     def old_jobs(self, cutoff: datetime) -> QuerySet[Job]:
-        return Job.objects.filter(status__in=FINISHED, finished_at__lt=cutoff)
+        return Job.objects.filter(status__in=FINISHED_STATUSES, finished_at__lt=cutoff)
 
     def count(self, cutoff: datetime) -> Counter[str]:
         old_jobs = self.old_jobs(cutoff)

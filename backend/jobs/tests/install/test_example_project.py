@@ -28,6 +28,7 @@ from django.db import connection
 from psycopg import sql
 
 from harness import BACKEND_DIR, HttpServer, free_port, wait_until
+from jobs.models import FINISHED_STATUSES
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -221,8 +222,8 @@ def scenario(django_db_setup, django_db_blocker, tmp_path_factory):
             assert worker.poll() is None, worker_log_path.read_text()
             with psycopg.connect(**database) as conn:
                 (waiting,) = conn.execute(
-                    "SELECT count(*) FROM jobs_job WHERE queue <> 'reports' "
-                    "AND status NOT IN ('succeeded', 'failed', 'cancelled')"
+                    "SELECT count(*) FROM jobs_job WHERE queue <> 'reports' AND status <> ALL(%s)",
+                    [list(FINISHED_STATUSES)],
                 ).fetchone()
             return waiting == 0
 

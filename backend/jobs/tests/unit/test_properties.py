@@ -50,7 +50,7 @@ from hypothesis.stateful import (
 
 from jobs import errors, services
 from jobs.drivers import Owner
-from jobs.models import Job, JobEvent
+from jobs.models import FINISHED_STATUSES, Job, JobEvent
 from jobs.storable import UnstorableValue
 
 Status = Job.Status
@@ -62,7 +62,6 @@ CLEANER = "cleaner"
 MAX_JOBS = 6
 TYPES = ("prop.job", "prop.other")
 QUEUES = ("default", "emails")
-FINISHED = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
 START = datetime(2030, 1, 1, tzinfo=UTC)
 # The services' guard is running + locked_by + attempts: an owner whose lease has expired
 # but who has not been cleaned up yet can still renew and finish. The spec's ownership
@@ -514,7 +513,7 @@ class QueueMachine(RuleBasedStateMachine):
         job.cancel_requested_at = None
 
     def cancel_one(self, job: ModelJob) -> None:
-        if job.status in FINISHED:
+        if job.status in FINISHED_STATUSES:
             with pytest.raises(errors.InvalidTransition) as raised:
                 services.cancel_job(job_id=job.id, now=self.now)
             assert raised.value.current_status == job.status

@@ -12,6 +12,7 @@ from django.utils import timezone
 from jobs import services
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import (
+    cancelled_job,
     failed_job,
     fresh,
     queued_job,
@@ -119,6 +120,19 @@ def test_prune_jobs_works_in_batches():
     out = run("prune_jobs", "--older-than", "30", "--batch-size", "3")
     assert "Deleted 7 finished jobs" in out and "in 3 batch(es)" in out
     assert Job.objects.count() == 0 and JobEvent.objects.count() == 0
+
+
+def test_cancelled_jobs_are_finished_for_both_commands():
+    """Cancelled is finished like succeeded and failed (models.FINISHED_STATUSES): its old
+    events go, then the job itself; a recent cancel stays."""
+    old = cancelled_job(now=DAYS_AGO_40)
+    recent = cancelled_job(now=timezone.now() - timedelta(days=2))
+    assert timeline(old) == ["created", "cancelled"]
+    assert "Deleted 2 events" in run("prune_job_events", "--older-than", "30")
+    assert (timeline(old), timeline(recent)) == ([], ["created", "cancelled"])
+    out = run("prune_jobs", "--older-than", "30")
+    assert "Deleted 1 finished jobs" in out
+    assert list(Job.objects.values_list("pk", flat=True)) == [recent.pk]
 
 
 @pytest.mark.parametrize("command", ["prune_job_events", "prune_jobs"])
