@@ -517,7 +517,31 @@ class WorkerThread(threading.Thread):
         self.current = attempt
         self.runner.in_flight.add(attempt)
         attempt_started.send_robust(type(self), job=job, worker_id=self.worker_id)
-        outcome, row, error = self._run(attempt, spec, context)
+        try:
+            if spec is None:
+                raise LookupError(f"No handler or task is registered for job type {job.type!r}")
+            result = spec.fn(context)
+        except BaseException as exc:
+            # Recorded and announced while the exception is being handled, as Django's own
+            # backends send task_finished: a receiver that logs (django.tasks does) gets
+            # the handler's exception and traceback from sys.exc_info().
+            return self._finish(attempt, *self._failed(attempt, exc))
+        if attempt.state.timed_out or attempt.state.lost:
+            return self._finish(attempt, *self._interrupted(attempt))
+        try:
+            row = self._complete(attempt, result)
+        except UnstorableValue as exc:
+            error = f"Handler returned a result that cannot be stored: {exc}"
+            details = services.ErrorDetails(reason="unstorable_result")
+            return self._finish(attempt, *self._fail(attempt, error, details))
+        if row is None:
+            return self._finish(attempt, *self._stale(attempt))
+        return self._finish(attempt, "succeeded", row, None)
+
+    def _finish(self, attempt: Attempt, outcome: str, row: JobRow | None, error: str | None) -> str:
+        """The attempt is over and recorded: announce it (``attempt_finished``) and return
+        its outcome's name."""
+        job = attempt.job
         self.runner.in_flight.remove(attempt)
         self.current = None
         run_seconds = time.monotonic() - attempt.started
@@ -550,29 +574,12 @@ class WorkerThread(threading.Thread):
             seconds = self.config.timeout_seconds
         return seconds or None
 
-    def _run(
-        self, attempt: Attempt, spec: HandlerSpec | None, context: JobContext
+    def _failed(
+        self, attempt: Attempt, failure: BaseException
     ) -> tuple[str, JobRow | None, str | None]:
-        """(outcome, the row as recorded, error) for one attempt of the handler."""
-        job = attempt.job
-        failure: BaseException | None = None
-        result: Any = None
-        try:
-            if spec is None:
-                raise LookupError(f"No handler or task is registered for job type {job.type!r}")
-            result = spec.fn(context)
-        except BaseException as exc:
-            failure = exc
+        """(outcome, the row as recorded, error) of an attempt whose handler raised."""
         if attempt.state.timed_out or attempt.state.lost:
             return self._interrupted(attempt)
-
-        if failure is None:
-            try:
-                row = self._complete(attempt, result)
-            except UnstorableValue as exc:
-                error = f"Handler returned a result that cannot be stored: {exc}"
-                return self._fail(attempt, error, services.ErrorDetails(reason="unstorable_result"))
-            return ("succeeded", row, None) if row is not None else self._stale(attempt)
         reason = "cancelled" if attempt.state.cancel_requested else ""
         return self._fail(attempt, error_message(failure), error_details(failure, reason=reason))
 

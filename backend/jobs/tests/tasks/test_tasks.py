@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import sys
 from datetime import timedelta
@@ -648,6 +649,28 @@ def test_a_retried_task_starts_each_attempt_and_finishes_once_as_failed(received
     assert [e.exception_class for e in finished.errors] == [ValueError, ValueError]
     assert all("ValueError: nope" in e.traceback for e in finished.errors)
     assert finished == backend().get_result(result.id)
+
+
+@pytest_worker
+def test_djangos_log_line_for_a_failed_task_carries_its_exception(caplog, no_backoff):
+    """django.tasks logs task_finished with sys.exc_info(), as Django's own backends send it
+    while the task's exception is being handled: the line of a failed task has the
+    traceback of its last attempt."""
+    tasks_logger = logging.getLogger("django.tasks")  # the project's LOGGING stops propagation
+    tasks_logger.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.INFO, logger="django.tasks"):
+            result = example_tasks.always_fails.enqueue("no luck")
+            run_workers_in_burst()
+    finally:
+        tasks_logger.removeHandler(caplog.handler)
+    (failed,) = [
+        r for r in caplog.records if r.name == "django.tasks" and r.levelno >= logging.ERROR
+    ]
+    assert failed.getMessage().startswith(f"Task id={result.id} ")
+    assert failed.exc_info is not None and failed.exc_info[0] is ValueError
+    assert str(failed.exc_info[1]) == "no luck"
+    assert "ValueError: no luck" in caplog.handler.format(failed)
 
 
 @pytest_worker
