@@ -36,6 +36,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from asgiref.sync import sync_to_async
+from django.apps import apps
 from django.core import checks
 from django.core.signals import setting_changed
 from django.db import transaction
@@ -589,7 +590,17 @@ class JobQueueBackend(BaseTaskBackend):
         return build_task_result(job, history, task=task, backend=self.alias)
 
     def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
-        """Refuse OPTIONS the backend would misread (system checks, at start-up)."""
+        """Refuse a project without the jobs app, and OPTIONS the backend would misread
+        (system checks, at start-up)."""
+        if not apps.is_installed("jobs"):
+            return [
+                checks.Error(
+                    f"TASKS[{self.alias!r}] uses {type(self).__name__}, but the jobs app is "
+                    "not installed.",
+                    hint="Add 'jobs' to INSTALLED_APPS.",
+                    id="jobs.E102",
+                )
+            ]
         problems = []
         unknown = set(self.options) - {*OPTION_NAMES, "QUEUE_OPTIONS"}
         if unknown:

@@ -122,6 +122,10 @@ class Job(models.Model):
     objects = JobQuerySet.as_manager()
 
     class Meta:
+        # Named, not found from INSTALLED_APPS: a project that points TASKS at
+        # jobs.backends but forgot the app can still import its tasks, and the backend's
+        # check says what to add (jobs.E102) instead of a traceback.
+        app_label = "jobs"
         indexes = [
             models.Index(fields=["status"], name="jobs_job_status_idx"),
             models.Index(fields=["available_at"], name="jobs_job_available_at_idx"),
@@ -211,6 +215,7 @@ class JobEvent(models.Model):
     run_ms = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
+        app_label = "jobs"  # as Job's
         indexes = [
             models.Index(fields=["type"], name="jobs_jobevent_type_idx"),
             models.Index(fields=["created_at"], name="jobs_jobevent_created_at_idx"),
