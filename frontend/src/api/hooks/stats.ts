@@ -1,0 +1,42 @@
+/** Queue counts (`/jobs/stats/`) and finished jobs over time (`/jobs/throughput/`). */
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import { useRefetchInterval } from '../../polling/usePolling';
+import { api } from '../client';
+import type { ThroughputParams } from '../types';
+import { queryKeys } from './keys';
+
+export function useStats() {
+  const interval = useRefetchInterval();
+  return useQuery({
+    queryKey: queryKeys.stats,
+    queryFn: ({ signal }) => api.getStats(signal),
+    refetchInterval: interval,
+    refetchIntervalInBackground: false,
+  });
+}
+
+/**
+ * The queues that have queued jobs (from the stats), for a queue picker: they change
+ * rarely, so this reads the stats at most once a minute instead of on every poll.
+ */
+export function useActiveQueues() {
+  return useQuery({
+    queryKey: queryKeys.stats,
+    queryFn: ({ signal }) => api.getStats(signal),
+    select: (stats) => stats.queues,
+    staleTime: 60_000,
+    refetchInterval: 60_000,
+    refetchIntervalInBackground: false,
+  });
+}
+
+export function useThroughput(params: ThroughputParams) {
+  const interval = useRefetchInterval();
+  return useQuery({
+    queryKey: queryKeys.throughput(params),
+    queryFn: ({ signal }) => api.getThroughput(params, signal),
+    refetchInterval: interval,
+    refetchIntervalInBackground: false,
+    placeholderData: keepPreviousData,
+  });
+}
