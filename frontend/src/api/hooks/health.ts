@@ -1,6 +1,6 @@
 /** Whether the API and its database answer: the connection banner's data. */
 import { useQuery } from '@tanstack/react-query';
-import { useRefetchInterval } from '../../polling/usePolling';
+import { usePollOptions } from '../../polling/usePolledQuery';
 import { api, ApiError } from '../client';
 import type { Health } from '../types';
 import { queryKeys } from './keys';
@@ -8,17 +8,22 @@ import { queryKeys } from './keys';
 /** How often health is re-checked while the API is down, even with polling paused. */
 export const OFFLINE_RECHECK_MS = 3000;
 
+/** The re-check interval while the API is down: the polling interval, at most OFFLINE_RECHECK_MS. */
+export function offlineRecheckMs(interval: number | false): number {
+  return interval === false ? OFFLINE_RECHECK_MS : Math.min(interval, OFFLINE_RECHECK_MS);
+}
+
+/** Polled like every live view; while the API is down, also when paused, so the banner clears by itself. */
 export function useHealth() {
-  const interval = useRefetchInterval();
+  const poll = usePollOptions();
   return useQuery({
     queryKey: queryKeys.health,
     queryFn: ({ signal }) => api.getHealth(signal),
+    ...poll,
     refetchInterval: (query) => {
       const down = query.state.status === 'error' || query.state.data?.ok === false;
-      if (down) return interval === false ? OFFLINE_RECHECK_MS : Math.min(interval, OFFLINE_RECHECK_MS);
-      return interval;
+      return down ? offlineRecheckMs(poll.refetchInterval) : poll.refetchInterval;
     },
-    refetchIntervalInBackground: false,
     retry: false,
   });
 }
@@ -43,7 +48,9 @@ export function connectionFromHealth(data: Health | undefined, error: unknown): 
   return data.ok ? { state: 'ok' } : { state: 'degraded', detail: data.detail };
 }
 
+/** The banner's state, and how often it checks again while the API is down. */
 export function useConnection() {
   const health = useHealth();
-  return connectionFromHealth(health.data, health.error);
+  const { refetchInterval } = usePollOptions();
+  return { ...connectionFromHealth(health.data, health.error), retryingEveryMs: offlineRecheckMs(refetchInterval) };
 }

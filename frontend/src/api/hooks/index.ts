@@ -4,7 +4,14 @@
  * and import them from here.
  */
 export { queryKeys } from './keys';
-export { OFFLINE_RECHECK_MS, connectionFromHealth, useConnection, useHealth, type ConnectionState } from './health';
+export {
+  OFFLINE_RECHECK_MS,
+  connectionFromHealth,
+  offlineRecheckMs,
+  useConnection,
+  useHealth,
+  type ConnectionState,
+} from './health';
 export { useConfig, usePageLimits } from './config';
 export { useLogin, useLogout, useSession } from './session';
 export { useActiveQueues, useStats, useThroughput } from './stats';

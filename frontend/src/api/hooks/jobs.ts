@@ -1,18 +1,15 @@
 /** The job list, its per-status counts, one job and its timeline (`/jobs/…`). */
-import { keepPreviousData, useInfiniteQuery, useQueries, useQuery, useQueryClient } from '@tanstack/react-query';
+import { keepPreviousData, useInfiniteQuery, useQueries, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef } from 'react';
-import { useRefetchInterval } from '../../polling/usePolling';
+import { usePolledQuery, usePollOptions } from '../../polling/usePolledQuery';
 import { api, cursorFromLink } from '../client';
 import { isLive, type Job, type JobCountParams, type JobListParams, type JobStatus } from '../types';
 import { queryKeys } from './keys';
 
 export function useJobs(params: JobListParams) {
-  const interval = useRefetchInterval();
-  return useQuery({
+  return usePolledQuery({
     queryKey: queryKeys.jobs(params),
     queryFn: ({ signal }) => api.listJobs(params, signal),
-    refetchInterval: interval,
-    refetchIntervalInBackground: false,
     placeholderData: keepPreviousData,
   });
 }
@@ -27,7 +24,7 @@ export function useJobCounts(
   statuses: readonly JobStatus[],
   enabled = true,
 ) {
-  const interval = useRefetchInterval();
+  const poll = usePollOptions();
   return useQueries({
     queries: statuses.map((status) => {
       const params: JobCountParams = { status, type: filters.type, queue: filters.queue };
@@ -35,8 +32,7 @@ export function useJobCounts(
         queryKey: queryKeys.jobCount(params),
         queryFn: ({ signal }: { signal: AbortSignal }) =>
           api.listJobs({ ...params, limit: 1, offset: 0 }, signal).then((page) => page.count),
-        refetchInterval: interval,
-        refetchIntervalInBackground: false,
+        ...poll,
         enabled,
       };
     }),
@@ -50,12 +46,9 @@ export function useJobCounts(
 }
 
 export function useJob(id: string) {
-  const interval = useRefetchInterval();
-  return useQuery({
+  return usePolledQuery({
     queryKey: queryKeys.job(id),
     queryFn: ({ signal }) => api.getJob(id, signal),
-    refetchInterval: interval,
-    refetchIntervalInBackground: false,
   });
 }
 
@@ -68,9 +61,9 @@ export function useJob(id: string) {
  * fill the last page and then offer the next one.
  */
 export function useJobEvents(id: string, job: Job | undefined) {
-  const interval = useRefetchInterval();
   const queryClient = useQueryClient();
   const live = job === undefined || isLive(job.status);
+  const poll = usePollOptions(live);
   const version = job ? `${job.status}|${job.attempts}|${job.updated_at}` : null;
   const lastVersion = useRef<string | null>(null);
 
@@ -88,7 +81,6 @@ export function useJobEvents(id: string, job: Job | undefined) {
     initialPageParam: null as string | null,
     getNextPageParam: (last) => cursorFromLink(last.next ?? null),
     select: (data) => data.pages.flatMap((page) => page.results),
-    refetchInterval: live ? interval : false,
-    refetchIntervalInBackground: false,
+    ...poll,
   });
 }

@@ -1,23 +1,21 @@
 /** Queue counts (`/jobs/stats/`) and finished jobs over time (`/jobs/throughput/`). */
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
-import { useRefetchInterval } from '../../polling/usePolling';
+import { usePolledQuery } from '../../polling/usePolledQuery';
 import { api } from '../client';
 import type { ThroughputParams } from '../types';
 import { queryKeys } from './keys';
 
 export function useStats() {
-  const interval = useRefetchInterval();
-  return useQuery({
+  return usePolledQuery({
     queryKey: queryKeys.stats,
     queryFn: ({ signal }) => api.getStats(signal),
-    refetchInterval: interval,
-    refetchIntervalInBackground: false,
   });
 }
 
 /**
  * The queues that have queued jobs (from the stats), for a queue picker: they change
- * rarely, so this reads the stats at most once a minute instead of on every poll.
+ * rarely, so this reads the stats at most once a minute instead of on every poll. Its
+ * timer is its own, not the header's: it keeps running while polling is paused.
  */
 export function useActiveQueues() {
   return useQuery({
@@ -31,12 +29,9 @@ export function useActiveQueues() {
 }
 
 export function useThroughput(params: ThroughputParams) {
-  const interval = useRefetchInterval();
-  return useQuery({
+  return usePolledQuery({
     queryKey: queryKeys.throughput(params),
     queryFn: ({ signal }) => api.getThroughput(params, signal),
-    refetchInterval: interval,
-    refetchIntervalInBackground: false,
     placeholderData: keepPreviousData,
   });
 }

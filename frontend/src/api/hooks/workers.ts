@@ -1,17 +1,14 @@
 /** Worker threads and what they run (`/workers/`). */
-import { keepPreviousData, useQuery } from '@tanstack/react-query';
-import { useRefetchInterval } from '../../polling/usePolling';
+import { keepPreviousData } from '@tanstack/react-query';
+import { usePolledQuery } from '../../polling/usePolledQuery';
 import { api } from '../client';
 import { queryKeys } from './keys';
 
 /** Worker threads seen over the last `minutes`, polled. */
 export function useWorkers(minutes: number) {
-  const interval = useRefetchInterval();
-  return useQuery({
+  return usePolledQuery({
     queryKey: queryKeys.workers(minutes),
     queryFn: ({ signal }) => api.getWorkers(minutes, signal),
-    refetchInterval: interval,
-    refetchIntervalInBackground: false,
     placeholderData: keepPreviousData,
   });
 }
