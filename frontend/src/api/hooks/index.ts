@@ -20,3 +20,4 @@ export { useBulkCancel, useBulkRetry, useCancelJob, useCreateJob, useRetryJob } 
 export { useJobTypes } from './jobTypes';
 export { useWorkers } from './workers';
 export { useEventFeed } from './events';
+export { useFindJob } from './search';
