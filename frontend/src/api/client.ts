@@ -1,6 +1,6 @@
 /**
  * The one typed client for the Job Queue API. Pages never call fetch directly:
- * they go through the hooks in ./hooks.ts, which call these functions.
+ * they go through the hooks in ./hooks/, which call these functions.
  */
 import { settings } from '../config';
 import type {

@@ -1,5 +1,6 @@
 import { QueryCache, QueryClient } from '@tanstack/react-query';
 import { ApiError } from './client';
+import { queryKeys } from './hooks/keys';
 
 /** Retry once on transport errors and 5xx; never on 4xx, which will not change by retrying. */
 export function shouldRetry(failureCount: number, error: unknown): boolean {
@@ -13,8 +14,8 @@ export function shouldRetry(failureCount: number, error: unknown): boolean {
  */
 export function recheckSessionOn401(queryClient: QueryClient) {
   return (error: unknown, query: { queryKey: readonly unknown[] }) => {
-    if (error instanceof ApiError && error.status === 401 && query.queryKey[0] !== 'session') {
-      void queryClient.invalidateQueries({ queryKey: ['session'] });
+    if (error instanceof ApiError && error.status === 401 && query.queryKey[0] !== queryKeys.session[0]) {
+      void queryClient.invalidateQueries({ queryKey: queryKeys.session });
     }
   };
 }

@@ -133,6 +133,13 @@ export interface JobListParams {
   offset: number;
 }
 
+/** The filters of a job count: one status, with the list's type and queue filters. */
+export interface JobCountParams {
+  status: JobStatus;
+  type?: string | undefined;
+  queue?: string | undefined;
+}
+
 export interface EventFeedParams {
   cursor?: string | undefined;
   /** Omitted: the API's default page size. */

@@ -37,4 +37,19 @@ describe('Header search', () => {
     expect(await screen.findByRole('alert')).toHaveTextContent(`No job has the id or idempotency key “${JOB_ID}”.`);
     expect(router.state.location.pathname).toBe('/');
   });
+
+  it("shows the API's error when a lookup fails, and clears it on typing", async () => {
+    server.use(
+      http.get(`${API}/jobs/`, () => HttpResponse.json({ detail: 'Database unavailable.' }, { status: 503 })),
+    );
+    const { router } = renderApp('/');
+    const input = screen.getByRole('searchbox', { name: 'Job id or idempotency key' });
+    await userEvent.type(input, 'order-42{Enter}');
+    expect(await screen.findByRole('alert')).toHaveTextContent('503: Database unavailable.');
+    expect(router.state.location.pathname).toBe('/');
+    await userEvent.type(input, '3');
+    expect(screen.queryByRole('alert')).not.toBeInTheDocument();
+    expect(screen.getByRole('button', { name: 'Find' })).toBeEnabled();
+  });
 });
+

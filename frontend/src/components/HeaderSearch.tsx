@@ -1,27 +1,20 @@
 import { useState } from 'react';
 import { useNavigate } from 'react-router';
-import { api } from '../api/client';
+import { useFindJob } from '../api/hooks';
 import { errorMessage } from '../lib/errors';
-import { findJob } from '../lib/search';
-
-const lookups = {
-  getJob: (id: string) => api.getJob(id),
-  byIdempotencyKey: async (key: string) => (await api.listJobs({ idempotencyKey: key, limit: 1, offset: 0 })).results[0],
-};
 
 /** Go to a job by its id or its idempotency key. */
 export function HeaderSearch() {
   const navigate = useNavigate();
+  const find = useFindJob();
   const [query, setQuery] = useState('');
-  const [pending, setPending] = useState(false);
   const [problem, setProblem] = useState<string | null>(null);
 
   async function submit() {
     if (query.trim() === '') return;
-    setPending(true);
     setProblem(null);
     try {
-      const found = await findJob(query, lookups);
+      const found = await find.mutateAsync(query);
       if (found.kind === 'job') {
         setQuery('');
         void navigate(`/jobs/${found.id}`);
@@ -30,8 +23,6 @@ export function HeaderSearch() {
       }
     } catch (error) {
       setProblem(errorMessage(error));
-    } finally {
-      setPending(false);
     }
   }
 
@@ -64,7 +55,7 @@ export function HeaderSearch() {
           setProblem(null);
         }}
       />
-      <button type="submit" className="button button--small" disabled={pending || query.trim() === ''}>
+      <button type="submit" className="button button--small" disabled={find.isPending || query.trim() === ''}>
         Find
       </button>
       {problem && (

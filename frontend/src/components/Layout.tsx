@@ -1,7 +1,7 @@
 import { useIsFetching, useQueryClient } from '@tanstack/react-query';
 import { NavLink, Outlet } from 'react-router';
 import { api } from '../api/client';
-import { OFFLINE_RECHECK_MS, useConnection } from '../api/hooks';
+import { useConnection } from '../api/hooks';
 import { usePolling } from '../polling/usePolling';
 import { ConnectionBanner } from './ConnectionBanner';
 import { HeaderSearch } from './HeaderSearch';
@@ -59,7 +59,7 @@ export function Layout() {
         state={connection.state}
         baseUrl={api.baseUrl}
         detail={connection.detail}
-        retryingEveryMs={polling.paused ? OFFLINE_RECHECK_MS : Math.min(polling.intervalMs, OFFLINE_RECHECK_MS)}
+        retryingEveryMs={connection.retryingEveryMs}
       />
       <main id="main" className="main" tabIndex={-1}>
         <SessionGate>

@@ -1,0 +1,33 @@
+/**
+ * Every query key of the dashboard, in one place because they nest: stats, throughput,
+ * job types, lists, counts and single jobs all start with `'jobs'`, so invalidating
+ * `queryKeys.allJobs` after a write reloads each of them. The hooks and the cache
+ * invalidations read keys from here, never spell them out.
+ */
+import type { EventFeedParams, JobCountParams, JobListParams, ThroughputParams } from '../types';
+
+export const queryKeys = {
+  health: ['health'] as const,
+  config: ['config'] as const,
+  session: ['session'] as const,
+
+  /** Everything read from `/jobs/…`. */
+  allJobs: ['jobs'] as const,
+  stats: ['jobs', 'stats'] as const,
+  throughput: (p: ThroughputParams) => ['jobs', 'throughput', p] as const,
+  jobTypes: (minutes: number) => ['jobs', 'types', minutes] as const,
+  /** Every page of the job list, whatever its filters. */
+  jobLists: ['jobs', 'list'] as const,
+  jobs: (p: JobListParams) => ['jobs', 'list', p] as const,
+  /** Every per-status count of the job list. */
+  jobCounts: ['jobs', 'count'] as const,
+  jobCount: (p: JobCountParams) => ['jobs', 'count', p] as const,
+  job: (id: string) => ['jobs', 'detail', id] as const,
+  jobEvents: (id: string) => ['jobs', 'detail', id, 'events'] as const,
+
+  /** Every page of the event feed, whatever its filters. */
+  allEvents: ['events'] as const,
+  eventFeed: (p: EventFeedParams) => ['events', p] as const,
+
+  workers: (minutes: number) => ['workers', minutes] as const,
+};
