@@ -46,18 +46,19 @@ from django.tasks.base import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY, Task, TaskEr
 from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued, task_finished, task_started
 
-from . import handlers, selectors, services
+from . import registry, selectors, services
 from .drivers import JobRow
 from .errors import JobNotFound
-from .handlers import HandlerSpec, JobCancelled, JobContext, JobTimedOut, LeaseLost
-from .models import (
-    FINISHED_STATUSES,
+from .handlers import JobCancelled, JobContext, JobTimedOut, LeaseLost
+from .limits import (
+    MAX_ATTEMPTS_MAX,
     QUEUE_NAME_MAX_LENGTH,
     QUEUE_NAME_PATTERN,
-    JobEventType,
-    JobStatus,
+    TIMEOUT_SECONDS_MAX,
+    TYPE_MAX_LENGTH,
 )
-from .serializers import MAX_ATTEMPTS_MAX, TIMEOUT_SECONDS_MAX, TYPE_MAX_LENGTH
+from .models import FINISHED_STATUSES, JobEventType, JobStatus
+from .registry import HandlerSpec
 from .signals import attempt_finished, attempt_started
 from .storable import UnstorableValue, json_problem
 
@@ -221,7 +222,7 @@ class TaskHandler:
 
 def registered_task(job_type: str) -> JobQueueTask | None:
     """The task registered for ``job_type``, or ``None`` (no handler, or an @register one)."""
-    spec = handlers.get_handler(job_type)
+    spec = registry.get_handler(job_type)
     return spec.fn.task if spec is not None and isinstance(spec.fn, TaskHandler) else None
 
 
@@ -229,7 +230,7 @@ def _register(task: JobQueueTask) -> None:
     registered = registered_task(task.module_path)
     if registered is not None and registered.func is task.func:
         return  # a copy made by .using(): the function is registered already
-    if registered is None and handlers.get_handler(task.module_path) is not None:
+    if registered is None and registry.get_handler(task.module_path) is not None:
         raise InvalidTask(f"{task.module_path!r} is already the type of an @register handler.")
     description = inspect.getdoc(task.func) or f"django.tasks task {task.module_path}"
     spec = HandlerSpec(
@@ -240,7 +241,7 @@ def _register(task: JobQueueTask) -> None:
         timeout_seconds=task.timeout_seconds,
     )
     # A second definition of the same path is the module run again: the newest wins.
-    handlers.add(spec, replace=True)
+    registry.add(spec, replace=True)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,8 +18,7 @@ from django.apps import AppConfig
 from django.core.checks import CheckMessage, Error, register
 
 from .conf import app_settings
-from .models import QUEUE_NAME_PATTERN
-from .serializers import MAX_ATTEMPTS_MAX, TIMEOUT_SECONDS_MAX
+from .limits import MAX_ATTEMPTS_MAX, QUEUE_NAME_PATTERN, TIMEOUT_SECONDS_MAX
 
 DAY = 24 * 3600
 

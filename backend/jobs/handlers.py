@@ -12,7 +12,6 @@ per process); ``context.renew()`` is still there for a handler that wants a
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +20,31 @@ from uuid import UUID
 
 from . import services
 from .models import DEFAULT_QUEUE
+from .registry import (
+    Handler,
+    HandlerSpec,
+    add,
+    get_handler,
+    handler_specs,
+    register,
+    registered_types,
+)
+
+__all__ = [
+    "AttemptState",
+    "Handler",
+    "HandlerSpec",
+    "JobCancelled",
+    "JobContext",
+    "JobInterrupted",
+    "JobTimedOut",
+    "LeaseLost",
+    "add",
+    "get_handler",
+    "handler_specs",
+    "register",
+    "registered_types",
+]
 
 
 class JobInterrupted(Exception):
@@ -114,65 +138,6 @@ class JobContext:
         if not self.retrying(write):
             self.state.lost = True
             self.check()
-
-
-Handler = Callable[[JobContext], Any]
-
-
-@dataclass(frozen=True)
-class HandlerSpec:
-    type: str
-    fn: Handler
-    description: str
-    example_payload: dict[str, Any]
-    # Default for jobs of this type that set none; None: JOB_WORKER_TIMEOUT_SECONDS.
-    timeout_seconds: int | None = None
-
-
-_REGISTRY: dict[str, HandlerSpec] = {}
-
-
-def register(
-    type: str,
-    *,
-    description: str | None = None,
-    example_payload: dict[str, Any] | None = None,
-    timeout_seconds: int | None = None,
-) -> Callable[[Handler], Handler]:
-    """Decorator registering ``fn`` as the handler of ``type``.
-
-    ``description`` (what ``GET /api/config/`` shows) defaults to the function's docstring;
-    ``python -OO`` strips docstrings, so registering there needs it spelled out.
-    """
-
-    def decorator(fn: Handler) -> Handler:
-        text = description or inspect.getdoc(fn)
-        if not text:
-            raise ValueError(f"the handler for {type!r} needs a description or a docstring")
-        add(HandlerSpec(type, fn, text, example_payload or {}, timeout_seconds))
-        return fn
-
-    return decorator
-
-
-def add(spec: HandlerSpec, *, replace: bool = False) -> None:
-    """Register ``spec``; a type has one handler. ``replace`` lets a module that runs
-    again (a reload) register the new definition of its own type."""
-    if spec.type in _REGISTRY and not replace:
-        raise ValueError(f"a handler for {spec.type!r} is already registered")
-    _REGISTRY[spec.type] = spec
-
-
-def get_handler(type: str) -> HandlerSpec | None:
-    return _REGISTRY.get(type)
-
-
-def registered_types() -> list[str]:
-    return sorted(_REGISTRY)
-
-
-def handler_specs() -> list[HandlerSpec]:
-    return [_REGISTRY[name] for name in registered_types()]
 
 
 # --- Demo handlers ----------------------------------------------------------------------

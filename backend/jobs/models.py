@@ -7,11 +7,14 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 
+from .limits import (
+    IDEMPOTENCY_KEY_MAX_LENGTH,
+    QUEUE_NAME_MAX_LENGTH,
+    TYPE_MAX_LENGTH,
+    WORKER_ID_MAX_LENGTH,
+)
+
 DEFAULT_QUEUE = "default"
-QUEUE_NAME_MAX_LENGTH = 64
-# Letters, digits and . _ : -, starting with a letter or digit (the API and the
-# django.tasks backend refuse other names).
-QUEUE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
 
 
 class JobStatus(models.TextChoices):
@@ -88,7 +91,7 @@ class Job(models.Model):
     Status = JobStatus
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    type = models.CharField(max_length=120)
+    type = models.CharField(max_length=TYPE_MAX_LENGTH)
     payload = models.JSONField(default=dict, db_default={})
     status = models.CharField(
         max_length=16,
@@ -100,8 +103,10 @@ class Job(models.Model):
     available_at = models.DateTimeField(default=timezone.now)
     attempts = models.IntegerField(default=0, db_default=0)
     max_attempts = models.IntegerField(default=3, db_default=3)
-    idempotency_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
-    locked_by = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
+    idempotency_key = models.CharField(  # noqa: DJ001
+        max_length=IDEMPOTENCY_KEY_MAX_LENGTH, null=True, blank=True
+    )
+    locked_by = models.CharField(max_length=WORKER_ID_MAX_LENGTH, null=True, blank=True)  # noqa: DJ001
     locked_until = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(default="", db_default="", blank=True)
     result = models.JSONField(null=True, blank=True)
@@ -199,14 +204,14 @@ class JobEvent(models.Model):
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="events", db_index=False)
     type = models.CharField(max_length=32, choices=JobEventType.choices)
     attempt = models.IntegerField(default=0, db_default=0)
-    worker_id = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
+    worker_id = models.CharField(max_length=WORKER_ID_MAX_LENGTH, null=True, blank=True)  # noqa: DJ001
     message = models.TextField(default="", db_default="", blank=True)
     data = models.JSONField(default=dict, db_default={})
     created_at = models.DateTimeField(default=timezone.now)
     # Columns added after the spec, appended (see Job). They let the per-type and per-worker
     # reads aggregate events without a join per event. Null on events written before them.
     # The job's type, on every event.
-    job_type = models.CharField(max_length=120, null=True, blank=True)  # noqa: DJ001
+    job_type = models.CharField(max_length=TYPE_MAX_LENGTH, null=True, blank=True)  # noqa: DJ001
     # The attempt's queue wait in ms (claimed - max(available_at, created_at)): on claimed
     # events, and copied onto the event that ends the attempt.
     wait_ms = models.BigIntegerField(null=True, blank=True)

@@ -21,7 +21,7 @@ from django.utils import timezone
 from rest_framework.permissions import AllowAny
 from rest_framework.settings import api_settings
 
-from . import handlers, rollups
+from . import registry, rollups
 from .conf import app_settings
 from .drivers import get_driver
 from .errors import JobNotFound
@@ -344,7 +344,7 @@ def type_health(*, minutes: int = 60, now: datetime | None = None) -> dict[str, 
             if event_type in FAILURE_EVENT_TYPES:
                 series = failures.setdefault(job_type, [0] * points)
                 series[(minute - first) // bucket_minutes] += events
-    registered = set(handlers.registered_types())
+    registered = set(registry.registered_types())
     names = sorted(registered | set(counts))
     samples = {
         sample.job_type: sample
@@ -528,7 +528,7 @@ def api_config() -> dict[str, Any]:
                 "description": spec.description,
                 "example_payload": spec.example_payload,
             }
-            for spec in handlers.handler_specs()
+            for spec in registry.handler_specs()
         ],
         "worker": {
             "threads": app_settings.JOB_WORKER_THREADS,

@@ -11,49 +11,31 @@ shape), a ``dict`` a selector built, or, for input-only serializers, nothing (``
 from collections.abc import Mapping
 from typing import Any
 
-from django.db import models
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from . import handlers
+from . import registry
 from .conf import app_settings
-from .models import (
-    DEFAULT_QUEUE,
+from .limits import (
+    ACTIVITY_MINUTES_MAX,
+    BULK_CREATE_MAX,
+    BULK_IDS_MAX,
+    IDEMPOTENCY_KEY_MAX_LENGTH,
+    MAX_ATTEMPTS_MAX,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
     QUEUE_NAME_MAX_LENGTH,
     QUEUE_NAME_PATTERN,
-    Job,
-    JobEvent,
-    JobEventType,
-    JobStatus,
+    THROUGHPUT_BUCKET_SECONDS_MAX,
+    THROUGHPUT_BUCKET_SECONDS_MIN,
+    THROUGHPUT_MAX_BUCKETS,
+    THROUGHPUT_MINUTES_MAX,
+    TIMEOUT_SECONDS_MAX,
+    TYPE_MAX_LENGTH,
 )
+from .models import DEFAULT_QUEUE, Job, JobEvent, JobEventType, JobStatus
 from .storable import json_problem
-
-PRIORITY_MIN = -32768  # the smallint column's range
-PRIORITY_MAX = 32767
-MAX_ATTEMPTS_MAX = 100
-TIMEOUT_SECONDS_MAX = 7 * 24 * 3600
-# Ids one bulk request may name; filters reach any number of jobs.
-BULK_IDS_MAX = 1000
-# Jobs one POST /api/jobs/bulk/ may create.
-BULK_CREATE_MAX = 1000
-
-
-def _max_length(field_name: str) -> int:
-    field = Job._meta.get_field(field_name)
-    if not isinstance(field, models.CharField) or field.max_length is None:
-        raise TypeError(f"Job.{field_name} is not a CharField with a max_length")
-    return field.max_length
-
-
-IDEMPOTENCY_KEY_MAX_LENGTH = _max_length("idempotency_key")
-TYPE_MAX_LENGTH = _max_length("type")
-
-THROUGHPUT_MINUTES_MAX = 1440
-THROUGHPUT_BUCKET_SECONDS_MIN = 10
-THROUGHPUT_BUCKET_SECONDS_MAX = 3600
-THROUGHPUT_MAX_BUCKETS = 500
-
 
 # --- Fields -----------------------------------------------------------------------------
 
@@ -240,7 +222,7 @@ class JobCreateSerializer(StrictBodySerializer):
     )
 
     def validate_type(self, value: str) -> str:
-        known = handlers.registered_types()
+        known = registry.registered_types()
         if value not in known:
             raise serializers.ValidationError(
                 f"No handler is registered for {value!r}. Known types: {', '.join(known)}."
@@ -505,8 +487,6 @@ class ThroughputSerializer(serializers.Serializer[dict[str, Any]]):
 
 
 # --- Job types and workers -------------------------------------------------------------
-
-ACTIVITY_MINUTES_MAX = 1440
 
 
 class ActivityWindowQuerySerializer(serializers.Serializer[Any]):

@@ -42,8 +42,9 @@ from . import selectors, services
 from .conf import app_settings
 from .drivers import JobRow, Owner
 from .drivers.postgres import NOTIFY_CHANNEL, behind_pooler
-from .handlers import AttemptState, HandlerSpec, JobContext, get_handler
+from .handlers import AttemptState, JobContext
 from .models import JobStatus
+from .registry import HandlerSpec, get_handler
 from .signals import attempt_finished, attempt_started, database_error
 from .storable import UnstorableValue
 

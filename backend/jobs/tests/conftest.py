@@ -39,17 +39,17 @@ def _postgres_is_required_in_ci(django_db_setup: None, django_db_blocker) -> Non
 @pytest.fixture
 def register_handler():
     """Register a handler for one test only."""
-    from jobs import handlers
+    from jobs import registry
 
     added: list[str] = []
 
     def register(type: str, fn, description: str = "test handler") -> None:
-        handlers.register(type, description=description)(fn)
+        registry.register(type, description=description)(fn)
         added.append(type)
 
     yield register
     for type in added:
-        handlers._REGISTRY.pop(type, None)
+        registry._REGISTRY.pop(type, None)
 
 
 @pytest.fixture

@@ -116,9 +116,9 @@ def test_a_timed_out_handler_is_replaced_so_other_jobs_still_run(register_handle
 
 
 def test_the_type_s_registered_timeout_applies_when_the_job_sets_none(register_handler):
-    from jobs import handlers
+    from jobs import registry
 
-    handlers.register("test.slow_type", description="x", timeout_seconds=1)(
+    registry.register("test.slow_type", description="x", timeout_seconds=1)(
         lambda context: time.sleep(3)
     )
     try:
@@ -126,7 +126,7 @@ def test_the_type_s_registered_timeout_applies_when_the_job_sets_none(register_h
         run_workers_in_burst()
         assert fresh(job).last_error == "Timed out after 1 s"
     finally:
-        handlers._REGISTRY.pop("test.slow_type")
+        registry._REGISTRY.pop("test.slow_type")
 
 
 def test_the_global_default_timeout_applies_last(register_handler):

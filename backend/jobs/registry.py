@@ -1,0 +1,74 @@
+"""The registry of job types: which function runs the jobs of each type.
+
+A leaf of the app: it imports nothing else of ``jobs``, so the worker, the ``django.tasks``
+backend, the reads and the API can all consult it without importing each other. The
+function's context argument is ``jobs.handlers.JobContext``; it is typed loosely here for
+that reason. Handlers are registered with ``jobs.handlers.register`` (this module's
+``register``), tasks by ``jobs.backends`` when they are defined.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+# fn(context) -> result; the context is a jobs.handlers.JobContext.
+Handler = Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class HandlerSpec:
+    type: str
+    fn: Handler
+    description: str
+    example_payload: dict[str, Any]
+    # Default for jobs of this type that set none; None: JOB_WORKER_TIMEOUT_SECONDS.
+    timeout_seconds: int | None = None
+
+
+_REGISTRY: dict[str, HandlerSpec] = {}
+
+
+def register[F: Handler](
+    type: str,
+    *,
+    description: str | None = None,
+    example_payload: dict[str, Any] | None = None,
+    timeout_seconds: int | None = None,
+) -> Callable[[F], F]:
+    """Decorator registering ``fn`` as the handler of ``type``.
+
+    ``description`` (what ``GET /api/config/`` shows) defaults to the function's docstring;
+    ``python -OO`` strips docstrings, so registering there needs it spelled out.
+    """
+
+    def decorator(fn: F) -> F:
+        text = description or inspect.getdoc(fn)
+        if not text:
+            raise ValueError(f"the handler for {type!r} needs a description or a docstring")
+        add(HandlerSpec(type, fn, text, example_payload or {}, timeout_seconds))
+        return fn
+
+    return decorator
+
+
+def add(spec: HandlerSpec, *, replace: bool = False) -> None:
+    """Register ``spec``; a type has one handler. ``replace`` lets a module that runs
+    again (a reload) register the new definition of its own type."""
+    if spec.type in _REGISTRY and not replace:
+        raise ValueError(f"a handler for {spec.type!r} is already registered")
+    _REGISTRY[spec.type] = spec
+
+
+def get_handler(type: str) -> HandlerSpec | None:
+    return _REGISTRY.get(type)
+
+
+def registered_types() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def handler_specs() -> list[HandlerSpec]:
+    return [_REGISTRY[name] for name in registered_types()]
