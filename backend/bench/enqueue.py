@@ -133,7 +133,8 @@ def http_load(
 
 def create_in_process(count: int, *, driver: str) -> InProcessCreate:
     from jobs import services
-    from jobs.drivers import OrmDriver, PostgresDriver, use_driver
+    from jobs.drivers import OrmDriver, use_driver
+    from jobs.drivers.postgres import PostgresDriver
 
     latencies = []
     with use_driver(OrmDriver() if driver == "orm" else PostgresDriver()):

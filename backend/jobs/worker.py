@@ -35,13 +35,11 @@ from selectors import EVENT_READ, DefaultSelector
 from types import FrameType
 from typing import Any
 
-import psycopg
 from django.db import DatabaseError, InterfaceError, connection
 
 from . import selectors, services
 from .conf import app_settings
-from .drivers import JobRow, Owner
-from .drivers.postgres import NOTIFY_CHANNEL, behind_pooler
+from .drivers import JobRow, ListenerUnusable, Owner, get_driver
 from .handlers import AttemptState, JobContext
 from .models import JobStatus
 from .registry import HandlerSpec, get_handler
@@ -285,15 +283,6 @@ class Waker:
             self._condition.notify_all()
 
 
-class ListenerUnusable(Exception):
-    """The listener's connection cannot receive notifications."""
-
-    def __init__(self, message: str, *, host: str, port: int) -> None:
-        super().__init__(message)
-        self.host = host
-        self.port = port
-
-
 class Listener(threading.Thread):
     """LISTENs on a connection of its own for the notifications ``create_jobs`` sends and
     wakes an idle thread for each queue this process serves.
@@ -340,33 +329,19 @@ class Listener(threading.Thread):
                 self.runner.stop_event.wait(delay)
 
     def _listen(self) -> None:
-        params = connection.get_connection_params()
-        # Django's own cursor class and adapters are for its connections, not this one.
-        for key in ("cursor_factory", "context", "prepare_threshold"):
-            params.pop(key, None)
-        params["application_name"] = LISTENER_APPLICATION_NAME
-        params.update(app_settings.JOB_WORKER_LISTEN_OPTIONS)
-        with psycopg.connect(**params, autocommit=True) as listen:
-            if behind_pooler(listen):
-                raise ListenerUnusable(
-                    "this connection goes through a pooler, which does not deliver notifications",
-                    host=listen.info.host,
-                    port=listen.info.port,
-                )
-            listen.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        with get_driver().listen(application_name=LISTENER_APPLICATION_NAME) as listening:
             self.listening.set()
-            logger.info("action=listening channel=%s", NOTIFY_CHANNEL)
+            logger.info("action=listening channel=%s", listening.channel)
             # Sleep in the kernel until the socket has data (or a second passes, to see a
             # stop): psycopg's notifies(timeout=...) wakes every 0.1 s to check for signals,
             # which made an idle listener cost more CPU than the polling it spares.
             with DefaultSelector() as waiting:
-                waiting.register(listen.fileno(), EVENT_READ)
+                waiting.register(listening.fileno(), EVENT_READ)
                 while not self.runner.stop_event.is_set():
                     if not waiting.select(timeout=1.0):
                         continue
-                    # timeout=0: takes what has arrived; a lost connection raises here.
-                    for notice in listen.notifies(timeout=0.0):
-                        if self.runner.queues.serves(notice.payload):
+                    for queue in listening.received():
+                        if self.runner.queues.serves(queue):
                             self.runner.waker.wake_one()
 
 
@@ -796,7 +771,7 @@ class WorkerRunner:
         self.maintenance = Maintenance(self)
         self.waker = Waker()
         self.listener: Listener | None = None
-        if connection.vendor == "postgresql" and app_settings.JOB_WORKER_LISTEN:
+        if get_driver().supports_listen and app_settings.JOB_WORKER_LISTEN:
             self.listener = Listener(self)
         self._lock = threading.Lock()
         self._signals_received = 0

@@ -4,6 +4,10 @@
 PostgreSQL gets ``PostgresDriver`` (named statements in ``queries.sql``), everything else
 ``OrmDriver``. ``use_driver()`` pins one explicitly (the driver suite runs both on
 PostgreSQL; the benchmark measures the ORM path with it).
+
+Every statement the app runs is here, the worker's LISTEN included. psycopg is imported
+with ``drivers.postgres``, and that only when the database is PostgreSQL: on SQLite the
+app runs with Django alone.
 """
 
 from __future__ import annotations
@@ -14,16 +18,16 @@ from contextlib import contextmanager
 from django.db import connections
 from django.db.utils import DEFAULT_DB_ALIAS
 
-from .base import Driver, JobRow, Owner
+from .base import Driver, JobRow, ListenerUnusable, Listening, Owner
 from .orm import OrmDriver
-from .postgres import PostgresDriver
 
 __all__ = [
     "Driver",
     "JobRow",
+    "ListenerUnusable",
+    "Listening",
     "OrmDriver",
     "Owner",
-    "PostgresDriver",
     "available_drivers",
     "get_driver",
     "set_driver",
@@ -34,7 +38,11 @@ _active: Driver | None = None
 
 
 def _for_vendor(vendor: str) -> Driver:
-    return PostgresDriver() if vendor == "postgresql" else OrmDriver()
+    if vendor == "postgresql":
+        from .postgres import PostgresDriver  # imports psycopg
+
+        return PostgresDriver()
+    return OrmDriver()
 
 
 def get_driver() -> Driver:
@@ -48,7 +56,7 @@ def get_driver() -> Driver:
 def available_drivers() -> list[Driver]:
     """Every driver that can run on the configured database (the driver suite's matrix)."""
     vendor = connections[DEFAULT_DB_ALIAS].vendor
-    return [PostgresDriver(), OrmDriver()] if vendor == "postgresql" else [OrmDriver()]
+    return [_for_vendor(vendor), OrmDriver()] if vendor == "postgresql" else [OrmDriver()]
 
 
 def set_driver(driver: Driver | None) -> Driver | None:

@@ -10,6 +10,7 @@ handed over as values, so a driver holds statements and nothing else.
 from __future__ import annotations
 
 import json
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Protocol
@@ -184,11 +185,50 @@ class TypeSample:
     last_error_job_id: UUID | None
 
 
+class ListenerUnusable(Exception):
+    """A listening connection that cannot receive notifications: it goes through a pooler
+    (PgBouncer in transaction mode drops them without an error)."""
+
+    def __init__(self, message: str, *, host: str, port: int) -> None:
+        super().__init__(message)
+        self.host = host
+        self.port = port
+
+
+class Listening(Protocol):
+    """A connection of its own that receives the notifications ``create_jobs`` sends."""
+
+    channel: str
+
+    def fileno(self) -> int:
+        """A descriptor to wait on (``select``) until something arrives."""
+        ...
+
+    def received(self) -> list[str]:
+        """The payloads (queue names of new due jobs) arrived so far, without waiting;
+        raises when the connection was lost."""
+        ...
+
+
 class Driver(Protocol):
-    """Every write ``jobs.services`` makes. Each method is atomic on its own (one statement
-    or one transaction) and writes its event with its row change, or neither."""
+    """Every write ``jobs.services`` makes, and the database's side of the worker's
+    listener. Each write is atomic on its own (one statement or one transaction) and
+    writes its event with its row change, or neither."""
 
     name: str
+    # Whether create_jobs notifies and listen() can hear it; without, workers only poll.
+    supports_listen: bool
+
+    def listen(self, *, application_name: str) -> AbstractContextManager[Listening]:
+        """Open a connection of its own (named ``application_name`` where the database
+        shows one) listening for ``create_jobs``' notifications; closed when the block
+        ends. ``ListenerUnusable`` if it would not receive them (through a pooler)."""
+        ...
+
+    def behind_pooler(self) -> bool:
+        """Whether the default connection reaches the database through a pooler (which
+        cannot carry prepared statements in transaction mode)."""
+        ...
 
     def create_jobs(
         self, jobs: list[NewJob], *, message: str, now: datetime, notify: bool

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -25,6 +26,7 @@ from .base import (
     Failure,
     Heartbeat,
     JobRow,
+    Listening,
     NewJob,
     Owner,
     Release,
@@ -123,6 +125,14 @@ def _ended_attempt(owner: Owner, now: datetime) -> dict[str, int | None]:
 
 class OrmDriver:
     name = "orm"
+    # Its creates notify nobody: its workers poll (SQLite has no notifications).
+    supports_listen = False
+
+    def listen(self, *, application_name: str) -> AbstractContextManager[Listening]:
+        raise NotImplementedError("the ORM driver sends no notifications; workers poll")
+
+    def behind_pooler(self) -> bool:
+        return False  # PgBouncer's pooling is PostgreSQL's; this driver prepares nothing
 
     def create_jobs(
         self, jobs: list[NewJob], *, message: str, now: datetime, notify: bool

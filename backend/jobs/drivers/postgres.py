@@ -21,6 +21,7 @@ from .base import (
     ExpiredLease,
     Heartbeat,
     JobRow,
+    ListenerUnusable,
     StatusEstimate,
     TypeSample,
     to_json,
@@ -191,8 +192,51 @@ def behind_pooler(conn: psycopg.Connection[Any]) -> bool:
     return row is None or row[0] != conn.info.backend_pid
 
 
+class _Notifications:
+    """The listening connection, as the worker's listener waits on it."""
+
+    channel = NOTIFY_CHANNEL
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self._conn = conn
+
+    def fileno(self) -> int:
+        return self._conn.fileno()
+
+    def received(self) -> list[str]:
+        # timeout=0.0: takes what has arrived; a lost connection raises here.
+        return [notice.payload for notice in self._conn.notifies(timeout=0.0)]
+
+
 class PostgresDriver:
     name = "postgres"
+    supports_listen = True
+
+    @contextmanager
+    def listen(self, *, application_name: str) -> Iterator[_Notifications]:
+        """LISTEN on a psycopg connection of its own: Django's settings for the default
+        database, with ``JOB_WORKER_LISTEN_OPTIONS`` on top (PostgreSQL itself when the
+        default connection goes through a pooler)."""
+        params = connections[DEFAULT_DB_ALIAS].get_connection_params()
+        # Django's own cursor class and adapters are for its connections, not this one.
+        for key in ("cursor_factory", "context", "prepare_threshold"):
+            params.pop(key, None)
+        params["application_name"] = application_name
+        params.update(app_settings.JOB_WORKER_LISTEN_OPTIONS)
+        with psycopg.connect(**params, autocommit=True) as conn:
+            if behind_pooler(conn):
+                raise ListenerUnusable(
+                    "this connection goes through a pooler, which does not deliver notifications",
+                    host=conn.info.host,
+                    port=conn.info.port,
+                )
+            conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            yield _Notifications(conn)
+
+    def behind_pooler(self) -> bool:
+        db = connections[DEFAULT_DB_ALIAS]
+        db.ensure_connection()
+        return behind_pooler(db.connection)
 
     def _execute(self, cursor: psycopg.Cursor[Any], query: str, params: dict[str, Any]) -> None:
         started = time.monotonic()

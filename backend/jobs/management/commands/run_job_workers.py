@@ -8,7 +8,7 @@ from django.db import DatabaseError, connection
 
 from jobs.checks import INTEGER_RANGES
 from jobs.conf import app_settings
-from jobs.drivers.postgres import behind_pooler
+from jobs.drivers import get_driver
 from jobs.metrics import serve_worker_metrics
 from jobs.worker import WorkerConfig, WorkerRunner
 
@@ -80,11 +80,10 @@ def refuse_prepared_statements_through_pooler() -> None:
     refuse the combination); this catches a pooler nobody declared. Skipped while the
     database is unreachable: the worker threads wait for it as for any outage.
     """
-    if connection.vendor != "postgresql" or not app_settings.JOB_DB_PREPARED_STATEMENTS:
+    if not app_settings.JOB_DB_PREPARED_STATEMENTS:
         return
     try:
-        connection.ensure_connection()
-        pooled = behind_pooler(connection.connection)
+        pooled = get_driver().behind_pooler()
     except DatabaseError:
         return
     finally:
