@@ -7,6 +7,7 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 
+from .errors import JobNotFound
 from .limits import (
     IDEMPOTENCY_KEY_MAX_LENGTH,
     QUEUE_NAME_MAX_LENGTH,
@@ -63,6 +64,13 @@ ACTIVITY_EVENT_TYPES = [JobEventType.CLAIMED, *ATTEMPT_END_EVENT_TYPES]
 
 
 class JobQuerySet(models.QuerySet["Job"]):
+    def by_id(self, job_id: uuid.UUID | str) -> "Job":
+        """The job with this id; ``JobNotFound`` otherwise."""
+        job = self.filter(pk=job_id).first()
+        if job is None:
+            raise JobNotFound(job_id)
+        return job
+
     def matching(
         self,
         *,

@@ -24,7 +24,6 @@ from rest_framework.settings import api_settings
 from . import registry, rollups
 from .conf import app_settings
 from .drivers import get_driver
-from .errors import JobNotFound
 from .models import (
     ACTIVITY_EVENT_TYPES,
     ATTEMPT_END_EVENT_TYPES,
@@ -42,10 +41,7 @@ from .serializers import input_limits
 
 def get_job(job_id: UUID | str) -> Job:
     """The job with this id; ``JobNotFound`` otherwise."""
-    job = Job.objects.filter(pk=job_id).first()
-    if job is None:
-        raise JobNotFound(job_id)
-    return job
+    return Job.objects.by_id(job_id)
 
 
 # Events that end an attempt with an error; with the claims, they are what a django.tasks

@@ -1,4 +1,5 @@
-"""Every job state transition lives here; reads live in ``jobs.selectors``.
+"""Every job state transition lives here; reads live in ``jobs.selectors``, which this
+module does not import (nor it this one).
 
 Invariants kept by this module (the database enforces the row shapes as well):
 
@@ -27,12 +28,12 @@ from uuid import UUID, uuid4
 from django.db import transaction
 from django.utils import timezone
 
-from . import selectors
 from .conf import app_settings
 from .drivers import JobRow, Owner, get_driver
 from .drivers.base import CancelOutcome, Event, Failure, Heartbeat, NewJob, Release, Selection
+from .drivers.orm import job_row
 from .errors import DuplicateIdempotencyKey, EmptySelection, InvalidTransition
-from .models import DEFAULT_QUEUE, JobEventType, JobStatus
+from .models import DEFAULT_QUEUE, Job, JobEventType, JobStatus
 from .storable import UnstorableValue, json_problem, storable_text, to_storable_json
 
 LEASE_EXPIRED_ERROR = "Lease expired before the job finished"
@@ -509,9 +510,8 @@ def _selection(
 
 
 def _current_row(job_id: UUID | str) -> JobRow:
-    from .drivers.orm import job_row  # the row as it is now, after the statement answered
-
-    return job_row(selectors.get_job(job_id))
+    """The row as it is now, after the statement answered; ``JobNotFound`` if none."""
+    return job_row(Job.objects.by_id(job_id))
 
 
 def retry_jobs(
@@ -543,7 +543,7 @@ def retry_job(*, job_id: UUID | str, now: datetime | None = None) -> JobRow:
     (carrying the current status) when the job is neither failed nor cancelled.
     """
     if not retry_jobs(ids=[job_id], now=now):
-        status = selectors.get_job(job_id).status
+        status = Job.objects.by_id(job_id).status
         raise InvalidTransition(
             f"Only failed or cancelled jobs can be retried; job is {status}.",
             current_status=status,
@@ -584,7 +584,7 @@ def cancel_job(*, job_id: UUID | str, now: datetime | None = None) -> JobRow:
     ``JobNotFound``, or ``InvalidTransition`` (carrying the status) for a finished job.
     """
     if not cancel_jobs(ids=[job_id], now=now):
-        status = selectors.get_job(job_id).status
+        status = Job.objects.by_id(job_id).status
         if status != JobStatus.RUNNING:
             raise InvalidTransition(
                 f"Only queued or running jobs can be cancelled; job is {status}.",
