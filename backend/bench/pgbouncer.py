@@ -39,7 +39,7 @@ from .workers import WorkerRun, run_workers
 PROCESSES = 8
 THREADS = 4
 POOL_SIZE = 10
-LISTENER_APPLICATION_NAME = "job-queue-listener"  # jobs.worker's
+LISTENER_APPLICATION_NAME = "job-queue-listener"  # jobs.worker.listener's
 GOAL_RATIO = 0.85  # within 15 % of direct connections
 
 

@@ -14,12 +14,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
-from uuid import UUID
 
-from . import services
-from .models import DEFAULT_QUEUE
 from .registry import (
     Handler,
     HandlerSpec,
@@ -28,6 +24,14 @@ from .registry import (
     handler_specs,
     register,
     registered_types,
+)
+from .worker.context import (
+    AttemptState,
+    JobCancelled,
+    JobContext,
+    JobInterrupted,
+    JobTimedOut,
+    LeaseLost,
 )
 
 __all__ = [
@@ -45,99 +49,6 @@ __all__ = [
     "register",
     "registered_types",
 ]
-
-
-class JobInterrupted(Exception):
-    """The attempt must stop; the worker records how it ended."""
-
-
-class LeaseLost(JobInterrupted):
-    """The worker no longer owns the attempt; nothing more of it is written."""
-
-
-class JobTimedOut(JobInterrupted):
-    """The attempt ran past its timeout and was already recorded as failed."""
-
-
-class JobCancelled(JobInterrupted):
-    """A cancel was requested; the worker ends the attempt as cancelled."""
-
-
-@dataclass
-class AttemptState:
-    """What the worker's heartbeat learned about a running attempt (set from its thread)."""
-
-    cancel_requested: bool = False
-    timed_out: bool = False
-    lost: bool = False
-
-
-def _call[T](write: Callable[[], T]) -> T:
-    return write()
-
-
-@dataclass
-class JobContext:
-    """What a running handler sees of its job and of the worker running it."""
-
-    job_id: UUID
-    type: str
-    payload: dict[str, Any]
-    attempt: int
-    worker_id: str
-    lease_seconds: int
-    queue: str = DEFAULT_QUEUE
-    timeout_seconds: int | None = None
-    state: AttemptState = field(default_factory=AttemptState, repr=False)
-    # The worker passes a wrapper that retries a write through a lost connection.
-    retrying: Callable[[Callable[[], Any]], Any] = field(default=_call, repr=False)
-
-    @property
-    def cancelled(self) -> bool:
-        """Whether a cancel was requested for this job (seen within one heartbeat)."""
-        return self.state.cancel_requested
-
-    def check(self) -> None:
-        """Raise the ``JobInterrupted`` that applies, if the attempt must stop."""
-        where = f"job {self.job_id} attempt {self.attempt}"
-        if self.state.timed_out:
-            raise JobTimedOut(f"{where} ran past its {self.timeout_seconds} s timeout")
-        if self.state.lost:
-            raise LeaseLost(f"{where} is no longer ours")
-        if self.state.cancel_requested:
-            raise JobCancelled(f"{where} was cancelled")
-
-    def renew(self) -> None:
-        """Extend the lease now (and write ``lease_renewed``); raise ``JobInterrupted``
-        if the attempt must stop."""
-        self._write_as_owner(
-            lambda: services.renew_lease(
-                job_id=self.job_id,
-                worker_id=self.worker_id,
-                attempt=self.attempt,
-                lease_seconds=self.lease_seconds,
-            )
-        )
-
-    def progress(self, message: str, data: dict[str, Any] | None = None) -> None:
-        """Add a ``progress`` event; raise ``JobInterrupted`` if the attempt must stop."""
-        self._write_as_owner(
-            lambda: services.record_progress(
-                job_id=self.job_id,
-                worker_id=self.worker_id,
-                attempt=self.attempt,
-                message=message,
-                data=data,
-            )
-        )
-
-    def _write_as_owner(self, write: Callable[[], object]) -> None:
-        """Run one of the attempt's guarded writes. A write that matched no row (``None``
-        or ``False``) means the attempt is no longer ours: it is marked lost and stops."""
-        self.check()
-        if not self.retrying(write):
-            self.state.lost = True
-            self.check()
 
 
 # --- Demo handlers ----------------------------------------------------------------------

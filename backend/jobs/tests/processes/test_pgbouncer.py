@@ -23,7 +23,7 @@ from harness import PrivatePgBouncer, wait_until
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import failed_job, fresh, queued_job, queued_jobs, timeline, user_with
 from jobs.tests.helpers import WorkerProcess, figures, run_manage, stop_all
-from jobs.worker import LISTENER_APPLICATION_NAME
+from jobs.worker.listener import LISTENER_APPLICATION_NAME
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -24,7 +24,7 @@ from harness import serve_api, wait_until
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import fresh, queued_job, queued_jobs, timeline
 from jobs.tests.helpers import WorkerProcess, child_env, figures, pid_of, stop_all
-from jobs.worker import MAX_THREAD_DEATHS_PER_MINUTE
+from jobs.worker.runner import MAX_THREAD_DEATHS_PER_MINUTE
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

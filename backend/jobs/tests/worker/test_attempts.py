@@ -19,15 +19,11 @@ from jobs import selectors, services
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import fresh, queued_job, timeline
 from jobs.tests.helpers import run_workers_in_burst, worker_config
-from jobs.worker import (
-    LISTENER_APPLICATION_NAME,
-    Attempt,
-    InFlight,
-    QueueSet,
-    WorkerConfig,
-    WorkerRunner,
-    WorkerThread,
-)
+from jobs.worker import WorkerConfig, WorkerRunner
+from jobs.worker.attempts import Attempt, InFlight
+from jobs.worker.executor import WorkerThread
+from jobs.worker.listener import LISTENER_APPLICATION_NAME
+from jobs.worker.queues import QueueSet
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

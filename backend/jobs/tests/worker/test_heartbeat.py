@@ -1,0 +1,81 @@
+"""The heartbeat alone (jobs/worker/maintenance/heartbeat.py): one statement renews every
+lease the process holds, and the answer marks the attempts lost or asked to cancel."""
+
+import time
+from datetime import timedelta
+from types import SimpleNamespace
+
+import pytest
+from django.utils import timezone
+
+from jobs import services
+from jobs.tests.factories import WORKER, fresh, running_job, timeline
+from jobs.worker.attempts import Attempt, InFlight
+from jobs.worker.maintenance import Heartbeat
+from jobs.worker.maintenance.heartbeat import HeartbeatPass
+
+pytestmark = pytest.mark.django_db
+
+THREAD = SimpleNamespace(worker_id=WORKER)
+
+
+def in_flight(*attempts: Attempt) -> InFlight:
+    running = InFlight()
+    for attempt in attempts:
+        running.add(attempt)
+    return running
+
+
+def attempt_of(job, **kwargs) -> Attempt:
+    return Attempt(job=job, thread=THREAD, timeout_seconds=None, **kwargs)
+
+
+def test_one_beat_renews_every_lease_without_an_event():
+    soon = timezone.now() - timedelta(seconds=25)
+    jobs = [running_job(now=soon, lease_seconds=30) for _ in range(3)]
+    beat = Heartbeat(in_flight(*map(attempt_of, jobs)), lease_seconds=30)
+    assert beat.run_once() == HeartbeatPass(renewed=3, lost=0, cancel_requested=0)
+    for job in jobs:
+        assert fresh(job).locked_until > timezone.now() + timedelta(seconds=25)
+        assert timeline(job) == ["created", "claimed"]
+
+
+@pytest.mark.postgres
+def test_a_beat_is_one_statement_however_many_attempts(django_assert_num_queries):
+    jobs = [running_job() for _ in range(3)]
+    beat = Heartbeat(in_flight(*map(attempt_of, jobs)), lease_seconds=30)
+    with django_assert_num_queries(1):
+        assert beat.run_once().renewed == 3
+
+
+def test_nothing_running_costs_no_statement(django_assert_num_queries):
+    with django_assert_num_queries(0):
+        assert Heartbeat(InFlight(), lease_seconds=30).run_once() == HeartbeatPass(0, 0, 0)
+
+
+def test_an_attempt_another_process_took_back_is_marked_lost():
+    job = running_job(lease_seconds=1)
+    services.cleanup_expired_jobs(now=timezone.now() + timedelta(seconds=5), worker_id="other")
+    attempt = attempt_of(job)
+    assert Heartbeat(in_flight(attempt), lease_seconds=30).run_once().lost == 1
+    assert attempt.state.lost and fresh(job).status == "queued"
+
+
+def test_a_cancel_request_is_seen_at_the_next_beat_and_counted_once():
+    job = running_job()
+    services.cancel_job(job_id=job.pk)
+    attempt = attempt_of(job)
+    beat = Heartbeat(in_flight(attempt), lease_seconds=30)
+    assert beat.run_once() == HeartbeatPass(renewed=1, lost=0, cancel_requested=1)
+    assert attempt.state.cancel_requested
+    assert beat.run_once() == HeartbeatPass(renewed=1, lost=0, cancel_requested=0)
+
+
+def test_an_attempt_past_its_deadline_or_timed_out_is_not_renewed():
+    overdue, timed_out = running_job(), running_job()
+    late = Attempt(job=overdue, thread=THREAD, timeout_seconds=1, started=time.monotonic() - 10)
+    ended = attempt_of(timed_out)
+    ended.state.timed_out = True
+    locked = [fresh(overdue).locked_until, fresh(timed_out).locked_until]
+    assert Heartbeat(in_flight(late, ended), lease_seconds=300).run_once().renewed == 0
+    assert [fresh(overdue).locked_until, fresh(timed_out).locked_until] == locked

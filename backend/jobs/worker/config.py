@@ -1,0 +1,55 @@
+"""How a worker process runs: its settings, and the ids its threads write as owners."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from dataclasses import dataclass
+
+from ..conf import app_settings
+
+# JOB_WORKER_QUEUES / --queues: every queue that has jobs.
+ALL_QUEUES = "*"
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    threads: int
+    poll_interval_seconds: float
+    lease_seconds: int
+    cleanup_interval_seconds: float
+    cleanup_batch_size: int
+    queues: tuple[str, ...] = (ALL_QUEUES,)
+    timeout_seconds: int = 0  # default for jobs whose type sets none; 0: no timeout
+    burst: bool = False
+    heartbeat_seconds: float = 0  # 0: a third of the lease
+
+    @property
+    def heartbeat_interval_seconds(self) -> float:
+        return self.heartbeat_seconds or self.lease_seconds / 3
+
+    @classmethod
+    def from_settings(
+        cls,
+        *,
+        threads: int | None = None,
+        queues: tuple[str, ...] | None = None,
+        burst: bool = False,
+    ) -> WorkerConfig:
+        return cls(
+            threads=app_settings.JOB_WORKER_THREADS if threads is None else threads,
+            poll_interval_seconds=app_settings.JOB_WORKER_POLL_INTERVAL_MS / 1000,
+            lease_seconds=app_settings.JOB_WORKER_LEASE_SECONDS,
+            cleanup_interval_seconds=app_settings.JOB_WORKER_CLEANUP_INTERVAL_SECONDS,
+            cleanup_batch_size=app_settings.JOB_WORKER_CLEANUP_BATCH_SIZE,
+            queues=tuple(app_settings.JOB_WORKER_QUEUES) if queues is None else queues,
+            timeout_seconds=app_settings.JOB_WORKER_TIMEOUT_SECONDS,
+            burst=burst,
+            heartbeat_seconds=app_settings.JOB_WORKER_HEARTBEAT_SECONDS,
+        )
+
+
+def make_worker_id(thread_number: int) -> str:
+    """``hostname:pid:thread-N:random``; unique per thread start, never reused."""
+    return f"{socket.gethostname()}:{os.getpid()}:thread-{thread_number}:{secrets.token_hex(4)}"

@@ -1,0 +1,104 @@
+"""The maintenance thread: one per worker process, beside its worker threads, for the duties
+that must not wait for a free worker thread. Each duty is a small part of its own, with a
+``run_once`` that returns what it did (River's maintenance services, Oban's plugins):
+
+* ``heartbeat.Heartbeat``: renews the leases of this process's attempts;
+* ``timeouts.TimeoutEnforcer``: ends attempts past their deadline, replaces their threads;
+* ``rescuer.LeaseRescuer``: takes back the jobs of processes that died (expired leases).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from django.db import DatabaseError, InterfaceError
+
+from ..attempts import InFlight
+from ..config import WorkerConfig, make_worker_id
+from ..recovery import (
+    DB_RETRY_MAX_SECONDS,
+    announce_database_error,
+    drop_connection,
+    error_message,
+)
+from .heartbeat import Heartbeat
+from .rescuer import LeaseRescuer
+from .timeouts import TimeoutEnforcer
+
+if TYPE_CHECKING:
+    from ..executor import WorkerThread
+
+logger = logging.getLogger("jobs.worker")
+
+__all__ = ["Heartbeat", "LeaseRescuer", "Maintenance", "TimeoutEnforcer"]
+
+
+class Maintenance(threading.Thread):
+    """Runs the three duties on their cadences: the heartbeat every heartbeat interval,
+    timeouts at each deadline, lease rescue every cleanup interval (not once the process
+    is stopping). A database error is logged and retried with capped backoff."""
+
+    def __init__(
+        self,
+        config: WorkerConfig,
+        in_flight: InFlight,
+        *,
+        stopping: threading.Event,
+        abandon: Callable[[WorkerThread], None],
+    ) -> None:
+        super().__init__(name="job-maintenance", daemon=True)
+        self.config = config
+        self.in_flight = in_flight
+        self.stopping = stopping
+        self.worker_id = make_worker_id(0)
+        self.heartbeat = Heartbeat(in_flight, lease_seconds=config.lease_seconds)
+        self.timeouts = TimeoutEnforcer(in_flight, abandon=abandon)
+        self.rescuer = LeaseRescuer(batch_size=config.cleanup_batch_size, worker_id=self.worker_id)
+        self.finished = threading.Event()  # the runner sets it once no attempt is left
+        self.first_pass = threading.Event()  # set after the first loop, done or failed
+
+    def run(self) -> None:
+        logger.info("action=maintenance_started worker_id=%s", self.worker_id)
+        now = time.monotonic()
+        next_beat = now + self.config.heartbeat_interval_seconds
+        next_cleanup = now
+        failures = 0
+        try:
+            while not self.finished.is_set():
+                now = time.monotonic()
+                try:
+                    if now >= next_beat:
+                        self.heartbeat.run_once()
+                        next_beat = now + self.config.heartbeat_interval_seconds
+                    self.timeouts.run_once(now)
+                    if now >= next_cleanup and not self.stopping.is_set():
+                        self.rescuer.run_once()
+                        next_cleanup = now + self.config.cleanup_interval_seconds
+                    failures = 0
+                except (DatabaseError, InterfaceError) as exc:
+                    announce_database_error("maintenance", exc)
+                    failures += 1
+                    logger.warning(
+                        "action=maintenance_database_error worker_id=%s error=%s",
+                        self.worker_id,
+                        error_message(exc),
+                    )
+                    drop_connection()
+                    self.first_pass.set()
+                    self.finished.wait(min(0.5 * 2 ** (failures - 1), DB_RETRY_MAX_SECONDS))
+                    continue
+                except Exception:
+                    logger.exception("action=maintenance_error worker_id=%s", self.worker_id)
+                self.first_pass.set()
+                # Cleared before the deadlines are read: an attempt added meanwhile wakes us.
+                self.in_flight.changed.clear()
+                wake = min(next_beat, next_cleanup, *self.timeouts.deadlines())
+                self.in_flight.changed.wait(max(wake - time.monotonic(), 0.01))
+        finally:
+            self.first_pass.set()
+            drop_connection()
+            logger.info("action=maintenance_stopped worker_id=%s", self.worker_id)

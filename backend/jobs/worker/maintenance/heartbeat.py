@@ -1,0 +1,71 @@
+"""Heartbeat: one statement renews the lease of every attempt this process runs.
+
+A handler need not renew its own lease: while its process lives, the maintenance thread
+beats every ``JOB_WORKER_HEARTBEAT_SECONDS`` (a third of the lease by default), so a lease
+runs out only when the process is gone or stuck. The answer also says which attempts the
+process no longer owns (requeued by another process's rescuer, finished) and which were
+asked to cancel; each attempt's state is marked, so its handler's next ``check()``,
+``renew()`` or ``progress()`` stops it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from ... import services
+from ..attempts import InFlight
+
+logger = logging.getLogger("jobs.worker")
+
+
+@dataclass(frozen=True)
+class HeartbeatPass:
+    """What one beat did: leases renewed, attempts found lost, cancels newly seen."""
+
+    renewed: int
+    lost: int
+    cancel_requested: int
+
+
+class Heartbeat:
+    def __init__(self, in_flight: InFlight, *, lease_seconds: int) -> None:
+        self.in_flight = in_flight
+        self.lease_seconds = lease_seconds
+
+    def run_once(self) -> HeartbeatPass:
+        """Renew every running attempt's lease (one statement, no event) and mark those
+        lost or asked to cancel."""
+        # An attempt past its deadline is not renewed, so even if recording its timeout
+        # fails, its lease runs out and the rescuer ends it.
+        now = time.monotonic()
+        live = [
+            attempt
+            for attempt in self.in_flight.snapshot()
+            if not attempt.state.timed_out and (attempt.deadline is None or attempt.deadline > now)
+        ]
+        if not live:
+            return HeartbeatPass(renewed=0, lost=0, cancel_requested=0)
+        beats = {
+            beat.job_id: beat
+            for beat in services.heartbeat(
+                attempts=[attempt.owner for attempt in live], lease_seconds=self.lease_seconds
+            )
+        }
+        lost = cancelled = 0
+        for attempt in live:
+            beat = beats.get(attempt.job.id)
+            if beat is None:
+                attempt.state.lost = True
+                lost += 1
+            elif beat.cancel_requested and not attempt.state.cancel_requested:
+                attempt.state.cancel_requested = True
+                cancelled += 1
+                logger.info(
+                    "action=cancel_requested job_id=%s attempt=%d worker_id=%s",
+                    attempt.job.id,
+                    attempt.job.attempts,
+                    attempt.thread.worker_id,
+                )
+        return HeartbeatPass(renewed=len(beats), lost=lost, cancel_requested=cancelled)

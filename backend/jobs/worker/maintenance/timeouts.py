@@ -1,0 +1,77 @@
+"""Timeouts: an attempt past its deadline is recorded as failed, and its thread replaced.
+
+An attempt's deadline is its job's ``timeout_seconds``, else its type's, else
+``JOB_WORKER_TIMEOUT_SECONDS``. At the deadline the attempt is failed as timed out (retried
+with backoff while attempts remain), and its context is marked so the handler's next
+check-in raises ``JobTimedOut``. A Python thread cannot be killed: the handler's thread is
+abandoned and the process starts another in its place, keeping its capacity.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ... import services
+from ...signals import attempt_finished
+from ..attempts import InFlight
+
+if TYPE_CHECKING:
+    from ..executor import WorkerThread
+
+logger = logging.getLogger("jobs.worker")
+
+
+class TimeoutEnforcer:
+    def __init__(self, in_flight: InFlight, *, abandon: Callable[[WorkerThread], None]) -> None:
+        self.in_flight = in_flight
+        self.abandon = abandon
+
+    def deadlines(self) -> list[float]:
+        """The deadlines still to come (monotonic seconds), for the thread's next wake-up."""
+        return [
+            deadline
+            for attempt in self.in_flight.snapshot()
+            if (deadline := attempt.deadline) is not None and not attempt.state.timed_out
+        ]
+
+    def run_once(self, now: float) -> int:
+        """End every attempt whose deadline has passed by ``now`` (monotonic seconds) and
+        abandon its thread; return how many were ended. An attempt that finished or was
+        lost meanwhile is left alone (the ownership guard refuses the write)."""
+        ended = 0
+        for attempt in self.in_flight.snapshot():
+            deadline = attempt.deadline
+            if deadline is None or deadline > now or attempt.state.timed_out:
+                continue
+            owner = attempt.owner
+            row = services.time_out_job(
+                job_id=owner.job_id,
+                worker_id=owner.worker_id,
+                attempt=owner.attempt,
+                timeout_seconds=attempt.timeout_seconds or 0,
+            )
+            if row is None:
+                continue
+            attempt.state.timed_out = True
+            ended += 1
+            logger.warning(
+                "action=timed_out job_id=%s attempt=%d worker_id=%s timeout_seconds=%s outcome=%s",
+                attempt.job.id,
+                attempt.job.attempts,
+                owner.worker_id,
+                attempt.timeout_seconds,
+                row.status,
+            )
+            attempt_finished.send_robust(
+                type(self),
+                job=attempt.job,
+                outcome="timeout",
+                row=row,
+                error=row.last_error,
+                run_seconds=now - attempt.started,
+                worker_id=owner.worker_id,
+            )
+            self.abandon(attempt.thread)
+        return ended

@@ -1,0 +1,195 @@
+"""The worker process: its threads, their replacements, signals and a graceful stop."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from types import FrameType
+
+from django.db import connection
+
+from ..conf import app_settings
+from ..drivers import get_driver
+from .attempts import InFlight
+from .config import WorkerConfig
+from .executor import WorkerThread
+from .listener import Listener
+from .maintenance import Maintenance
+from .queues import QueueSet, Waker
+
+logger = logging.getLogger("jobs.worker")
+
+# Thread deaths (a bug in the worker, never a handler's doing) tolerated per minute before
+# the process gives up and exits non-zero, so a supervisor restarts it.
+MAX_THREAD_DEATHS_PER_MINUTE = 10
+
+
+class WorkerRunner:
+    """Starts the threads, handles signals, replaces threads that die or get stuck, and
+    waits for a graceful stop."""
+
+    def __init__(self, config: WorkerConfig) -> None:
+        self.config = config
+        self.stop_event = threading.Event()
+        self.threads: list[WorkerThread] = []
+        self.in_flight = InFlight()
+        self.queues = QueueSet(config.queues, refresh_seconds=config.poll_interval_seconds)
+        self.maintenance = Maintenance(
+            config, self.in_flight, stopping=self.stop_event, abandon=self.abandon
+        )
+        self.waker = Waker()
+        self.listener: Listener | None = None
+        if get_driver().supports_listen and app_settings.JOB_WORKER_LISTEN:
+            self.listener = Listener(stopping=self.stop_event, queues=self.queues, waker=self.waker)
+        self._lock = threading.Lock()
+        self._signals_received = 0
+        self._deaths: list[float] = []
+        self._replaced: set[str] = set()
+        self.gave_up = False
+
+    # Threads -----------------------------------------------------------------------------
+
+    def _start_thread(self) -> WorkerThread:
+        with self._lock:
+            thread = WorkerThread(len(self.threads) + 1, self)
+            self.threads.append(thread)
+        thread.start()
+        return thread
+
+    def serving(self) -> list[WorkerThread]:
+        """The threads that claim jobs: alive and not abandoned."""
+        return [t for t in self.threads if t.is_alive() and not t.abandoned]
+
+    def abandon(self, thread: WorkerThread) -> None:
+        """``thread`` is stuck in a timed-out handler: let a new thread take its place.
+
+        At most ``threads`` abandoned threads at a time, so a handler that hangs on every
+        job cannot grow the process without bound; past that, capacity shrinks (logged).
+        """
+        thread.abandoned = True
+        stuck = sum(1 for t in self.threads if t.abandoned and t.is_alive())
+        if self.stop_event.is_set():
+            return
+        if stuck > self.config.threads:
+            logger.error(
+                "action=thread_not_replaced worker_id=%s stuck_threads=%d detail=too many "
+                "stuck handlers; capacity is reduced until they return",
+                thread.worker_id,
+                stuck,
+            )
+            return
+        replacement = self._start_thread()
+        logger.warning(
+            "action=thread_replaced worker_id=%s replacement=%s stuck_threads=%d",
+            thread.worker_id,
+            replacement.worker_id,
+            stuck,
+        )
+
+    def _replace_dead(self) -> bool:
+        """Start a replacement for each thread that died; ``True`` if any was started."""
+        replaced = False
+        for thread in list(self.threads):
+            if thread.died is None or thread.worker_id in self._replaced:
+                continue
+            self._replaced.add(thread.worker_id)
+            now = time.monotonic()
+            self._deaths = [t for t in self._deaths if now - t < 60] + [now]
+            if len(self._deaths) > MAX_THREAD_DEATHS_PER_MINUTE:
+                logger.error("action=worker_gave_up detail=worker threads keep dying")
+                self.gave_up = True
+                self.stop()
+                return False
+            if not self.stop_event.is_set() and not self.config.burst:
+                replaced = True
+                replacement = self._start_thread()
+                logger.error(
+                    "action=thread_died worker_id=%s replacement=%s",
+                    thread.worker_id,
+                    replacement.worker_id,
+                )
+        return replaced
+
+    # Lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        # The maintenance thread first sweeps expired leases once, before any claim: in
+        # burst mode the threads may otherwise drain and stop before the first sweep.
+        self.maintenance.start()
+        self.maintenance.first_pass.wait(timeout=self.config.lease_seconds)
+        for _ in range(self.config.threads):
+            self._start_thread()
+        if self.listener is not None and not self.config.burst:
+            self.listener.start()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.waker.wake_all()
+
+    def install_signal_handlers(self) -> None:
+        signal.signal(signal.SIGINT, self._on_signal)
+        signal.signal(signal.SIGTERM, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self._signals_received += 1
+        name = signal.Signals(signum).name
+        if self._signals_received == 1:
+            logger.info(
+                "action=shutdown_requested signal=%s detail=no new claims; "
+                "waiting for in-flight jobs in_flight=%d",
+                name,
+                len(self.in_flight.snapshot()),
+            )
+            self.stop()
+        else:
+            logger.warning("action=forced_exit signal=%s detail=leases will expire", name)
+            os._exit(1)
+
+    def wait(self) -> None:
+        """Block until every serving thread has stopped, replacing any that died."""
+        while True:
+            replaced = self._replace_dead()
+            serving = self.serving()
+            if serving:
+                serving[0].join(timeout=0.5)
+            elif not replaced:
+                break
+        # Abandoned threads may never return; they are daemons and die with the process.
+        self.maintenance.finished.set()
+        self.in_flight.changed.set()
+        self.maintenance.join(timeout=self.config.lease_seconds)
+        if self.listener is not None and self.listener.is_alive():
+            self.stop_event.set()  # in burst mode nothing else stops it
+            self.listener.join(timeout=5)
+
+    def run(self) -> int:
+        """Run until stopped (or drained in burst mode). Returns the exit code."""
+        logger.info(
+            "action=worker_started threads=%d queues=%s lease_seconds=%d "
+            "heartbeat_seconds=%.1f poll_interval_ms=%d cleanup_interval_seconds=%s "
+            "timeout_seconds=%s database=%s burst=%s",
+            self.config.threads,
+            ",".join(self.config.queues),
+            self.config.lease_seconds,
+            self.config.heartbeat_interval_seconds,
+            self.config.poll_interval_seconds * 1000,
+            self.config.cleanup_interval_seconds,
+            self.config.timeout_seconds or "none",
+            connection.vendor,
+            self.config.burst,
+        )
+        self.start()
+        self.wait()
+        processed = sum(t.jobs_processed for t in self.threads)
+        died = sum(1 for t in self.threads if t.died is not None)
+        code = 1 if self.gave_up or (died and self.config.burst) else 0
+        logger.info(
+            "action=worker_stopped jobs_processed=%d threads_died=%d exit_code=%d",
+            processed,
+            died,
+            code,
+        )
+        return code
