@@ -103,6 +103,8 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "jobs",
+    # The demo.* job types the dashboard offers; a project that installs only jobs has none.
+    "jobs.demo",
 ]
 
 MIDDLEWARE = [

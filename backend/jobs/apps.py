@@ -19,9 +19,8 @@ class JobsConfig(AppConfig):
 
         # Connects Django's task signals to the worker's attempt signals.
         import_module("jobs.backends")
-        # The demo handlers register themselves on import; projects add their own handler
-        # modules through JOB_HANDLER_MODULES so the API and the worker see the same types.
-        import_module("jobs.handlers")
+        # Projects add their own handler modules through JOB_HANDLER_MODULES so the API and
+        # the worker see the same types (the demo ones are the jobs.demo app's).
         for module in app_settings.JOB_HANDLER_MODULES:
             import_module(module)
         # A django.tasks task registers itself when it is defined: importing every app's

@@ -1,20 +1,24 @@
-"""Job handlers: a registry from job type to function, the context a handler gets, and
-the demo handlers.
+"""Job handlers: the one place to import what writing one takes.
 
-A handler is ``fn(context) -> result``. Its return value becomes the job's ``result`` and
-must be JSON-serialisable; raising an exception fails the attempt (retried with backoff
-while attempts remain). The worker keeps the attempt's lease alive by itself (a heartbeat
-per process); ``context.renew()`` is still there for a handler that wants a
-``lease_renewed`` event. ``context.progress()`` adds timeline events. Both raise a
-``JobInterrupted`` once the attempt must stop (cancelled, timed out, or lost), and
-``context.cancelled`` says whether a cancel was requested, for handlers that poll.
+    from jobs.handlers import JobContext, register
+
+    @register("reports.build", description="Builds a report", timeout_seconds=600)
+    def build(context: JobContext) -> dict[str, str]:
+        context.progress("Started", {"report": context.payload["name"]})
+        ...
+        return {"url": url}
+
+A handler is ``fn(context) -> result``: its return value becomes the job's ``result``; an
+exception fails the attempt (retried with backoff while attempts remain); a
+``JobInterrupted`` (``JobCancelled``, ``JobTimedOut``, ``LeaseLost``) from the context says
+the attempt must stop. See ``jobs.worker.context``.
+
+The registry lives in ``jobs.registry`` and the context in ``jobs.worker.context``; this
+module re-exports both. It registers nothing itself: the demo handlers are the optional
+app ``jobs.demo``.
 """
 
 from __future__ import annotations
-
-import time
-from collections.abc import Callable
-from typing import Any
 
 from .registry import (
     Handler,
@@ -49,92 +53,3 @@ __all__ = [
     "register",
     "registered_types",
 ]
-
-
-# --- Demo handlers ----------------------------------------------------------------------
-
-
-def _number(payload: dict[str, Any], key: str, default: float) -> float:
-    value = payload.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise ValueError(f"payload.{key} must be a non-negative number")
-    return float(value)
-
-
-# The three sleeping demos differ only in how they treat their lease while they sleep.
-Sleep = Callable[[JobContext, float], None]
-
-
-def _sleeping_demo(
-    context: JobContext, *, default: float, started: str, sleep: Sleep
-) -> dict[str, Any]:
-    """Read ``payload.sleep_seconds``, report it, sleep the given way, return what was slept."""
-    seconds = _number(context.payload, "sleep_seconds", default)
-    context.progress(started, {"sleep_seconds": seconds})
-    sleep(context, seconds)
-    return {"ok": True, "slept_seconds": seconds}
-
-
-def _sleep_then_renew(context: JobContext, seconds: float) -> None:
-    """Sleep in one go, then renew the lease (lost if the sleep outlasted it)."""
-    time.sleep(seconds)
-    context.renew()
-    context.progress("Finished sleeping", {"slept_seconds": seconds})
-
-
-def _sleep_renewing(context: JobContext, seconds: float) -> None:
-    """Sleep in steps, renewing the lease and reporting progress at each step."""
-    step = max(min(context.lease_seconds / 3, 5.0), 0.05)
-    deadline = time.monotonic() + seconds
-    while (remaining := deadline - time.monotonic()) > 0:
-        time.sleep(min(step, remaining))
-        context.renew()
-        context.progress(
-            "Still working",
-            {"elapsed_seconds": round(seconds - max(deadline - time.monotonic(), 0), 2)},
-        )
-
-
-def _sleep_without_renewing(context: JobContext, seconds: float) -> None:
-    """Sleep in one go without checking in: past its timeout the attempt is ended."""
-    time.sleep(seconds)
-
-
-@register("demo.success", example_payload={"sleep_seconds": 1})
-def demo_success(context: JobContext) -> dict[str, Any]:
-    """Sleeps briefly, renews its lease, reports progress, then succeeds."""
-    return _sleeping_demo(context, default=1, started="Started", sleep=_sleep_then_renew)
-
-
-@register("demo.fail", example_payload={"error": "Intentional demo failure"})
-def demo_fail(context: JobContext) -> None:
-    """Reports progress, then raises an intentional error (retried with backoff)."""
-    error = context.payload.get("error", "Intentional demo failure")
-    context.progress("About to fail", {"error": str(error)})
-    raise RuntimeError(str(error))
-
-
-@register("demo.slow", example_payload={"sleep_seconds": 10})
-def demo_slow(context: JobContext) -> dict[str, Any]:
-    """Works for longer, renewing its lease and reporting progress as it goes."""
-    return _sleeping_demo(context, default=10, started="Started slow work", sleep=_sleep_renewing)
-
-
-@register("demo.timeout", example_payload={"sleep_seconds": 45}, timeout_seconds=10)
-def demo_timeout(context: JobContext) -> dict[str, Any]:
-    """Sleeps past its timeout (10 s unless the job sets timeout_seconds) without checking
-    in, so the worker records the attempt as timed out and retries it."""
-    return _sleeping_demo(
-        context, default=45, started="Sleeping past the timeout", sleep=_sleep_without_renewing
-    )
-
-
-@register("demo.flaky", example_payload={"fail_until_attempt": 2})
-def demo_flaky(context: JobContext) -> dict[str, Any]:
-    """Fails until the configured attempt, then succeeds."""
-    fail_until = int(_number(context.payload, "fail_until_attempt", 2))
-    if context.attempt < fail_until:
-        context.progress("Failing on purpose", {"attempt": context.attempt})
-        raise RuntimeError(f"Flaky failure on attempt {context.attempt} (succeeds at {fail_until})")
-    context.progress("Succeeding", {"attempt": context.attempt})
-    return {"ok": True, "succeeded_on_attempt": context.attempt}
