@@ -131,7 +131,9 @@ if ENABLE_DJANGO_DEBUG_TOOLBAR:
     def _show_debug_toolbar(request: "HttpRequest") -> bool:
         from debug_toolbar.middleware import show_toolbar
 
-        return not request.path.startswith("/api/") and show_toolbar(request)
+        from jobs.middleware import is_api_request
+
+        return not is_api_request(request) and show_toolbar(request)
 
     DEBUG_TOOLBAR_CONFIG = {"IS_RUNNING_TESTS": False, "SHOW_TOOLBAR_CALLBACK": _show_debug_toolbar}
 
@@ -264,8 +266,8 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS
 SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", not DEBUG)
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SESSION_COOKIE_SECURE", not DEBUG)
 CSRF_COOKIE_SECURE = env_bool("DJANGO_CSRF_COOKIE_SECURE", not DEBUG)
-# JSON under /api/ when Django's CSRF check refuses a request (pages elsewhere).
-CSRF_FAILURE_VIEW = "jobs.views.csrf_failure"
+# JSON for the API when Django's CSRF check refuses a request (pages elsewhere).
+CSRF_FAILURE_VIEW = "jobs.api.views.csrf_failure"
 # Origins (scheme://host[:port]) allowed to send unsafe requests with a session, e.g. the
 # admin behind a proxy on another port.
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
@@ -292,7 +294,7 @@ CORS_URLS_REGEX = r"^/api/.*$"
 
 # Passwords (the admin's login and /api/auth/login/): Django's model backend, refusing an
 # address that has used up its failed logins (DJANGO_THROTTLE_AUTH_FAILURES).
-AUTHENTICATION_BACKENDS = ["jobs.throttling.ThrottledModelBackend"]
+AUTHENTICATION_BACKENDS = ["jobs.api.throttling.ThrottledModelBackend"]
 
 # Failed logins and wrong API tokens allowed per client address; then 429 until the
 # window has passed. Default: 10/minute in production, off in the open local demo.
@@ -309,13 +311,15 @@ NUM_PROXIES = env_int("DJANGO_NUM_PROXIES", 0, minimum=0)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "jobs.throttling.ThrottledTokenAuthentication",
+        "jobs.api.throttling.ThrottledTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     # The local demo (DEBUG=true) is open; production needs a token or a session of a user
-    # with the job model permission the request needs (jobs.permissions).
+    # with the job model permission the request needs (jobs.api.permissions).
     "DEFAULT_PERMISSION_CLASSES": [
-        "rest_framework.permissions.AllowAny" if DEBUG else "jobs.permissions.JobModelPermissions"
+        "rest_framework.permissions.AllowAny"
+        if DEBUG
+        else "jobs.api.permissions.JobModelPermissions"
     ],
     "DEFAULT_THROTTLE_RATES": {
         "auth_failures": THROTTLE_AUTH_FAILURES,
@@ -325,11 +329,11 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
     + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
     # NUL, lone surrogates and absurd nesting in a body are a 400 naming the field.
-    "DEFAULT_PARSER_CLASSES": ["jobs.parsers.JobJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["jobs.api.parsers.JobJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # The jobs views map their errors themselves; this covers the project's own DRF views
     # (schema, docs, auth): JSON 503 while the database is down, for instance.
-    "EXCEPTION_HANDLER": "jobs.api_errors.exception_handler",
+    "EXCEPTION_HANDLER": "jobs.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
 

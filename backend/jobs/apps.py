@@ -4,6 +4,8 @@ from django.apps import AppConfig
 from django.contrib.auth.signals import user_login_failed
 from django.utils.module_loading import autodiscover_modules
 
+from .extras import installed
+
 
 class JobsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
@@ -13,9 +15,15 @@ class JobsConfig(AppConfig):
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the settings checks)
         from .conf import app_settings
-        from .throttling import record_login_failure
 
-        user_login_failed.connect(record_login_failure, dispatch_uid="jobs.record_login_failure")
+        if installed("api"):
+            # The API's password backend refuses an address past its failed logins; this
+            # counts them (the admin's login too). Without the api extra there is neither.
+            from .api.throttling import record_login_failure
+
+            user_login_failed.connect(
+                record_login_failure, dispatch_uid="jobs.record_login_failure"
+            )
 
         # Connects Django's task signals to the worker's attempt signals.
         import_module("jobs.backends")

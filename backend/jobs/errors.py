@@ -1,4 +1,4 @@
-"""The domain errors services and selectors raise; ``jobs.api_errors`` maps them to HTTP."""
+"""The domain errors services and selectors raise; ``jobs.api.errors`` maps them to HTTP."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Two sources, each on its own endpoint:
 
-* ``GET /metrics`` (the API, ``jobs.views.MetricsView``): the queue as the database holds it,
+* ``GET /metrics`` (the API, ``jobs.api.metrics.MetricsView``): the queue as the database holds it,
   read at scrape time by ``QueueCollector`` under the same rules as ``GET /api/jobs/stats/``:
   live jobs (queued, running) counted exactly per queue and type through the status index;
   finished jobs per status only, exact up to ``JOB_STATS_EXACT_MAX_ROWS`` and estimated

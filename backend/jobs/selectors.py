@@ -1,6 +1,9 @@
-"""Every read the API, the admin and the dashboard share: nothing here writes.
+"""Every read the API, the admin, the metrics and the worker share: nothing here writes.
 
-Views parse their input, call one of these, and serialize what it returns.
+Views parse their input, call one of these, and serialize what it returns. Plain values
+and querysets: what is shaped for HTTP (the config document, the session's state) is the
+API's (``jobs.api.answers``). This module imports neither the writes (``jobs.services``)
+nor the worker nor the REST framework.
 """
 
 from __future__ import annotations
@@ -18,8 +21,6 @@ from django.db.models.expressions import Combinable
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 from django.utils import timezone
-from rest_framework.permissions import AllowAny
-from rest_framework.settings import api_settings
 
 from . import registry, rollups
 from .conf import app_settings
@@ -34,9 +35,6 @@ from .models import (
     JobEventType,
     JobStatus,
 )
-from .pagination import JobEventCursorPagination, JobPagination, JobTimelinePagination
-from .permissions import ADD, CHANGE, VIEW
-from .serializers import input_limits
 
 
 def get_job(job_id: UUID | str) -> Job:
@@ -267,22 +265,6 @@ def throughput(
     return {"bucket_seconds": bucket_seconds, "start": start, "end": now, "buckets": buckets}
 
 
-def session_state(user: Any) -> dict[str, Any]:
-    """Who the request's user is and which job permissions the API grants them."""
-    classes: list[Any] = list(api_settings.DEFAULT_PERMISSION_CLASSES)  # imported classes
-    open_api = all(cls is AllowAny for cls in classes)
-    signed_in = bool(user and user.is_authenticated)
-    return {
-        "login_required": not open_api,
-        "authenticated": signed_in,
-        "username": user.get_username() if signed_in else None,
-        "permissions": {
-            name: open_api or (signed_in and user.has_perm(perm))
-            for name, perm in (("view", VIEW), ("add", ADD), ("change", CHANGE))
-        },
-    }
-
-
 # --- Job types and workers ------------------------------------------------------------
 
 # Ended attempts per type that the run time and queue wait percentiles are taken over.
@@ -510,49 +492,4 @@ def worker_activity(*, minutes: int = 60, now: datetime | None = None) -> dict[s
         "processes": sorted(
             processes.values(), key=lambda p: (p["last_seen"], p["process"]), reverse=True
         ),
-    }
-
-
-def api_config() -> dict[str, Any]:
-    """What a client needs to build a create form, explain the worker and size its pages."""
-    from .worker import WorkerConfig  # the worker imports this module
-
-    return {
-        "job_types": [
-            {
-                "type": spec.type,
-                "description": spec.description,
-                "example_payload": spec.example_payload,
-            }
-            for spec in registry.handler_specs()
-        ],
-        "worker": {
-            "threads": app_settings.JOB_WORKER_THREADS,
-            "poll_interval_ms": app_settings.JOB_WORKER_POLL_INTERVAL_MS,
-            "lease_seconds": app_settings.JOB_WORKER_LEASE_SECONDS,
-            "cleanup_interval_seconds": app_settings.JOB_WORKER_CLEANUP_INTERVAL_SECONDS,
-            "cleanup_batch_size": app_settings.JOB_WORKER_CLEANUP_BATCH_SIZE,
-            "backoff_base_seconds": app_settings.JOB_WORKER_BACKOFF_BASE_SECONDS,
-            "backoff_max_seconds": app_settings.JOB_WORKER_BACKOFF_MAX_SECONDS,
-            "max_attempts_default": app_settings.JOB_WORKER_MAX_ATTEMPTS_DEFAULT,
-            "heartbeat_seconds": WorkerConfig.from_settings().heartbeat_interval_seconds,
-            "timeout_seconds": app_settings.JOB_WORKER_TIMEOUT_SECONDS,
-            "queues": list(app_settings.JOB_WORKER_QUEUES),
-        },
-        "limits": input_limits(),
-        # Read from the paginators the list views use, so the advertised sizes are enforced ones.
-        "pagination": {
-            "jobs": {
-                "default_limit": JobPagination.default_limit,
-                "max_limit": JobPagination.max_limit,
-            },
-            "job_events": {
-                "default_limit": JobEventCursorPagination.page_size,
-                "max_limit": JobEventCursorPagination.max_page_size,
-            },
-            "job_timeline": {
-                "default_limit": JobTimelinePagination.page_size,
-                "max_limit": JobTimelinePagination.max_page_size,
-            },
-        },
     }

@@ -17,10 +17,11 @@ from django.utils import timezone
 from rest_framework.exceptions import ValidationError
 from rest_framework.test import APIClient
 
-from jobs import handlers, selectors, services, views
+from jobs import handlers, selectors, services
+from jobs.api import views
+from jobs.api.pagination import JobEventCursorPagination, JobPagination, JobTimelinePagination
+from jobs.api.serializers import validated_job_create
 from jobs.models import Job, JobEvent
-from jobs.pagination import JobEventCursorPagination, JobPagination, JobTimelinePagination
-from jobs.serializers import validated_job_create
 from jobs.tests.factories import (
     WORKER,
     failed_job,

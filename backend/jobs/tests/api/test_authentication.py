@@ -10,9 +10,9 @@ from rest_framework.authentication import TokenAuthentication
 from rest_framework.authtoken.models import Token
 from rest_framework.exceptions import AuthenticationFailed
 
+from jobs.api.throttling import ThrottledTokenAuthentication
 from jobs.permissions import ADD, CHANGE, VIEW, has_job_perms
 from jobs.tests.factories import user_with
-from jobs.throttling import ThrottledTokenAuthentication
 
 pytestmark = pytest.mark.django_db
 

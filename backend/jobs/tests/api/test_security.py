@@ -132,7 +132,7 @@ import json, django
 django.setup()
 from django.conf import settings
 from rest_framework.settings import api_settings
-from jobs.views import JobListCreateView
+from jobs.api.views import JobListCreateView
 print(json.dumps({
     "debug": settings.DEBUG,
     "toolbar": settings.ENABLE_DJANGO_DEBUG_TOOLBAR,
@@ -964,7 +964,7 @@ def test_a_wrong_method_on_a_known_path_is_a_json_405(method, path):
 def test_a_database_error_of_the_connection_kind_is_a_json_503(client, monkeypatch):
     from django.db import OperationalError
 
-    from jobs.views import JobStatsView
+    from jobs.api.views import JobStatsView
 
     def refuse(**kwargs):
         raise OperationalError("connection refused")
@@ -977,7 +977,7 @@ def test_a_database_error_of_the_connection_kind_is_a_json_503(client, monkeypat
 
 
 def test_an_unexpected_error_under_api_is_a_json_500(rf):
-    from jobs.views import server_error
+    from jobs.api.views import server_error
 
     response = server_error(rf.get("/api/jobs/"))
     assert (response.status_code, json.loads(response.content)) == (

@@ -15,9 +15,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from . import registry
-from .conf import app_settings
-from .limits import (
+from .. import registry
+from ..limits import (
     ACTIVITY_MINUTES_MAX,
     BULK_CREATE_MAX,
     BULK_IDS_MAX,
@@ -34,8 +33,8 @@ from .limits import (
     TIMEOUT_SECONDS_MAX,
     TYPE_MAX_LENGTH,
 )
-from .models import DEFAULT_QUEUE, Job, JobEvent, JobEventType, JobStatus
-from .storable import json_problem
+from ..models import DEFAULT_QUEUE, Job, JobEvent, JobEventType, JobStatus
+from ..storable import json_problem
 
 # --- Fields -----------------------------------------------------------------------------
 
@@ -689,21 +688,6 @@ class ConfigSerializer(serializers.Serializer[dict[str, Any]]):
     worker = WorkerConfigSerializer()
     limits = LimitsSerializer()
     pagination = PaginationConfigSerializer()
-
-
-def input_limits() -> dict[str, int]:
-    """The bounds the input serializers enforce, as ``GET /api/config/`` publishes them."""
-    return {
-        "priority_min": PRIORITY_MIN,
-        "priority_max": PRIORITY_MAX,
-        "max_attempts_max": MAX_ATTEMPTS_MAX,
-        "idempotency_key_max_length": IDEMPOTENCY_KEY_MAX_LENGTH,
-        "max_body_bytes": app_settings.JOB_API_MAX_BODY_BYTES,
-        "timeout_seconds_max": TIMEOUT_SECONDS_MAX,
-        "queue_name_max_length": QUEUE_NAME_MAX_LENGTH,
-        "bulk_ids_max": BULK_IDS_MAX,
-        "bulk_create_max": BULK_CREATE_MAX,
-    }
 
 
 class HealthSerializer(serializers.Serializer[dict[str, Any]]):

@@ -5,7 +5,7 @@ from typing import Any
 from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.parsers import JSONParser
 
-from .storable import field_problems, json_problem
+from ..storable import field_problems, json_problem
 
 
 class JobJSONParser(JSONParser):
@@ -17,7 +17,7 @@ class JobJSONParser(JSONParser):
       (``jobs.storable.field_problems``), before any view sees the data.
 
     The body size cap is Django's ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (set from
-    ``JOB_API_MAX_BODY_BYTES``); ``api_errors`` turns it into a 413.
+    ``JOB_API_MAX_BODY_BYTES``); ``jobs.api.errors`` turns it into a 413.
     """
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:

@@ -1,5 +1,8 @@
 """The HTTP API: each view parses its input with a serializer, calls one service or read,
-and serializes the result. Every job-state change goes through ``jobs.services``."""
+and serializes the result. Every job-state change goes through ``jobs.services``.
+
+Nothing here assumes where the project mounted ``jobs.urls``: whether a request is the
+API's is decided by the view its path resolves to (``jobs.middleware.is_api_request``)."""
 
 import uuid
 from collections.abc import Callable, Sequence
@@ -31,9 +34,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import errors, metrics, permissions, selectors, services
-from .api_errors import exception_handler
-from .models import JobStatus
+from .. import errors, permissions, selectors, services
+from ..middleware import is_api_request
+from ..models import JobStatus
+from . import answers
+from .errors import exception_handler
 from .pagination import JobEventCursorPagination, JobPagination, JobTimelinePagination
 from .parsers import JobJSONParser
 from .serializers import (
@@ -179,7 +184,7 @@ class ConfigView(SelectorView):
     """Registered job types with example payloads, worker settings and input limits."""
 
     response_serializer = ConfigSerializer
-    selector = selectors.api_config
+    selector = answers.api_config
 
 
 # --- Jobs -------------------------------------------------------------------------------
@@ -462,7 +467,7 @@ class SessionView(DomainErrorsMixin, APIView):
     def get(self, request: Request) -> Response:
         """The signed-in user (if any) and the job permissions the API grants them."""
         get_token(request._request)
-        return Response(SessionSerializer(selectors.session_state(request.user)).data)
+        return Response(SessionSerializer(answers.session_state(request.user)).data)
 
 
 class LoginView(DomainErrorsMixin, APIView):
@@ -500,7 +505,7 @@ class LoginView(DomainErrorsMixin, APIView):
                 {"non_field_errors": ["Wrong username or password, or the account is inactive."]}
             )
         login(request._request, user)
-        return Response(SessionSerializer(selectors.session_state(user)).data)
+        return Response(SessionSerializer(answers.session_state(user)).data)
 
 
 class LogoutView(DomainErrorsMixin, APIView):
@@ -515,20 +520,11 @@ class LogoutView(DomainErrorsMixin, APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class MetricsView(DomainErrorsMixin, APIView):
-    """``GET /metrics``: the queue in Prometheus's text format, read from the database at
-    scrape time. The API's authentication and permissions apply (a token in production:
-    Prometheus's ``authorization: {type: Token, credentials_file: ...}``); errors answer
-    JSON like the rest of the API. Not in the OpenAPI schema: it is not JSON."""
-
-    @extend_schema(exclude=True)
-    def get(self, request: Request) -> HttpResponse:
-        return HttpResponse(metrics.queue_metrics_text(), content_type=metrics.CONTENT_TYPE)
-
-
 @csrf_exempt  # it writes nothing; without this an unsafe method got Django's HTML 403
 def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-    """Any path under /api/ that names no endpoint: a JSON 404 for every method.
+    """Any path under the API's prefix that names no endpoint: a JSON 404 for every method
+    (the last pattern of ``jobs.urls``, so it answers under whatever prefix the project
+    chose).
 
     A known path without its trailing slash is redirected for GET and HEAD (as
     ``APPEND_SLASH`` would); other methods cannot follow a redirect with their body, so
@@ -552,14 +548,16 @@ def _resolve(path: str) -> ResolverMatch | None:
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
-    """``CSRF_FAILURE_VIEW``: JSON under /api/, Django's page elsewhere."""
-    if request.path.startswith("/api/"):
+    """``CSRF_FAILURE_VIEW``: JSON for the API (``is_api_request``), Django's page
+    elsewhere."""
+    if is_api_request(request):
         return JsonResponse({"detail": f"CSRF Failed: {reason}"}, status=403)
     return django_csrf_failure(request, reason)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    """``handler500``: an unexpected error under /api/ is JSON like the rest of the API."""
-    if request.path.startswith("/api/"):
+    """``handler500``: an unexpected error of the API (``is_api_request``) is JSON like the
+    rest of the API; Django's page elsewhere."""
+    if is_api_request(request):
         return JsonResponse({"detail": "Internal server error."}, status=500)
     return django_server_error(request)

@@ -1,4 +1,4 @@
-"""One place that maps domain errors to HTTP responses."""
+"""One place that maps the domain errors (``jobs.errors``) to HTTP responses."""
 
 from typing import Any
 
@@ -10,8 +10,8 @@ from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from .errors import EmptySelection, InvalidTransition, JobNotFound
-from .storable import UnstorableValue
+from ..errors import EmptySelection, InvalidTransition, JobNotFound
+from ..storable import UnstorableValue
 
 DATABASE_RETRY_AFTER_SECONDS = 5
 
@@ -21,7 +21,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     request = context.get("request")
     if response is not None and request is not None:
         # The schema (YAML) and docs (HTML) views would render the error in their own
-        # format; every error under /api/ is JSON.
+        # format; every error of the API is JSON.
         renderer = getattr(request, "accepted_renderer", None)
         if not isinstance(renderer, JSONRenderer | BrowsableAPIRenderer):
             request.accepted_renderer = JSONRenderer()

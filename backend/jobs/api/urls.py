@@ -1,0 +1,30 @@
+"""The REST API's routes, relative to wherever the project includes ``jobs.urls``."""
+
+from django.urls import path, re_path
+
+from . import views
+
+# Job ids are matched as plain strings and parsed in the views, so a malformed id is the
+# same JSON 404 as an unknown one instead of Django's HTML 404.
+urlpatterns = [
+    path("health/", views.HealthView.as_view(), name="health"),
+    path("config/", views.ConfigView.as_view(), name="config"),
+    path("jobs/", views.JobListCreateView.as_view(), name="job-list"),
+    path("jobs/stats/", views.JobStatsView.as_view(), name="job-stats"),
+    path("jobs/throughput/", views.JobThroughputView.as_view(), name="job-throughput"),
+    path("jobs/types/", views.JobTypesView.as_view(), name="job-types"),
+    path("jobs/bulk/", views.JobBulkCreateView.as_view(), name="job-bulk-create"),
+    path("jobs/cancel/", views.JobBulkCancelView.as_view(), name="job-bulk-cancel"),
+    path("jobs/retry/", views.JobBulkRetryView.as_view(), name="job-bulk-retry"),
+    path("jobs/<str:id>/", views.JobDetailView.as_view(), name="job-detail"),
+    path("jobs/<str:id>/events/", views.JobEventsView.as_view(), name="job-events"),
+    path("jobs/<str:id>/retry/", views.JobRetryView.as_view(), name="job-retry"),
+    path("jobs/<str:id>/cancel/", views.JobCancelView.as_view(), name="job-cancel"),
+    path("job-events/", views.JobEventListView.as_view(), name="job-event-list"),
+    path("auth/session/", views.SessionView.as_view(), name="auth-session"),
+    path("auth/login/", views.LoginView.as_view(), name="auth-login"),
+    path("auth/logout/", views.LogoutView.as_view(), name="auth-logout"),
+    path("workers/", views.WorkersView.as_view(), name="worker-list"),
+    # Any other path under the prefix: a JSON 404 whatever the method (see api_not_found).
+    re_path(r"^", views.api_not_found),
+]
