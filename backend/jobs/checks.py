@@ -17,6 +17,7 @@ from typing import Any
 from django.apps import AppConfig
 from django.core.checks import CheckMessage, Error, register
 
+from . import extras
 from .conf import app_settings
 from .limits import MAX_ATTEMPTS_MAX, QUEUE_NAME_PATTERN, TIMEOUT_SECONDS_MAX
 
@@ -91,8 +92,9 @@ def check_settings(
     databases: Sequence[str] | None = None,
     **kwargs: Any,
 ) -> list[CheckMessage]:
-    """Every ``JOB_*`` setting within its range (``jobs.E001``-``E004``), and the
-    transaction-pooling rules (``jobs.E005``, ``E006``)."""
+    """Every ``JOB_*`` setting within its range (``jobs.E001``-``E004``), the
+    transaction-pooling rules (``jobs.E005``, ``E006``), and the metrics extra when a
+    worker is to serve metrics (``jobs.E007``)."""
     errors: list[CheckMessage] = []
     for name in INTEGER_RANGES:
         errors += _integer_errors(name, getattr(app_settings, name))
@@ -104,7 +106,23 @@ def check_settings(
         )
     if app_settings.JOB_DB_TRANSACTION_POOLING:
         errors += _transaction_pooling_errors()
+    errors += _metrics_errors(app_settings.JOB_WORKER_METRICS_PORT)
     return errors
+
+
+def _metrics_errors(port: Any) -> list[CheckMessage]:
+    # run_job_workers runs the checks before it starts: a worker asked to serve metrics
+    # without the client stops here, naming the extra, not on its first scrape.
+    if not port or extras.installed("metrics"):
+        return []
+    return [
+        Error(
+            f"JOB_WORKER_METRICS_PORT is {port!r}, but prometheus-client is not installed.",
+            hint=f"{extras.install_command('metrics')}, or unset JOB_WORKER_METRICS_PORT.",
+            obj="JOB_WORKER_METRICS_PORT",
+            id="jobs.E007",
+        )
+    ]
 
 
 def _transaction_pooling_errors() -> list[CheckMessage]:

@@ -48,5 +48,5 @@ def require(extra: str, part: str) -> None:
     absent = missing(extra)
     if absent:
         raise MissingExtra(
-            f"{part} needs {', '.join(absent)}, which is not installed: {install_command(extra)}"
+            f"{part} needs {' and '.join(absent)}, not installed here: {install_command(extra)}"
         )

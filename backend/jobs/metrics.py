@@ -27,7 +27,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
-from prometheus_client import (
+
+from . import selectors, signals
+from .drivers import JobRow
+from .extras import require
+from .models import FINISHED_STATUSES, JobStatus
+
+require("metrics", "Prometheus metrics (jobs.metrics: /metrics, JOB_WORKER_METRICS_PORT)")
+from prometheus_client import (  # noqa: E402  (once the extra is known to be there)
     CONTENT_TYPE_PLAIN_0_0_4,
     CollectorRegistry,
     Counter,
@@ -36,12 +43,8 @@ from prometheus_client import (
     generate_latest,
     start_http_server,
 )
-from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
-
-from . import selectors, signals
-from .drivers import JobRow
-from .models import FINISHED_STATUSES, JobStatus
+from prometheus_client.core import GaugeMetricFamily, Metric  # noqa: E402
+from prometheus_client.registry import Collector  # noqa: E402
 
 if TYPE_CHECKING:
     from .worker import WorkerRunner

@@ -9,7 +9,6 @@ from django.db import DatabaseError, connection
 from jobs.checks import INTEGER_RANGES
 from jobs.conf import app_settings
 from jobs.drivers import get_driver
-from jobs.metrics import serve_worker_metrics
 from jobs.worker import WorkerConfig, WorkerRunner
 
 
@@ -62,6 +61,9 @@ class Command(BaseCommand):
         )
         runner.install_signal_handlers()
         if app_settings.JOB_WORKER_METRICS_PORT:
+            # The metrics extra: jobs.E007 refused to start without it.
+            from jobs.metrics import serve_worker_metrics
+
             serve_worker_metrics(
                 runner,
                 address=app_settings.JOB_WORKER_METRICS_ADDRESS,

@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from jobs import extras
 from jobs.checks import INTEGER_RANGES, check_settings
 from jobs.tests.helpers import run_manage
 
@@ -113,3 +114,17 @@ def test_settings_refuse_unparseable_environment_values_by_name(variable, value,
     result = run_manage("check", **{variable: value})
     assert result.returncode != 0
     assert "ImproperlyConfigured" in result.stderr and message in result.stderr
+
+
+def test_serving_worker_metrics_without_the_metrics_extra_is_refused_naming_it(
+    settings, monkeypatch
+):
+    monkeypatch.setattr(extras, "missing", lambda extra: ["prometheus_client"])
+    settings.JOB_WORKER_METRICS_PORT = 9300
+    (error,) = check_settings()
+    assert (error.id, error.msg) == (
+        "jobs.E007",
+        "JOB_WORKER_METRICS_PORT is 9300, but prometheus-client is not installed.",
+    )
+    assert error.hint.startswith('pip install "job-queue-backend[metrics]"')
+    assert errors(settings, JOB_WORKER_METRICS_PORT=None) == []
