@@ -28,9 +28,10 @@ $(VENV)/.installed: $(BACKEND)/requirements.txt $(BACKEND)/requirements-dev.txt
 venv: $(VENV)/.installed ## Create backend/.venv and install the backend
 
 .PHONY: lint
-lint: venv ## ruff check + ruff format --check + mypy (strict, jobs/ and config/)
+lint: venv ## ruff check + ruff format --check + mypy (strict) + lint-imports (the layer contracts)
 	cd $(BACKEND) && $(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 	cd $(BACKEND) && $(VENV)/bin/mypy
+	cd $(BACKEND) && $(VENV)/bin/lint-imports --no-cache
 
 .PHONY: format
 format: venv ## Rewrite the backend in place: ruff format, then ruff check --fix
@@ -64,8 +65,9 @@ test-compose: venv ## Validate docker-compose.yml (Compose schema), lint the Doc
 	$(PY) $(ROOT)/scripts/check_compose.py
 
 .PHONY: test-docs
-test-docs: venv ## Check the SVG diagrams (well-formed, viewBox, <title>) and README image links
+test-docs: venv ## Check the SVG diagrams (well-formed, viewBox, <title>), README image links, and that the layer diagram matches the import contracts
 	$(PY) $(ROOT)/scripts/check_svgs.py
+	$(PY) $(ROOT)/scripts/layer_diagram.py --check
 
 # Both run inside test-backend-sqlite/-postgres too; these targets run them alone, with figures.
 .PHONY: test-faults
