@@ -1,7 +1,8 @@
 """The app in another Django project (``backend/tests/example_project``), installed with pip.
 
-One scenario, run once for the module: ``pip install`` the backend into a directory of its
-own, migrate a fresh PostgreSQL database with the example project's settings (no ``JOB_*``
+One scenario, run once for the module: the wheel of ./backend installed with its declared
+dependencies (``[all]``) into a fresh virtualenv (the installation matrix's, conftest.py),
+migrate a fresh PostgreSQL database with the example project's settings (no ``JOB_*``
 setting), serve the project with ``runserver``, enqueue ``@task`` functions from a view and
 from ``manage.py shell -c``, and let one real ``run_job_workers`` process (one thread, the
 queues default and emails) run them until every job it may run has finished. Each test then
@@ -11,11 +12,8 @@ checks one behaviour in what the scenario left.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,11 +22,10 @@ from typing import Any
 
 import psycopg
 import pytest
-from django.db import connection
-from psycopg import sql
 
 from harness import BACKEND_DIR, HttpServer, free_port, wait_until
 from jobs.models import FINISHED_STATUSES
+from jobs.tests.install.conftest import project_env
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -102,52 +99,9 @@ class Scenario:
         return [row[0] for row in rows]
 
 
-def _pip_install(destination: Path) -> Path:
-    """``pip install ./backend`` from a copy (the build writes next to its sources), into a
-    directory of its own; the dependencies are this virtualenv's already."""
-    source = destination / "src"
-    shutil.copytree(
-        BACKEND_DIR,
-        source,
-        ignore=shutil.ignore_patterns(
-            ".venv", "__pycache__", "build", "*.egg-info", "*.sqlite3*", "staticfiles"
-        ),
-    )
-    site = destination / "site"
-    subprocess.run(
-        [
-            *(sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index"),
-            *("--no-build-isolation", "--target", str(site), str(source)),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    return site
-
-
-def _environment(site: Path, database: dict[str, Any]) -> dict[str, str]:
-    # The project's own settings decide everything: none of this project's variables.
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("JOB_", "POSTGRES_", "DJANGO_", "DATABASE_"))
-    }
-    env.update(
-        PYTHONPATH=str(site),
-        PYTHONUNBUFFERED="1",
-        POSTGRES_DB=database["dbname"],
-        POSTGRES_HOST=database["host"],
-        POSTGRES_PORT=str(database["port"]),
-        POSTGRES_USER=database["user"],
-        POSTGRES_PASSWORD=database["password"],
-    )
-    return env
-
-
-def _manage(env: dict[str, str], *args: str) -> str:
+def _manage(python: str, env: dict[str, str], *args: str) -> str:
     done = subprocess.run(
-        [sys.executable, "manage.py", *args],
+        [python, "manage.py", *args],
         cwd=EXAMPLE_DIR,
         env=env,
         capture_output=True,
@@ -159,31 +113,20 @@ def _manage(env: dict[str, str], *args: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def scenario(django_db_setup, django_db_blocker, tmp_path_factory):
+def scenario(virtualenvs, fresh_database, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("example")
-    site = _pip_install(tmp)
-    with django_db_blocker.unblock():
-        own = connection.settings_dict
-    database = {
-        "host": own["HOST"] or "127.0.0.1",
-        "port": int(own["PORT"] or 5432),
-        "user": own["USER"],
-        "password": own["PASSWORD"] or "",
-        "dbname": f"{own['NAME']}_example",
-    }
-    admin = {**database, "dbname": "postgres"}
-    name = sql.Identifier(database["dbname"])
-    with psycopg.connect(**admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(name))
-    env = _environment(site, database)
+    venv = virtualenvs["all"]
+    python = venv.python
+    site = venv.site_packages()
+    database = fresh_database("example")
+    env = project_env(database)
     server_proc = worker = None
     try:
-        _manage(env, "migrate", "--noinput", "-v", "0")
+        _manage(python, env, "migrate", "--noinput", "-v", "0")
         port = free_port()
         server_log = (tmp / "runserver.log").open("w")
         server_proc = subprocess.Popen(
-            [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+            [python, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
             cwd=EXAMPLE_DIR,
             env=env,
             stdout=server_log,
@@ -194,7 +137,9 @@ def scenario(django_db_setup, django_db_blocker, tmp_path_factory):
             lambda: server.json("GET", "/jobs-api/health/", https=False)[0] == 200, 30, "runserver"
         )
 
-        ids = json.loads(_manage(env, "shell", "-v", "0", "-c", SHELL_SCRIPT).splitlines()[-1])
+        ids = json.loads(
+            _manage(python, env, "shell", "-v", "0", "-c", SHELL_SCRIPT).splitlines()[-1]
+        )
         status, _, body = server.request(
             "POST",
             "/shop/add/",
@@ -209,7 +154,7 @@ def scenario(django_db_setup, django_db_blocker, tmp_path_factory):
         with worker_log_path.open("w") as log:
             worker = subprocess.Popen(
                 [
-                    *(sys.executable, "manage.py", "run_job_workers"),
+                    *(python, "manage.py", "run_job_workers"),
                     *("--threads", "1", "--queues", "default,emails"),
                 ],
                 cwd=EXAMPLE_DIR,
@@ -238,15 +183,13 @@ def scenario(django_db_setup, django_db_blocker, tmp_path_factory):
             if proc is not None and proc.poll() is None:
                 proc.kill()
                 proc.wait(timeout=10)
-        with psycopg.connect(**admin, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
 
 
 def test_the_project_runs_the_app_installed_by_pip_without_the_config_project(scenario):
     assert scenario.ids["jobs_module"] == str(scenario.site / "jobs" / "__init__.py")
     assert (scenario.site / "jobs" / "drivers" / "queries.sql").exists()
-    assert not (scenario.site / "config").exists()
-    assert not (scenario.site / "jobs" / "tests").exists()
+    for left_out in ("config", "harness", "bench", "jobs/tests"):
+        assert not (scenario.site / left_out).exists(), left_out
 
 
 def test_a_task_enqueued_from_a_view_returns_its_value_through_get_result(scenario):
