@@ -14,7 +14,7 @@ from jobs.tests.helpers import WorkerProcess
 
 TEXT_FIELD = re.compile(r"(?:^|(?<=\s))([a-z_][a-z0-9_]*)=")
 
-# Calls as the worker makes them (jobs/worker.py), with their arguments.
+# Calls as the worker makes them (jobs/worker/), with their arguments.
 CALLS = [
     (
         "action=claimed job_id=%s type=%s queue=%s attempt=%d worker_id=%s",

@@ -3,7 +3,7 @@ a working handler's lease, timeouts end hung ones without losing capacity, cance
 reaches running handlers, and hostile handlers or outcomes cannot stop the worker.
 
 These run real worker threads in this process on the test database; the process-level
-cases (kill -9, real signals) are in test_worker_processes.py.
+cases (kill -9, real signals) are in processes/test_worker_processes.py.
 """
 
 import contextlib
