@@ -25,6 +25,30 @@ from psycopg import sql
 
 from harness import BACKEND_DIR
 
+# What a throwaway project's settings add when it installs django.contrib.admin.
+ADMIN_SETTINGS = """
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+"""
+
 # Virtualenv -> the extras installed with the wheel.
 VIRTUALENVS = {
     "core": (),  # Django alone

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from harness import BACKEND_DIR
+from jobs.tests.install.conftest import ADMIN_SETTINGS
 
 # The app's modules, as a project can import them: not its tests, nor its migrations
 # (Django's migration loader imports those, by file, in its own order). Read from the
@@ -55,24 +56,6 @@ DATABASES = {{"default": {{"ENGINE": "django.db.backends.sqlite3", "NAME": ":mem
 # module of jobs itself.
 INSTALLED_APPS = ["probe", "django.contrib.contenttypes", "django.contrib.auth", *{admin}, "jobs"]
 TASKS = {{"default": {{"BACKEND": "jobs.backends.JobQueueBackend"}}}}
-MIDDLEWARE = [
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-] if {admin} else []
-TEMPLATES = [
-    {{
-        "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "APP_DIRS": True,
-        "OPTIONS": {{
-            "context_processors": [
-                "django.template.context_processors.request",
-                "django.contrib.auth.context_processors.auth",
-                "django.contrib.messages.context_processors.messages",
-            ]
-        }},
-    }}
-]
 """
 
 URLS = """
@@ -99,7 +82,8 @@ def _project(root: Path, *, admin: bool) -> Path:
     (project / "probe").mkdir(parents=True)
     (project / "probe" / "__init__.py").write_text("")
     (project / "probe" / "models.py").write_text(PROBE_MODELS)
-    (project / "probe_settings.py").write_text(SETTINGS.format(admin=ADMIN_APPS if admin else []))
+    settings = SETTINGS.format(admin=ADMIN_APPS if admin else [])
+    (project / "probe_settings.py").write_text(settings + (ADMIN_SETTINGS if admin else ""))
     (project / "probe_urls.py").write_text(URLS)
     return project
 

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from harness import HttpServer, free_port, terminate, wait_until
-from jobs.tests.install.conftest import Virtualenv, project_env
+from jobs.tests.install.conftest import ADMIN_SETTINGS, Virtualenv, project_env
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -96,27 +96,6 @@ if {postgres!r}:
 else:
     DATABASES = {{"default": {{"ENGINE": "django.db.backends.sqlite3", "NAME": "db.sqlite3"}}}}
     SILENCED_SYSTEM_CHECKS = ["models.W040"]  # SQLite ignores the indexes' INCLUDE
-if "django.contrib.admin" in INSTALLED_APPS:
-    MIDDLEWARE = [
-        "django.contrib.sessions.middleware.SessionMiddleware",
-        "django.middleware.common.CommonMiddleware",
-        "django.middleware.csrf.CsrfViewMiddleware",
-        "django.contrib.auth.middleware.AuthenticationMiddleware",
-        "django.contrib.messages.middleware.MessageMiddleware",
-    ]
-    TEMPLATES = [
-        {{
-            "BACKEND": "django.template.backends.django.DjangoTemplates",
-            "APP_DIRS": True,
-            "OPTIONS": {{
-                "context_processors": [
-                    "django.template.context_processors.request",
-                    "django.contrib.auth.context_processors.auth",
-                    "django.contrib.messages.context_processors.messages",
-                ]
-            }},
-        }}
-    ]
 {extra}
 """
 
@@ -171,6 +150,7 @@ def write_project(root: Path, config: Config, extra: str = "") -> Path:
     (root / "manage.py").write_text(MANAGE)
     (root / "site_settings.py").write_text(
         SETTINGS.format(apps=config.apps, postgres=config.database == "postgres", extra=extra)
+        + (ADMIN_SETTINGS if config.admin else "")
     )
     (root / "site_urls.py").write_text(
         URLS.format(admin=config.admin, api_prefix=config.api_prefix)
