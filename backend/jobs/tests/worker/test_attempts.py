@@ -23,6 +23,7 @@ from jobs.worker import WorkerConfig, WorkerRunner
 from jobs.worker.attempts import Attempt, InFlight
 from jobs.worker.executor import WorkerThread
 from jobs.worker.listener import LISTENER_APPLICATION_NAME
+from jobs.worker.maintenance import LeaseRescuer, Maintenance
 from jobs.worker.queues import QueueSet
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -398,6 +399,33 @@ def test_only_an_attempt_with_a_deadline_wakes_the_maintenance_thread(timeout_se
     in_flight.add(Attempt(job=job, thread=thread, timeout_seconds=timeout_seconds))
     assert in_flight.changed.is_set() is wakes
     assert [attempt.job.id for attempt in in_flight.snapshot()] == [job.id]
+
+
+def test_a_stop_asked_during_a_maintenance_pass_ends_the_thread_at_once(monkeypatch):
+    """The runner sets ``finished`` and wakes the thread; a stop that lands while a pass
+    runs must not wait for the next deadline (5 s of cleanup interval here)."""
+    in_pass, release = threading.Event(), threading.Event()
+
+    def slow_rescue(self):
+        in_pass.set()
+        release.wait(10)
+        return services.CleanupResult(requeued=0, failed=0)
+
+    monkeypatch.setattr(LeaseRescuer, "run_once", slow_rescue)
+    in_flight = InFlight()
+    maintenance = Maintenance(
+        config(cleanup_interval_seconds=5),
+        in_flight,
+        stopping=threading.Event(),
+        abandon=lambda thread: None,
+    )
+    maintenance.start()
+    assert in_pass.wait(10)
+    maintenance.finished.set()  # what WorkerRunner.wait() does once no thread serves
+    in_flight.changed.set()
+    release.set()
+    maintenance.join(timeout=2)
+    assert not maintenance.is_alive()
 
 
 # --- a lost connection inside the handler's own writes -----------------------------------------

@@ -96,6 +96,10 @@ class Maintenance(threading.Thread):
                 self.first_pass.set()
                 # Cleared before the deadlines are read: an attempt added meanwhile wakes us.
                 self.in_flight.changed.clear()
+                if self.finished.is_set():
+                    # Set during this pass, with a wake-up the clear above just swallowed:
+                    # waiting now would hold the runner's shutdown until the next deadline.
+                    break
                 wake = min(next_beat, next_cleanup, *self.timeouts.deadlines())
                 self.in_flight.changed.wait(max(wake - time.monotonic(), 0.01))
         finally:
