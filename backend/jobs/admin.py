@@ -69,7 +69,8 @@ class JobAdmin(ReadOnlyAdminMixin, ModelAdmin):
         "finished_at",
     ]
     list_filter = ["status", "queue", "type"]
-    search_fields = ["id", "type", "idempotency_key"]
+    # Metadata as text: a request id (or any value a client attached) finds its jobs.
+    search_fields = ["id", "type", "idempotency_key", "metadata"]
     ordering = ["-created_at", "-id"]
     fields = JOB_FIELDS
     readonly_fields = JOB_FIELDS

@@ -32,3 +32,54 @@ THROUGHPUT_BUCKET_SECONDS_MAX = 3600
 THROUGHPUT_MAX_BUCKETS = 500
 # GET /api/jobs/types/ and /api/workers/: the window.
 ACTIVITY_MINUTES_MAX = 1440
+
+# A job's metadata: a JSON object of string keys and string values (correlation ids and the
+# trace context; see metadata_problem). Bounds of what a caller gives; the trace context
+# the tracing injects on top (traceparent, tracestate, baggage) is bounded by W3C's limits.
+METADATA_MAX_ENTRIES = 32
+METADATA_KEY_MAX_LENGTH = 128
+# W3C baggage's own limit, so a baggage header a caller carries over fits in one value.
+METADATA_VALUE_MAX_LENGTH = 8192
+# Keys and values together, in characters.
+METADATA_MAX_CHARS = 16384
+
+
+def metadata_problem(value: object) -> str | None:
+    """Why ``value`` is not acceptable job metadata, or ``None`` when it is: a JSON object
+    of at most ``METADATA_MAX_ENTRIES`` string keys (1 to ``METADATA_KEY_MAX_LENGTH``
+    characters) and string values (at most ``METADATA_VALUE_MAX_LENGTH``), with at most
+    ``METADATA_MAX_CHARS`` characters in all. Storability (NUL, lone surrogates) is
+    ``jobs.storable``'s rule, checked beside this one."""
+    if not isinstance(value, dict):
+        return "Must be a JSON object of string keys and string values."
+    if len(value) > METADATA_MAX_ENTRIES:
+        return f"At most {METADATA_MAX_ENTRIES} entries are allowed, got {len(value)}."
+    total = 0
+    for key, item in value.items():
+        if not isinstance(key, str) or not 1 <= len(key) <= METADATA_KEY_MAX_LENGTH:
+            return f"Keys must be strings of 1 to {METADATA_KEY_MAX_LENGTH} characters."
+        if not isinstance(item, str):
+            return f"The value of {key!r} must be a string, got {_kind(item)}."
+        if len(item) > METADATA_VALUE_MAX_LENGTH:
+            return (
+                f"The value of {key!r} is {len(item)} characters long; at most "
+                f"{METADATA_VALUE_MAX_LENGTH} are allowed."
+            )
+        total += len(key) + len(item)
+    if total > METADATA_MAX_CHARS:
+        return f"Keys and values add up to {total} characters; at most {METADATA_MAX_CHARS}."
+    return None
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__

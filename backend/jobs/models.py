@@ -131,6 +131,10 @@ class Job(models.Model):
     timeout_seconds = models.IntegerField(null=True, blank=True)
     # Set when a cancel was asked for while the job ran; the attempt then ends as cancelled.
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    # String keys and values the caller attached (a request id to correlate by) and the
+    # trace context the tracing injected (traceparent, tracestate, baggage): bounded by
+    # jobs.limits.metadata_problem on the way in, never read to decide the job's state.
+    metadata = models.JSONField(default=dict, db_default={}, blank=True)
 
     objects = JobQuerySet.as_manager()
 

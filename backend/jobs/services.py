@@ -33,6 +33,7 @@ from .drivers import JobRow, Owner, get_driver
 from .drivers.base import CancelOutcome, Event, Failure, Heartbeat, NewJob, Release, Selection
 from .drivers.orm import job_row
 from .errors import DuplicateIdempotencyKey, EmptySelection, InvalidTransition
+from .limits import metadata_problem
 from .models import DEFAULT_QUEUE, Job, JobEventType, JobStatus
 from .storable import UnstorableValue, json_problem, storable_text, to_storable_json
 
@@ -124,6 +125,7 @@ def create_job(
     idempotency_key: str | None = None,
     queue: str = DEFAULT_QUEUE,
     timeout_seconds: int | None = None,
+    metadata: dict[str, str] | None = None,
     now: datetime | None = None,
 ) -> tuple[JobRow, bool]:
     """Enqueue a job and its ``created`` event; return ``(job, created)``.
@@ -142,6 +144,7 @@ def create_job(
         idempotency_key=idempotency_key,
         queue=queue,
         timeout_seconds=timeout_seconds,
+        metadata=metadata,
     )
     (result,) = create_jobs([spec], now=now)
     return result
@@ -159,6 +162,7 @@ class NewJobSpec:
     idempotency_key: str | None = None
     queue: str = DEFAULT_QUEUE
     timeout_seconds: int | None = None
+    metadata: dict[str, str] | None = None
 
 
 def create_jobs(
@@ -169,8 +173,9 @@ def create_jobs(
     One statement on PostgreSQL writes every job and its ``created`` event. Each
     idempotency key is honoured as in ``create_job`` (an existing key returns its job with
     ``created=False``); the same key twice in one call raises ``DuplicateIdempotencyKey``
-    and a payload the database cannot store raises ``UnstorableValue``, both before any
-    write and naming the spec's index. Idle workers are woken for the jobs due now.
+    and a payload the database cannot store, or metadata out of bounds
+    (``jobs.limits.metadata_problem``), raises ``UnstorableValue``, all before any write
+    and naming the spec's index. Idle workers are woken for the jobs due now.
     """
     now = _now(now)
     seen: dict[str, int] = {}
@@ -180,6 +185,10 @@ def create_jobs(
         problem = json_problem(payload)
         if problem is not None:
             raise UnstorableValue(f"payload: {problem}", index=index)
+        metadata = {} if spec.metadata is None else spec.metadata
+        problem = metadata_problem(metadata) or json_problem(metadata)
+        if problem is not None:
+            raise UnstorableValue(f"metadata: {problem}", index=index)
         if spec.idempotency_key is not None:
             if spec.idempotency_key in seen:
                 raise DuplicateIdempotencyKey(
@@ -203,6 +212,7 @@ def create_jobs(
                 queue=spec.queue,
                 timeout_seconds=spec.timeout_seconds,
                 event_data={"type": spec.type},
+                metadata=metadata,
             )
         )
     if not jobs:

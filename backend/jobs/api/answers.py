@@ -17,6 +17,10 @@ from ..limits import (
     BULK_IDS_MAX,
     IDEMPOTENCY_KEY_MAX_LENGTH,
     MAX_ATTEMPTS_MAX,
+    METADATA_KEY_MAX_LENGTH,
+    METADATA_MAX_CHARS,
+    METADATA_MAX_ENTRIES,
+    METADATA_VALUE_MAX_LENGTH,
     PRIORITY_MAX,
     PRIORITY_MIN,
     QUEUE_NAME_MAX_LENGTH,
@@ -82,6 +86,10 @@ def input_limits() -> dict[str, int]:
         "queue_name_max_length": QUEUE_NAME_MAX_LENGTH,
         "bulk_ids_max": BULK_IDS_MAX,
         "bulk_create_max": BULK_CREATE_MAX,
+        "metadata_max_entries": METADATA_MAX_ENTRIES,
+        "metadata_key_max_length": METADATA_KEY_MAX_LENGTH,
+        "metadata_value_max_length": METADATA_VALUE_MAX_LENGTH,
+        "metadata_max_chars": METADATA_MAX_CHARS,
     }
 
 

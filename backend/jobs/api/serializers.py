@@ -22,6 +22,10 @@ from ..limits import (
     BULK_IDS_MAX,
     IDEMPOTENCY_KEY_MAX_LENGTH,
     MAX_ATTEMPTS_MAX,
+    METADATA_KEY_MAX_LENGTH,
+    METADATA_MAX_CHARS,
+    METADATA_MAX_ENTRIES,
+    METADATA_VALUE_MAX_LENGTH,
     PRIORITY_MAX,
     PRIORITY_MIN,
     QUEUE_NAME_MAX_LENGTH,
@@ -32,6 +36,7 @@ from ..limits import (
     THROUGHPUT_MINUTES_MAX,
     TIMEOUT_SECONDS_MAX,
     TYPE_MAX_LENGTH,
+    metadata_problem,
 )
 from ..models import DEFAULT_QUEUE, Job, JobEvent, JobEventType, JobStatus
 from ..storable import json_problem
@@ -101,6 +106,25 @@ class JSONObjectField(serializers.JSONField):
         return data
 
 
+@extend_schema_field(
+    {
+        "type": "object",
+        "additionalProperties": {"type": "string", "maxLength": METADATA_VALUE_MAX_LENGTH},
+        "maxProperties": METADATA_MAX_ENTRIES,
+    }
+)
+class MetadataField(serializers.JSONField):
+    """A job's metadata: a JSON object of string keys and string values, within the
+    bounds of ``jobs.limits.metadata_problem``."""
+
+    def to_internal_value(self, data: Any) -> dict[str, str]:
+        problem = metadata_problem(data) or json_problem(data)
+        if problem is not None:
+            raise serializers.ValidationError(problem)
+        assert isinstance(data, dict)  # metadata_problem refuses anything else
+        return data
+
+
 def _json_kind(value: Any) -> str:
     if value is None:
         return "null"
@@ -140,6 +164,11 @@ class StrictBodySerializer(serializers.Serializer[Any]):
 class JobSerializer(serializers.ModelSerializer[Any]):
     payload = JSONObjectField(read_only=True)
     result = AnyJSONField(read_only=True, allow_null=True)
+    metadata = MetadataField(
+        read_only=True,
+        help_text="String keys and values given at creation, and the trace context "
+        "(traceparent, tracestate, baggage) the tracing adds.",
+    )
 
     class Meta:
         model = Job
@@ -217,6 +246,18 @@ class JobCreateSerializer(StrictBodySerializer):
         help_text=(
             "Seconds an attempt may run before it is failed as timed out. Omitted or null: "
             "the job type's default, else JOB_WORKER_TIMEOUT_SECONDS (0: no limit)."
+        ),
+    )
+
+    metadata = MetadataField(
+        required=False,
+        default=dict,
+        help_text=(
+            f"String keys and string values to correlate by (a request id): at most "
+            f"{METADATA_MAX_ENTRIES} entries, keys of 1 to {METADATA_KEY_MAX_LENGTH} "
+            f"characters, values of at most {METADATA_VALUE_MAX_LENGTH}, "
+            f"{METADATA_MAX_CHARS} characters in all. With tracing on, the trace context "
+            "is added as traceparent, tracestate and baggage."
         ),
     )
 
@@ -670,6 +711,16 @@ class LimitsSerializer(serializers.Serializer[dict[str, Any]]):
     queue_name_max_length = serializers.IntegerField(help_text="Longest queue name.")
     bulk_ids_max = serializers.IntegerField(help_text="Most ids one bulk action may name.")
     bulk_create_max = serializers.IntegerField(help_text="Most jobs one bulk create may hold.")
+    metadata_max_entries = serializers.IntegerField(help_text="Most entries of a job's metadata.")
+    metadata_key_max_length = serializers.IntegerField(
+        help_text="Longest metadata key, in characters."
+    )
+    metadata_value_max_length = serializers.IntegerField(
+        help_text="Longest metadata value, in characters."
+    )
+    metadata_max_chars = serializers.IntegerField(
+        help_text="Most characters of a job's metadata, keys and values together."
+    )
 
 
 class PageLimitsSerializer(serializers.Serializer[dict[str, Any]]):

@@ -49,6 +49,7 @@ class JobRow:
     queue: str
     timeout_seconds: int | None
     cancel_requested_at: datetime | None
+    metadata: dict[str, str]
 
     @property
     def pk(self) -> UUID:
@@ -80,6 +81,7 @@ class NewJob:
     queue: str
     timeout_seconds: int | None
     event_data: dict[str, Any]
+    metadata: dict[str, str]
 
 
 @dataclass(frozen=True, slots=True)

@@ -155,6 +155,7 @@ class OrmDriver:
                     updated_at=now,
                     queue=job.queue,
                     timeout_seconds=job.timeout_seconds,
+                    metadata=job.metadata,
                 )
                 for job in jobs
                 if job.idempotency_key not in existing

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import psycopg
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -51,9 +51,11 @@ COMPLETE_AND_CLAIM_ARGS = {
 
 
 def _job_row(values: Sequence[Any]) -> JobRow:
-    # Django's psycopg setup hands jsonb over as text; payload and result are decoded here.
+    # Django's psycopg setup hands jsonb over as text; payload, result and metadata are
+    # decoded here.
     row = JobRow(*values)
     object.__setattr__(row, "payload", json.loads(row.payload))
+    object.__setattr__(row, "metadata", json.loads(cast(str, row.metadata)))
     if row.result is not None:
         object.__setattr__(row, "result", json.loads(row.result))
     return row
@@ -76,6 +78,7 @@ def _new_job(position: int, job: NewJob) -> dict[str, Any]:
         "queue": job.queue,
         "timeout_seconds": job.timeout_seconds,
         "event_data": job.event_data,
+        "metadata": job.metadata,
     }
 
 

@@ -42,13 +42,13 @@ WITH new AS (
     SELECT * FROM jsonb_to_recordset(:jobs::jsonb) AS new(
         position integer, id uuid, type text, payload jsonb, priority smallint,
         available_at timestamptz, max_attempts integer, idempotency_key text, queue text,
-        timeout_seconds integer, event_data jsonb)
+        timeout_seconds integer, event_data jsonb, metadata jsonb)
 ), inserted AS (
     INSERT INTO jobs_job (id, type, payload, status, priority, available_at, attempts,
         max_attempts, idempotency_key, last_error, created_at, updated_at, queue,
-        timeout_seconds)
+        timeout_seconds, metadata)
     SELECT id, type, payload, 'queued', priority, available_at, 0, max_attempts,
-        idempotency_key, '', :now, :now, queue, timeout_seconds
+        idempotency_key, '', :now, :now, queue, timeout_seconds, metadata
     -- Keys in one order: concurrent batches sharing keys wait instead of deadlocking.
     FROM new ORDER BY idempotency_key, position
     ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING

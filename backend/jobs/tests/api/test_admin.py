@@ -121,6 +121,19 @@ def test_job_page_is_read_only_and_shows_the_events(admin_client):
     assert job.status == Job.Status.FAILED
 
 
+def test_job_page_shows_the_metadata_and_the_list_finds_jobs_by_it(admin_client):
+    job = queued_job(metadata={"request_id": "req-7f3a", "tenant": "acme"})
+    other = queued_job(metadata={"request_id": "req-0000"})
+
+    html = admin_client.get(f"{JOBS_URL}{job.pk}/change/").content.decode()
+    assert "Metadata" in html
+    assert "request_id" in html and "req-7f3a" in html and "acme" in html
+    assert 'name="metadata"' not in html  # read-only like every field
+
+    listing = admin_client.get(JOBS_URL, {"q": "req-7f3a"}).content.decode()
+    assert str(job.pk) in listing and str(other.pk) not in listing
+
+
 def test_jobs_cannot_be_added_or_deleted_in_the_admin(admin_client):
     job = failed_job()
     assert admin_client.get(f"{JOBS_URL}add/").status_code == 403

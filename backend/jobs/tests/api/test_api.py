@@ -22,6 +22,7 @@ from jobs.api import views
 from jobs.api.pagination import JobEventCursorPagination, JobPagination, JobTimelinePagination
 from jobs.api.serializers import validated_job_create
 from jobs.models import Job, JobEvent
+from jobs.storable import UnstorableValue
 from jobs.tests.factories import (
     WORKER,
     failed_job,
@@ -140,6 +141,10 @@ def test_config_describes_job_types_worker_and_limits(api, settings):
         "queue_name_max_length": 64,
         "bulk_ids_max": 1000,
         "bulk_create_max": 1000,
+        "metadata_max_entries": 32,
+        "metadata_key_max_length": 128,
+        "metadata_value_max_length": 8192,
+        "metadata_max_chars": 16384,
     }
     assert body["pagination"] == {
         "jobs": {"default_limit": 25, "max_limit": 100},
@@ -1162,3 +1167,97 @@ def test_bulk_create_names_the_item_and_field_holding_an_unstorable_string(api):
         "jobs": ["Strings may not contain a lone surrogate \\ud800 (at $[1].payload.a)."]
     }
     assert nothing_written()
+
+
+# --- Metadata -----------------------------------------------------------------------------------
+
+
+def test_create_stores_metadata_and_every_representation_shows_it(api):
+    metadata = {"request_id": "req-42", "tenant": "acme"}
+    response = post_job(api, {"type": "demo.success", "metadata": metadata})
+    assert response.status_code == 201
+    assert response.json()["metadata"] == metadata
+    job = Job.objects.get()
+    assert job.metadata == metadata
+    assert api.get(f"/api/jobs/{job.pk}/").json()["metadata"] == metadata
+    assert api.get("/api/jobs/").json()["results"][0]["metadata"] == metadata
+
+
+def test_create_without_metadata_stores_an_empty_object(api):
+    assert post_job(api, {"type": "demo.success"}).json()["metadata"] == {}
+    assert Job.objects.get().metadata == {}
+
+
+def test_create_accepts_metadata_at_its_bounds(api):
+    # 32 entries, keys of 128 characters, values up to 8,192: 16,384 characters in all.
+    metadata = {f"{n:02}".ljust(128, "k"): "v" for n in range(30)}
+    metadata["a".ljust(128, "k")] = "v" * 8192
+    metadata["b".ljust(128, "k")] = "v" * (16384 - 32 * 128 - 30 - 8192)
+    assert sum(len(k) + len(v) for k, v in metadata.items()) == 16384
+    response = post_job(api, {"type": "demo.success", "metadata": metadata})
+    assert response.status_code == 201, response.json()
+    assert Job.objects.get().metadata == metadata
+
+
+BAD_METADATA = [
+    pytest.param(["a"], "JSON object", id="array"),
+    pytest.param("request_id=1", "JSON object", id="string"),
+    pytest.param(None, "may not be null", id="null"),
+    pytest.param({"n": 1}, "value of 'n' must be a string, got a number", id="number"),
+    pytest.param({"n": None}, "got null", id="null-value"),
+    pytest.param({"n": {"nested": "x"}}, "got an object", id="nested"),
+    pytest.param({"": "x"}, "1 to 128 characters", id="empty-key"),
+    pytest.param({"k" * 129: "x"}, "1 to 128 characters", id="key-too-long"),
+    pytest.param({"k": "v" * 8193}, "at most 8192", id="value-too-long"),
+    pytest.param({f"k{n}": "v" for n in range(33)}, "At most 32 entries", id="too-many"),
+    pytest.param({f"k{n}": "v" * 7000 for n in range(3)}, "at most 16384", id="too-large-in-all"),
+    pytest.param({"k": "a\x00b"}, "NUL", id="nul"),
+]
+
+
+@pytest.mark.parametrize(("metadata", "reason"), BAD_METADATA)
+def test_create_refuses_bad_metadata_with_400_naming_the_field(api, metadata, reason):
+    response = post_job(api, {"type": "demo.success", "metadata": metadata})
+    assert response.status_code == 400
+    errors = response.json()
+    assert set(errors) == {"metadata"}, errors
+    assert any(reason in message for message in errors["metadata"]), errors
+    assert nothing_written()
+
+
+def test_bulk_create_stores_each_jobs_metadata_and_names_a_bad_one(api):
+    jobs = [{"type": "demo.success", "metadata": {"n": str(n)}} for n in range(2)]
+    response = post_bulk(api, "bulk", {"jobs": jobs})
+    assert response.status_code == 201
+    ids = [item["id"] for item in response.json()["jobs"]]
+    assert [Job.objects.get(pk=pk).metadata for pk in ids] == [{"n": "0"}, {"n": "1"}]
+
+    jobs.append({"type": "demo.success", "metadata": {"n": 2}})
+    response = post_bulk(api, "bulk", {"jobs": jobs})
+    assert response.status_code == 400
+    assert response.json() == {
+        "jobs[2].metadata": ["The value of 'n' must be a string, got a number."]
+    }
+    assert Job.objects.count() == 2
+
+
+def test_services_refuse_bad_metadata_naming_the_spec_before_writing():
+    specs = [
+        services.NewJobSpec(type="demo.success", metadata={"ok": "yes"}),
+        services.NewJobSpec(type="demo.success", metadata={"bad": 1}),  # type: ignore[dict-item]
+    ]
+    with pytest.raises(UnstorableValue) as refused:
+        services.create_jobs(specs)
+    assert refused.value.index == 1
+    assert str(refused.value) == "metadata: The value of 'bad' must be a string, got a number."
+    assert nothing_written()
+
+
+def test_the_schema_describes_metadata_as_an_object_of_strings(api):
+    schema = json.loads(api.get("/api/schema/?format=json").content)
+    metadata = schema["components"]["schemas"]["Job"]["properties"]["metadata"]
+    assert metadata["type"] == "object"
+    assert metadata["additionalProperties"]["type"] == "string"
+    assert metadata["readOnly"] is True
+    create = schema["components"]["schemas"]["JobCreateRequest"]["properties"]["metadata"]
+    assert create["maxProperties"] == 32
