@@ -30,6 +30,7 @@ import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
+from dataclasses import field as dataclass_field
 from datetime import datetime
 from functools import partial
 from typing import Any, Protocol
@@ -56,6 +57,7 @@ from .limits import (
     QUEUE_NAME_PATTERN,
     TIMEOUT_SECONDS_MAX,
     TYPE_MAX_LENGTH,
+    metadata_problem,
 )
 from .models import FINISHED_STATUSES, JobEventType, JobStatus
 from .registry import HandlerSpec
@@ -252,11 +254,16 @@ class JobQueueTask(Task):  # type: ignore[type-arg]  # Task is not subscriptable
     seconds one attempt may run. ``None`` (the default) takes the backend's OPTIONS for
     the task's queue, then the backend's, then the app settings
     (``JOB_WORKER_MAX_ATTEMPTS_DEFAULT``, ``JOB_WORKER_TIMEOUT_SECONDS``).
+    ``metadata``: string keys and values every job of the task carries (a request id:
+    ``task.using(metadata={...}).enqueue(...)`` for one call), within the bounds of the
+    job's metadata (``jobs.limits``); with tracing on, the trace context joins them.
     Creating one registers it as the handler of its module path.
     """
 
     max_attempts: int | None = None
     timeout_seconds: int | None = None
+    # Not hashed: a dict is not hashable, and a task is told apart by its other fields.
+    metadata: Mapping[str, str] | None = dataclass_field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         # Task.__post_init__ by name: super() fails in slots dataclasses before Python 3.14.
@@ -291,18 +298,21 @@ class JobQueueTask(Task):  # type: ignore[type-arg]  # Task is not subscriptable
         backend: str | None = None,
         max_attempts: int | None = None,
         timeout_seconds: int | None = None,
+        metadata: Mapping[str, str] | None = None,
     ) -> JobQueueTask:
-        """Django's ``using()``, plus this queue's options for one call."""
+        """Django's ``using()``, plus this queue's options for one call; ``metadata``
+        replaces the task's."""
         task: Task[..., Any] = Task.using(
             self, priority=priority, queue_name=queue_name, run_after=run_after, backend=backend
         )
         assert isinstance(task, JobQueueTask)  # Task.using() keeps the class
-        if max_attempts is None and timeout_seconds is None:
+        if max_attempts is None and timeout_seconds is None and metadata is None:
             return task
         return replace(
             task,
             max_attempts=task.max_attempts if max_attempts is None else max_attempts,
             timeout_seconds=task.timeout_seconds if timeout_seconds is None else timeout_seconds,
+            metadata=task.metadata if metadata is None else metadata,
         )
 
 
@@ -469,6 +479,13 @@ class JobQueueBackend(BaseTaskBackend):
                 isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit
             ):
                 raise InvalidTask(f"{name} must be a whole number from 1 to {limit}.")
+        if task.metadata is not None:
+            metadata: object = task.metadata
+            if isinstance(metadata, Mapping):
+                metadata = dict(metadata)
+            problem = metadata_problem(metadata) or json_problem(metadata)
+            if problem is not None:
+                raise InvalidTask(f"metadata: {problem}")
 
     def option(self, task: JobQueueTask, name: str) -> int | None:
         """The task's ``name`` option: its own, else its queue's, else the backend's."""
@@ -525,6 +542,7 @@ class JobQueueBackend(BaseTaskBackend):
         # The options are the task's, so the same for every call.
         max_attempts = self.option(task, "MAX_ATTEMPTS")
         timeout_seconds = self.option(task, "TIMEOUT_SECONDS")
+        metadata = None if task.metadata is None else dict(task.metadata)
         specs = []
         for index, (args, kwargs) in enumerate(calls):
             try:
@@ -542,6 +560,7 @@ class JobQueueBackend(BaseTaskBackend):
                     max_attempts=max_attempts,
                     queue=task.queue_name,
                     timeout_seconds=timeout_seconds,
+                    metadata=metadata,
                 )
             )
         rows = services.create_jobs(specs)

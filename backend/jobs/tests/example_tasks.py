@@ -53,3 +53,9 @@ async def async_progress(context: Any, note: str) -> int:
 @task(priority=-100, queue_name="tasks-test", timeout_seconds=30, max_attempts=7)
 def configured() -> None:
     """A task with every option set by its decorator."""
+
+
+@task(metadata={"team": "billing"})
+def tagged() -> None:
+    """A task whose jobs carry metadata of its own."""
+

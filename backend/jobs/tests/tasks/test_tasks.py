@@ -210,6 +210,49 @@ def test_bad_task_options_are_refused_when_the_task_is_defined(options, message)
         example_tasks.add.using(**options)
 
 
+@pytest.mark.django_db
+def test_metadata_given_through_using_goes_on_the_job():
+    metadata = {"request_id": "req-9", "tenant": "acme"}
+    result = example_tasks.add.using(metadata=metadata).enqueue(1, 2)
+    job = Job.objects.get(pk=result.id)
+    assert job.metadata == metadata
+    # The task itself keeps none; another call without it writes none.
+    assert example_tasks.add.metadata is None
+    assert Job.objects.get(pk=example_tasks.add.enqueue(3, 4).id).metadata == {}
+
+
+@pytest.mark.django_db
+def test_metadata_of_a_task_and_of_using_for_one_call_and_in_bulk():
+    tagged = example_tasks.tagged
+    assert Job.objects.get(pk=tagged.enqueue().id).metadata == {"team": "billing"}
+    # using() replaces the task's metadata for that call.
+    once = tagged.using(metadata={"team": "ops"}).enqueue()
+    assert Job.objects.get(pk=once.id).metadata == {"team": "ops"}
+    results = tagged.enqueue_many([((), {}), ((), {})])
+    assert [Job.objects.get(pk=r.id).metadata for r in results] == [{"team": "billing"}] * 2
+    # A dict is no hash key: tasks hash as before, by their other fields.
+    assert hash(tagged) == hash(tagged.using(metadata={"other": "x"}))
+
+
+@pytest.mark.parametrize(
+    ("metadata", "message"),
+    [
+        ({"n": 1}, "metadata: The value of 'n' must be a string, got a number."),
+        (["request_id"], "metadata: Must be a JSON object of string keys and string values."),
+        ({"k" * 129: "v"}, "metadata: Keys must be strings of 1 to 128 characters."),
+        ({f"k{n}": "v" for n in range(33)}, "metadata: At most 32 entries are allowed, got 33."),
+        ({"k": "\x00"}, "metadata: Strings may not contain the NUL character"),
+    ],
+    ids=["number", "list", "long-key", "too-many", "nul"],
+)
+@pytest.mark.django_db
+def test_bad_metadata_is_refused_by_using_before_anything_is_written(metadata, message):
+    with pytest.raises(InvalidTask) as refused:
+        example_tasks.add.using(metadata=metadata)
+    assert str(refused.value).startswith(message)
+    assert not Job.objects.exists()
+
+
 def test_a_task_not_made_by_the_backends_task_class_is_refused():
     from django.tasks import Task
 
