@@ -421,6 +421,11 @@ JOB_WORKER_METRICS_PORT = env_int("JOB_WORKER_METRICS_PORT", 0, minimum=0)
 JOB_WORKER_METRICS_ADDRESS = env_str("JOB_WORKER_METRICS_ADDRESS", "127.0.0.1")
 # Extra modules that register handlers with @jobs.handlers.register, imported at startup.
 JOB_HANDLER_MODULES = env_list("JOB_HANDLER_MODULES", "")
+# OpenTelemetry spans around enqueue and every attempt (jobs.tracing), and what else they
+# record: any of payload, result, metadata (jobs.E009 names a wrong one). Where the spans
+# go is the OTEL_* variables' business (config/telemetry.py).
+JOB_TRACING = env_bool("JOB_TRACING", False)
+JOB_TRACING_RECORD = env_list("JOB_TRACING_RECORD", "")
 
 # Log lines: "text" (time level logger action=... key=value) or "json" (one object per
 # line with the same fields, for log shippers).

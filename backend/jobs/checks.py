@@ -20,6 +20,7 @@ from django.core.checks import CheckMessage, Error, register
 from . import extras
 from .conf import app_settings
 from .limits import MAX_ATTEMPTS_MAX, QUEUE_NAME_PATTERN, TIMEOUT_SECONDS_MAX
+from .tracing import RECORDABLE
 
 DAY = 24 * 3600
 
@@ -93,8 +94,9 @@ def check_settings(
     **kwargs: Any,
 ) -> list[CheckMessage]:
     """Every ``JOB_*`` setting within its range (``jobs.E001``-``E004``), the
-    transaction-pooling rules (``jobs.E005``, ``E006``), and the metrics extra when a
-    worker is to serve metrics (``jobs.E007``)."""
+    transaction-pooling rules (``jobs.E005``, ``E006``), the metrics extra when a
+    worker is to serve metrics (``jobs.E007``), and the tracing settings with the otel
+    extra when tracing is on (``jobs.E008``, ``E009``)."""
     errors: list[CheckMessage] = []
     for name in INTEGER_RANGES:
         errors += _integer_errors(name, getattr(app_settings, name))
@@ -107,6 +109,40 @@ def check_settings(
     if app_settings.JOB_DB_TRANSACTION_POOLING:
         errors += _transaction_pooling_errors()
     errors += _metrics_errors(app_settings.JOB_WORKER_METRICS_PORT)
+    errors += _tracing_errors(app_settings.JOB_TRACING, app_settings.JOB_TRACING_RECORD)
+    return errors
+
+
+def _tracing_errors(tracing: Any, record: Any) -> list[CheckMessage]:
+    errors: list[CheckMessage] = []
+    if not isinstance(tracing, bool):
+        errors.append(
+            Error(
+                f"JOB_TRACING is {tracing!r}; it must be True or False.",
+                obj="JOB_TRACING",
+                id="jobs.E008",
+            )
+        )
+    # Only asked when tracing is on: looking for the package imports its namespace.
+    elif tracing and not extras.installed("otel"):
+        errors.append(
+            Error(
+                "JOB_TRACING is on, but opentelemetry-api is not installed.",
+                hint=f"{extras.install_command('otel')}, or set JOB_TRACING = False.",
+                obj="JOB_TRACING",
+                id="jobs.E008",
+            )
+        )
+    names = list(record) if isinstance(record, list | tuple) else None
+    if names is None or any(name not in RECORDABLE for name in names):
+        errors.append(
+            Error(
+                f"JOB_TRACING_RECORD is {record!r}; it must be a list of any of "
+                f"{', '.join(RECORDABLE)} (none: the messaging attributes only).",
+                obj="JOB_TRACING_RECORD",
+                id="jobs.E009",
+            )
+        )
     return errors
 
 

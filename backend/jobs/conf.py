@@ -58,6 +58,11 @@ DEFAULTS: dict[str, Any] = {
     "JOB_WORKER_METRICS_ADDRESS": "127.0.0.1",
     # Log lines as "text" (action=... key=value) or "json" (one object per line).
     "JOB_LOG_FORMAT": "text",
+    # OpenTelemetry spans around enqueue and every attempt (jobs.tracing; the otel extra),
+    # and what they record beyond the messaging attributes: any of "payload", "result",
+    # "metadata" (none by default: payloads and results may hold personal data).
+    "JOB_TRACING": False,
+    "JOB_TRACING_RECORD": [],
 }
 
 

@@ -22,6 +22,8 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "api": ("rest_framework", "drf_spectacular"),
     "metrics": ("prometheus_client",),
     "unfold": ("unfold",),
+    # A submodule: other opentelemetry-* distributions share the namespace package.
+    "otel": ("opentelemetry.trace",),
 }
 
 
@@ -31,7 +33,14 @@ class MissingExtra(ImproperlyConfigured):
 
 def missing(extra: str) -> list[str]:
     """The modules of ``extra`` that cannot be imported here."""
-    return [module for module in EXTRAS[extra] if find_spec(module) is None]
+    return [module for module in EXTRAS[extra] if not _findable(module)]
+
+
+def _findable(module: str) -> bool:
+    try:
+        return find_spec(module) is not None
+    except ModuleNotFoundError:  # a submodule's parent package is not installed either
+        return False
 
 
 def installed(extra: str) -> bool:

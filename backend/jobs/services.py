@@ -28,6 +28,7 @@ from uuid import UUID, uuid4
 from django.db import transaction
 from django.utils import timezone
 
+from . import tracing
 from .conf import app_settings
 from .drivers import JobRow, Owner, get_driver
 from .drivers.base import CancelOutcome, Event, Failure, Heartbeat, NewJob, Release, Selection
@@ -175,7 +176,9 @@ def create_jobs(
     ``created=False``); the same key twice in one call raises ``DuplicateIdempotencyKey``
     and a payload the database cannot store, or metadata out of bounds
     (``jobs.limits.metadata_problem``), raises ``UnstorableValue``, all before any write
-    and naming the spec's index. Idle workers are woken for the jobs due now.
+    and naming the spec's index. Idle workers are woken for the jobs due now. With
+    tracing on, the write runs inside a producer span whose context each job's metadata
+    carries (``jobs.tracing.sending``).
     """
     now = _now(now)
     seen: dict[str, int] = {}
@@ -217,9 +220,10 @@ def create_jobs(
         )
     if not jobs:
         return []
-    return get_driver().create_jobs(
-        jobs, message=MESSAGES[JobEventType.CREATED], now=now, notify=app_settings.JOB_NOTIFY
-    )
+    with tracing.sending(jobs) as traced:
+        return get_driver().create_jobs(
+            traced, message=MESSAGES[JobEventType.CREATED], now=now, notify=app_settings.JOB_NOTIFY
+        )
 
 
 # --- Claim ------------------------------------------------------------------------------

@@ -53,6 +53,18 @@ def register_handler():
 
 
 @pytest.fixture
+def spans(settings):
+    """Tracing on (``JOB_TRACING``), its spans kept by the SDK's in-memory exporter:
+    ``spans.get_finished_spans()``."""
+    from jobs.tests.helpers import memory_exporter
+
+    settings.JOB_TRACING = True
+    exporter = memory_exporter()
+    yield exporter
+    exporter.clear()
+
+
+@pytest.fixture
 def private_postgres():
     """A PostgreSQL server of the test's own (``helpers.PrivatePostgres``), with an empty
     database; destroyed afterwards."""

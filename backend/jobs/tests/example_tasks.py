@@ -59,3 +59,20 @@ def configured() -> None:
 def tagged() -> None:
     """A task whose jobs carry metadata of its own."""
 
+
+@task
+async def async_traced() -> str:
+    """Opens a span in the coroutine and one in a sync_to_async call it awaits, as
+    instrumented clients would (the tracing tests read their parents)."""
+    from asgiref.sync import sync_to_async
+    from opentelemetry import trace
+
+    tracer = trace.get_tracer("jobs.tests")
+
+    def query() -> None:
+        with tracer.start_as_current_span("sync_to_async call"):
+            pass
+
+    with tracer.start_as_current_span("coroutine call"):
+        await sync_to_async(query)()
+    return "traced"

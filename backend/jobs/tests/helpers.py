@@ -127,3 +127,24 @@ def production_child_env(**extra: str) -> dict[str, str]:
     )
     env.pop("GUNICORN_CMD_ARGS", None)
     return env
+
+
+_MEMORY_EXPORTER: Any = None
+
+
+def memory_exporter() -> Any:
+    """The OpenTelemetry SDK's in-memory exporter behind this process's tracer provider,
+    set up on first use (a process has one global provider), cleared."""
+    global _MEMORY_EXPORTER
+    if _MEMORY_EXPORTER is None:
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        _MEMORY_EXPORTER = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(_MEMORY_EXPORTER))
+        trace.set_tracer_provider(provider)
+    _MEMORY_EXPORTER.clear()
+    return _MEMORY_EXPORTER

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import DatabaseError, InterfaceError
 
-from .. import services
+from .. import services, tracing
 from ..drivers import JobRow, Owner
 from ..models import JobStatus
 from ..registry import HandlerSpec, get_handler
@@ -180,9 +180,12 @@ class WorkerThread(threading.Thread):
         self.runner.in_flight.add(attempt)
         attempt_started.send_robust(type(self), job=job, worker_id=self.worker_id)
         try:
-            if spec is None:
-                raise LookupError(f"No handler or task is registered for job type {job.type!r}")
-            result = spec.fn(context)
+            # The attempt's consumer span (jobs.tracing), current while the handler runs;
+            # it ends with the outcome _finish announces.
+            with tracing.attempt(job, self.worker_id):
+                if spec is None:
+                    raise LookupError(f"No handler or task is registered for job type {job.type!r}")
+                result = spec.fn(context)
         except BaseException as exc:
             # Recorded and announced while the exception is being handled, as Django's own
             # backends send task_finished: a receiver that logs (django.tasks does) gets
