@@ -418,6 +418,10 @@ export interface components {
             readonly timeout_seconds: number | null;
             /** Format: date-time */
             readonly cancel_requested_at: string | null;
+            /** @description String keys and values given at creation, and the trace context (traceparent, tracestate, baggage) the tracing adds. */
+            readonly metadata: {
+                [key: string]: string;
+            };
         };
         /**
          * @description The body of `POST /api/jobs/bulk/`: up to BULK_CREATE_MAX jobs, validated as a
@@ -464,6 +468,10 @@ export interface components {
             queue?: string;
             /** @description Seconds an attempt may run before it is failed as timed out. Omitted or null: the job type's default, else JOB_WORKER_TIMEOUT_SECONDS (0: no limit). */
             timeout_seconds?: number | null;
+            /** @description String keys and string values to correlate by (a request id): at most 32 entries, keys of 1 to 128 characters, values of at most 8192, 16384 characters in all. With tracing on, the trace context is added as traceparent, tracestate and baggage. */
+            metadata?: {
+                [key: string]: string;
+            };
         };
         JobEvent: {
             readonly id: number;
@@ -640,6 +648,14 @@ export interface components {
             bulk_ids_max: number;
             /** @description Most jobs one bulk create may hold. */
             bulk_create_max: number;
+            /** @description Most entries of a job's metadata. */
+            metadata_max_entries: number;
+            /** @description Longest metadata key, in characters. */
+            metadata_key_max_length: number;
+            /** @description Longest metadata value, in characters. */
+            metadata_value_max_length: number;
+            /** @description Most characters of a job's metadata, keys and values together. */
+            metadata_max_chars: number;
         };
         LoginRequest: {
             username: string;

@@ -47,6 +47,36 @@ describe('Job detail page', () => {
     expect(screen.queryByRole('button', { name: 'Cancel job' })).not.toBeInTheDocument();
   });
 
+  it('shows the metadata, with the trace id its traceparent names', async () => {
+    const state = serve(
+      makeJob({
+        metadata: {
+          request_id: 'req-42',
+          traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+          baggage: 'tenant=acme',
+        },
+      }),
+      [],
+    );
+    const { queryClient } = renderApp(`/jobs/${JOB_ID}`);
+    const section = await screen.findByRole('region', { name: 'Metadata' });
+    const entries = within(section).getByLabelText('Metadata entries');
+    const value = (key: string) => within(entries).getByText(key, { selector: 'dt' }).nextElementSibling!;
+    expect([...entries.querySelectorAll('dt')].map((term) => term.textContent)).toEqual([
+      'baggage',
+      'request_id',
+      'traceparent',
+    ]);
+    expect(value('request_id')).toHaveTextContent('req-42');
+    expect(value('baggage')).toHaveTextContent('tenant=acme');
+    expect(section).toHaveTextContent('Trace 0af7651916cd43dd8448eb211c80319c');
+
+    state.job = makeJob({ metadata: {}, updated_at: '2026-06-21T03:00:00+03:30' });
+    await queryClient.refetchQueries({ queryKey: ['jobs', 'detail', JOB_ID], exact: true });
+    await waitFor(() => expect(section).toHaveTextContent('No metadata.'));
+    expect(section).not.toHaveTextContent('Trace');
+  });
+
   it('shows the queue and the timeout, or which default applies', async () => {
     const state = serve(makeJob({ queue: 'emails', timeout_seconds: 120 }), []);
     const { queryClient } = renderApp(`/jobs/${JOB_ID}`);

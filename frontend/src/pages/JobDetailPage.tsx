@@ -10,6 +10,7 @@ import { RelativeTime } from '../components/RelativeTime';
 import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
 import { errorMessage } from '../lib/errors';
 import { formatExact, formatTimeOfDay } from '../lib/time';
+import { traceIdOf } from '../lib/trace';
 import { StatusBadge } from '../components/StatusBadge';
 import { ApiError } from '../api/client';
 
@@ -86,6 +87,30 @@ function JobFields({ job, worker }: { job: Job; worker: WorkerSettings | undefin
         </Field>
       )}
     </dl>
+  );
+}
+
+/** Metadata: what the client attached, and the trace context the tracing added. */
+function JobMetadata({ metadata }: { metadata: Job['metadata'] }) {
+  const entries = Object.entries(metadata).sort(([a], [b]) => a.localeCompare(b));
+  if (entries.length === 0) return <p className="muted">No metadata.</p>;
+  const traceId = traceIdOf(metadata.traceparent);
+  return (
+    <>
+      {traceId && (
+        <p>
+          Trace <span className="mono">{traceId}</span>{' '}
+          <span className="muted">(look it up in your tracing backend)</span>
+        </p>
+      )}
+      <dl className="dl" aria-label="Metadata entries">
+        {entries.map(([key, value]) => (
+          <Field key={key} label={key}>
+            <span className="mono">{value}</span>
+          </Field>
+        ))}
+      </dl>
+    </>
   );
 }
 
@@ -258,6 +283,11 @@ export function JobDetailPage() {
         <section className="panel" aria-labelledby="payload-heading">
           <h2 id="payload-heading">Payload</h2>
           <JsonView value={data.payload} label="Payload JSON" />
+        </section>
+
+        <section className="panel" aria-labelledby="metadata-heading">
+          <h2 id="metadata-heading">Metadata</h2>
+          <JobMetadata metadata={data.metadata} />
         </section>
 
         <section className="panel" aria-labelledby="result-heading">

@@ -43,6 +43,7 @@ export function makeJob(overrides: Partial<Job> = {}): Job {
     queue: 'default',
     timeout_seconds: null,
     cancel_requested_at: null,
+    metadata: {},
     ...overrides,
   };
 }
@@ -117,6 +118,10 @@ export const config: ApiConfig = {
     queue_name_max_length: 64,
     bulk_ids_max: 1000,
     bulk_create_max: 1000,
+    metadata_max_entries: 32,
+    metadata_key_max_length: 128,
+    metadata_value_max_length: 8192,
+    metadata_max_chars: 16384,
   },
   pagination: {
     jobs: { default_limit: 25, max_limit: 100 },
