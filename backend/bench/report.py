@@ -28,6 +28,8 @@ from .pgbouncer import render as render_pgbouncer
 from .raw_sql import RawSqlRun
 from .scale import FutureJobsCase, ScaleResult
 from .tasks import TasksResult
+from .tracing import TracingResult
+from .tracing import render as render_tracing
 from .wakeup import WakeupResult
 from .workers import HeartbeatCost, WorkerRun
 
@@ -73,6 +75,7 @@ class Results:
     bulk: BulkEnqueue | None = None
     wakeup: WakeupResult | None = None
     pgbouncer: PgBouncerResult | None = None
+    tracing: TracingResult | None = None
     targets: list[Target] = field(default_factory=list)
     goals: list[Goal] = field(default_factory=list)
 
@@ -850,6 +853,8 @@ def render(results: Results) -> str:
         out += _wakeup(results.wakeup)
     if results.pgbouncer:
         out += render_pgbouncer(results.pgbouncer)
+    if results.tracing:
+        out += render_tracing(results.tracing)
     if results.targets:
         out += ["", "Other targets"]
         for target in results.targets:

@@ -23,6 +23,8 @@ and written, with the raw figures, to ``bench-results/latest.json`` (and ``lates
    ``--activity-events`` events in the last hour, cold and warm.
 9. PgBouncer (``bench.pgbouncer``): 8 worker processes x 4 threads drain ``--jobs`` jobs
    directly and through pgbouncer in transaction mode with at most 10 server connections.
+10. Tracing (``bench.tracing``): 1 worker process x 4 threads drains ``--tracing-jobs`` with
+    OpenTelemetry not importable, installed but off, and on (exporting over OTLP/HTTP).
 
 Benchmarks print figures; nothing here asserts a timing.
 """
@@ -60,6 +62,7 @@ from .raw_sql import PROTOCOLS, SCRIPTS, RawSqlRun, pgbench_available, run_pgben
 from .scale import SMALL, run_scale
 from .server import ServerShape
 from .tasks import run_tasks
+from .tracing import run_tracing
 from .wakeup import run_wakeup
 from .workers import CONFIGS, WorkerRun, run_heartbeat_cost, run_workers
 
@@ -74,6 +77,7 @@ PHASES = (
     "heartbeat",
     "activity",
     "pgbouncer",
+    "tracing",
 )
 
 
@@ -164,6 +168,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=2,
         help="rounds of the @register and django.tasks paths, back to back, each round "
         "starting with the other; the median ratio is reported (2)",
+    )
+    parser.add_argument(
+        "--tracing-rounds",
+        type=int,
+        default=4,
+        help="rounds of the tracing modes (absent, off, on), back to back, each round "
+        "starting with another; the median ratios are reported (4)",
+    )
+    parser.add_argument(
+        "--tracing-jobs",
+        type=int,
+        default=5000,
+        help="jobs per tracing run: a drain of 2,000 lasts about a second, too short to "
+        "tell a few per cent apart on a shared machine (5000)",
     )
     parser.add_argument(
         "--db",
@@ -328,6 +346,15 @@ def main(argv: list[str] | None = None) -> int:
         if "pgbouncer" in args.phases:
             results.pgbouncer = run_pgbouncer(
                 db, env, jobs=args.jobs, repeat=args.repeat, log_dir=log_dir
+            )
+        if "tracing" in args.phases:
+            results.tracing = run_tracing(
+                db,
+                env,
+                jobs=args.tracing_jobs,
+                threads=4,
+                rounds=args.tracing_rounds,
+                log_dir=log_dir,
             )
     finally:
         db.close()
