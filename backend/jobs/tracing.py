@@ -202,8 +202,10 @@ def _attempt(tracer: Tracer, record: frozenset[str], job: JobRow, worker_id: str
     from opentelemetry.trace import SpanKind
 
     # From the job's metadata only, never the thread's context: a job without a trace
-    # context starts a trace of its own.
-    parent = propagate.extract(job.metadata)
+    # context starts a trace of its own, and so does one whose metadata a raw write left
+    # in another shape (the column does not enforce it).
+    metadata: object = job.metadata
+    parent = propagate.extract(metadata if isinstance(metadata, dict) else {})
     attributes = _job_attributes(job, "process", record)
     attributes["job_queue.job.attempt"] = job.attempts
     attributes["job_queue.job.max_attempts"] = job.max_attempts
@@ -284,10 +286,11 @@ def _job_attributes(job: NewJob | JobRow, operation: str, record: frozenset[str]
     if record:
         if "payload" in record:
             attributes["job_queue.job.payload"] = _json(job.payload)
-        if "metadata" in record:
+        metadata: object = job.metadata
+        if "metadata" in record and isinstance(metadata, dict):
             attributes.update(
                 (f"job_queue.job.metadata.{key}", value)
-                for key, value in job.metadata.items()
+                for key, value in metadata.items()
                 if key not in _propagation_fields()
             )
     return attributes

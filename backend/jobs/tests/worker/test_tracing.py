@@ -281,3 +281,14 @@ def test_tracing_off_writes_no_span_and_no_trace_context(spans, settings):
     run_workers_in_burst()
     assert [span.context for span in spans.get_finished_spans()] == [server.get_span_context()]
     assert fresh(job).metadata == {}
+
+
+def test_metadata_of_another_shape_starts_a_trace_of_its_own(spans):
+    job = queued_job("demo.success", payload={"sleep_seconds": 0})
+    Job.objects.filter(pk=job.pk).update(metadata=["not", "an", "object"])  # a raw write
+    run_workers_in_burst()
+
+    (process,) = consumers(spans)
+    assert process.parent is None
+    assert process.attributes["job_queue.attempt.outcome"] == "succeeded"
+    assert fresh(job).status == Job.Status.SUCCEEDED
