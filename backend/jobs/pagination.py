@@ -9,7 +9,11 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import Cursor, CursorPagination, LimitOffsetPagination
 from rest_framework.request import Request
 
-_DIGITS = re.compile(r"[0-9]+")
+# A cursor's position is an event id: a bigint, so at most 19 digits (and at most
+# _MAX_ID). A longer one names no event, and past 4,300 digits Python refuses to
+# convert it at all, which used to surface as a 500 from the id lookup.
+_POSITION = re.compile(r"[0-9]{1,19}")
+_MAX_ID = 2**63 - 1
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 
 
@@ -93,4 +97,6 @@ class JobTimelinePagination(JobEventCursorPagination):
 
 
 def _valid_position(position: str | None) -> bool:
-    return position is None or _DIGITS.fullmatch(position) is not None
+    return position is None or (
+        _POSITION.fullmatch(position) is not None and int(position) <= _MAX_ID
+    )
