@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 from prometheus_client import (
-    CONTENT_TYPE_PLAIN_0_0_4,
     CollectorRegistry,
     Counter,
     Histogram,
@@ -37,6 +36,7 @@ from prometheus_client import (
     start_http_server,
 )
 from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
 from . import selectors, signals
@@ -49,8 +49,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("jobs.metrics")
 
 PREFIX = "jobqueue"
-# The classic text format (0.0.4), which every Prometheus version reads.
-CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 
 # --- The queue, from the database (the API's /metrics) ---------------------------------
 
@@ -110,11 +108,16 @@ class QueueCollector(Collector):
         )
 
 
-def queue_metrics_text() -> bytes:
-    """The API's /metrics body: the queue as the database holds it now."""
+def queue_metrics(accept: str) -> tuple[bytes, str]:
+    """The API's /metrics body and its content type: the queue as the database holds it
+    now, in the format the client's ``Accept`` header asks for, chosen by the client
+    library as its own HTTP server (the workers' endpoint) chooses: OpenMetrics when
+    asked for it (Prometheus does), otherwise the classic text format (0.0.4), which
+    every scraper, ``curl`` and any ``Accept`` (none, ``*/*``, ``text/plain``) read."""
+    encoder, content_type = choose_encoder(accept)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(QueueCollector())
-    return generate_latest(registry)
+    return encoder(registry), content_type
 
 
 # --- Each worker process ---------------------------------------------------------------
