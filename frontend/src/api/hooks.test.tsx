@@ -3,9 +3,9 @@ import { act, waitFor } from '@testing-library/react';
 import { http, HttpResponse } from 'msw';
 import { afterEach, describe, expect, it } from 'vitest';
 import { usePolling } from '../polling/usePolling';
-import { API, JOB_ID, eventPage, jobsPage, makeEvent, makeJob, stats } from '../test/fixtures';
+import { API, JOB_ID, jobsPage, makeEvent, makeJob, stats } from '../test/fixtures';
 import { renderHookWithClient } from '../test/render';
-import { server } from '../test/server';
+import { server, timelineResponse } from '../test/server';
 import { ApiError } from './client';
 import {
   connectionFromHealth,
@@ -101,7 +101,7 @@ describe('useJobEvents', () => {
       http.get(`${API}/jobs/${JOB_ID}/`, () => HttpResponse.json(state.job)),
       http.get(`${API}/jobs/${JOB_ID}/events/`, () => {
         state.eventCalls += 1;
-        return HttpResponse.json(eventPage(state.events));
+        return timelineResponse(state.events);
       }),
     );
     return state;
@@ -152,7 +152,7 @@ describe('useRetryJob', () => {
   it('puts the requeued job in the cache and reloads its events', async () => {
     let events = [makeEvent({ id: 7, type: 'failed', attempt: 1 })];
     server.use(
-      http.get(`${API}/jobs/${JOB_ID}/events/`, () => HttpResponse.json(eventPage(events))),
+      http.get(`${API}/jobs/${JOB_ID}/events/`, () => timelineResponse(events)),
       http.post(`${API}/jobs/${JOB_ID}/retry/`, () => {
         events = [...events, makeEvent({ id: 8, type: 'manual_retry', attempt: 0 })];
         return HttpResponse.json(makeJob({ status: 'queued' }));
