@@ -85,8 +85,12 @@ bench: venv ## Every performance goal beside its same-run reference on PostgreSQ
 bench-readme: venv ## Rewrite README.md's performance table from bench-results/latest.json (run make bench first)
 	cd $(BACKEND) && $(PY) -m bench.readme
 
+.PHONY: provision
+provision: ## Install what the tests need (Debian's nginx, chromium, prometheus, pgbouncer) and start PostgreSQL, where this user can
+	@bash $(ROOT)/scripts/provision.sh
+
 .PHONY: test
-test: lint test-compose test-docs test-schema test-types test-backend-sqlite test-backend-postgres test-frontend test-e2e ## Everything the project checks (what CI runs)
+test: provision lint test-compose test-docs test-schema test-types test-backend-sqlite test-backend-postgres test-frontend test-e2e ## Everything the project checks (what CI runs); provisions first
 
 .PHONY: run
 run: venv ## Run API (:8000), worker and dashboard (:5173); SQLite unless PostgreSQL is configured

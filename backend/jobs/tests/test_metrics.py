@@ -182,7 +182,7 @@ def test_busy_threads_are_counted_while_they_run():
 def prometheus_installed():
     if not PROMETHEUS.exists():
         if IN_CI:
-            pytest.fail("Debian's prometheus package is required in CI (.ci/run installs it)")
+            pytest.fail("Debian's prometheus package is required in CI (make test installs it)")
         pytest.skip("prometheus is not installed (apt-get install prometheus)")
 
 
