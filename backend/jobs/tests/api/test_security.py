@@ -10,6 +10,7 @@ in-process on the local settings; test_api.py holds the body-size limit's own te
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import re
@@ -21,6 +22,7 @@ import time
 import uuid
 from io import StringIO
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -894,6 +896,110 @@ def test_the_400_for_a_query_parameter_says_what_and_where():
         "type": ["Strings may not contain the NUL character \\u0000."],
         "\\u0000": ["Strings may not contain the NUL character \\u0000 (in the field's name)."],
     }
+
+
+# --- Inputs that reached a 500: a 400 naming the field, in every server mode --------------
+
+
+def feed_with_cursor_position(digits: str) -> str:
+    """``/api/job-events/`` with a well-formed cursor whose position (the event id it
+    continues from) is ``digits``."""
+    cursor = base64.b64encode(f"p={digits}".encode()).decode()
+    return f"/api/job-events/?cursor={quote(cursor)}"
+
+
+# More than Python converts to an integer (4,300 digits): the id lookup raised ValueError.
+HUGE_CURSOR = feed_with_cursor_position("9" * 5_000)
+# Twice DATA_UPLOAD_MAX_NUMBER_FIELDS: Django refuses to parse the query string, and with
+# DEBUG=true its error page, which lists the parameters, failed again and answered 500.
+TOO_MANY_PARAMETERS = "/api/jobs/?" + "&".join(["a"] * 2_000)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("debug", [True, False], ids=["debug", "production"])
+@pytest.mark.parametrize("position", [str(2**63), "9" * 5_000], ids=["bigint+1", "5000-digits"])
+def test_a_cursor_position_beyond_any_event_id_is_a_400_naming_the_cursor(
+    client, settings, debug, position
+):
+    settings.DEBUG = debug
+    failed_job()
+    response = client.get(feed_with_cursor_position(position))
+    assert response.status_code == 400, response.content[:300]
+    assert response.json() == {"cursor": ["Invalid cursor"]}
+
+
+@pytest.mark.django_db
+def test_a_cursor_position_at_the_largest_event_id_is_accepted(client):
+    failed_job()
+    response = client.get(feed_with_cursor_position(str(2**63 - 1)))
+    assert response.status_code == 200
+    assert len(response.json()["results"]) == 3
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("debug", [True, False], ids=["debug", "production"])
+def test_more_query_parameters_than_django_parses_is_a_json_400(client, settings, debug):
+    settings.DEBUG = debug
+    response = client.get(TOO_MANY_PARAMETERS)
+    assert response.status_code == 400, response.content[:300]
+    assert response.json() == {"query": ["Too many query parameters: at most 1000 are accepted."]}
+
+
+@pytest.mark.django_db
+def test_more_query_parameters_than_django_parses_is_a_plain_400_outside_the_api(client):
+    response = client.get("/admin/?" + "&".join(["a"] * 2_000))
+    assert response.status_code == 400
+    assert b"Too many query parameters" in response.content
+
+
+# gunicorn answers 414 itself to a request line over 4,094 bytes, before Django sees it: a
+# 5,000-digit position cannot reach it there, 2,900 digits (3,900 bytes) are the most that can.
+GUNICORN_HUGE_CURSOR = feed_with_cursor_position("9" * 2_900)
+
+SERVER_MODES = [
+    ("runserver", True),
+    ("runserver", False),
+    ("gunicorn", True),
+    ("gunicorn", False),
+]
+
+
+@pytest.fixture(
+    scope="module",
+    params=SERVER_MODES,
+    ids=[f"{server}-{'debug' if debug else 'production'}" for server, debug in SERVER_MODES],
+)
+def server_mode(request, django_db_setup, django_db_blocker, tmp_path_factory):
+    """The API in each server mode on this run's test database: ``runserver`` and gunicorn,
+    each with ``DEBUG=true`` (the Debug Toolbar on, as it is by default) and ``DEBUG=false``."""
+    server, debug = request.param
+    with django_db_blocker.unblock():
+        env = child_env(ENABLE_DJANGO_DEBUG_TOOLBAR="true") if debug else production_child_env()
+    log = tmp_path_factory.mktemp("server-mode") / f"{server}.log"
+    with serve_api(log, env, server=server) as api:
+        yield server, api
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("bad_input", "field"),
+    [("cursor", "cursor"), ("parameters", "query")],
+    ids=["huge-cursor", "2000-parameters"],
+)
+def test_hostile_queries_are_a_json_400_naming_the_field_in_every_server_mode(
+    server_mode, bad_input, field
+):
+    server, api = server_mode
+    token = Token.objects.create(user=user_with("view_job")).key
+    if bad_input == "cursor":
+        path = GUNICORN_HUGE_CURSOR if server == "gunicorn" else HUGE_CURSOR
+    else:
+        path = TOO_MANY_PARAMETERS
+    status, headers, body = api.request("GET", path, token=token)
+    assert status == 400, body[:300]
+    assert headers["content-type"] == "application/json", headers
+    assert list(json.loads(body)) == [field]
 
 
 @pytest.fixture
