@@ -13,9 +13,10 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from ... import services
-from ..attempts import InFlight
+from ..attempts import Attempt, InFlight
 
 logger = logging.getLogger("jobs.worker")
 
@@ -47,15 +48,24 @@ class Heartbeat:
         ]
         if not live:
             return HeartbeatPass(renewed=0, lost=0, cancel_requested=0)
+        # One attempt at most owns a job. Two of the same job here are one that lost it,
+        # its handler still running, and a later claim of the job: the later one is the
+        # only one that can own it, and the answer (by job) is about that one.
+        latest: dict[Any, Attempt] = {}
+        for attempt in live:
+            seen = latest.get(attempt.job.id)
+            if seen is None or attempt.started > seen.started:
+                latest[attempt.job.id] = attempt
         beats = {
             beat.job_id: beat
             for beat in services.heartbeat(
-                attempts=[attempt.owner for attempt in live], lease_seconds=self.lease_seconds
+                attempts=[attempt.owner for attempt in latest.values()],
+                lease_seconds=self.lease_seconds,
             )
         }
         lost = cancelled = 0
         for attempt in live:
-            beat = beats.get(attempt.job.id)
+            beat = beats.get(attempt.job.id) if latest[attempt.job.id] is attempt else None
             if beat is None:
                 attempt.state.lost = True
                 lost += 1
