@@ -239,6 +239,7 @@ def _register(task: JobQueueTask) -> None:
         description=description,
         example_payload={"args": [], "kwargs": {}},
         timeout_seconds=task.timeout_seconds,
+        heartbeat=task.heartbeat,
     )
     # A second definition of the same path is the module run again: the newest wins.
     registry.add(spec, replace=True)
@@ -252,11 +253,15 @@ class JobQueueTask(Task):  # type: ignore[type-arg]  # Task is not subscriptable
     seconds one attempt may run. ``None`` (the default) takes the backend's OPTIONS for
     the task's queue, then the backend's, then the app settings
     (``JOB_WORKER_MAX_ATTEMPTS_DEFAULT``, ``JOB_WORKER_TIMEOUT_SECONDS``).
+    ``heartbeat=False``: the worker does not extend the lease of the task's attempts, as
+    ``@register(..., heartbeat=False)`` (for demonstrations and for tasks that must prove
+    liveness themselves: with ``takes_context=True``, ``context.job.renew()``).
     Creating one registers it as the handler of its module path.
     """
 
     max_attempts: int | None = None
     timeout_seconds: int | None = None
+    heartbeat: bool = True
 
     def __post_init__(self) -> None:
         # Task.__post_init__ by name: super() fails in slots dataclasses before Python 3.14.
@@ -469,6 +474,8 @@ class JobQueueBackend(BaseTaskBackend):
                 isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit
             ):
                 raise InvalidTask(f"{name} must be a whole number from 1 to {limit}.")
+        if not isinstance(task.heartbeat, bool):
+            raise InvalidTask("heartbeat must be True or False.")
 
     def option(self, task: JobQueueTask, name: str) -> int | None:
         """The task's ``name`` option: its own, else its queue's, else the backend's."""

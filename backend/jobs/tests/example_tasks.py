@@ -53,3 +53,11 @@ async def async_progress(context: Any, note: str) -> int:
 @task(priority=-100, queue_name="tasks-test", timeout_seconds=30, max_attempts=7)
 def configured() -> None:
     """A task with every option set by its decorator."""
+
+
+@task(takes_context=True, heartbeat=False, max_attempts=1)
+def proves_liveness(context: Any, steps: int) -> int:
+    """Opts out of the heartbeat and renews its own lease at each step."""
+    for _ in range(steps):
+        context.job.renew()
+    return steps

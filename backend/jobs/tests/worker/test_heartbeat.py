@@ -117,3 +117,38 @@ def test_a_cancel_request_for_the_later_attempt_is_not_taken_for_the_lost_ones(
     services.cancel_job(job_id=second.job.id)
     Heartbeat(in_flight(first, second), lease_seconds=30).run_once()
     assert (first.state.cancel_requested, second.state.cancel_requested) == (False, True)
+
+
+# --- handlers that opted out of the heartbeat (heartbeat=False) --------------------------------
+
+
+def test_an_attempt_without_heartbeat_keeps_the_lease_it_has():
+    job = running_job(lease_seconds=3)
+    attempt = attempt_of(job, heartbeat=False)
+    assert Heartbeat(in_flight(attempt), lease_seconds=30).run_once() == HeartbeatPass(0, 0, 0)
+    assert fresh(job).locked_until == job.locked_until
+
+
+def test_an_attempt_without_heartbeat_still_sees_its_cancel_request():
+    job = running_job()
+    services.cancel_job(job_id=job.pk)
+    attempt = attempt_of(job, heartbeat=False)
+    beat = Heartbeat(in_flight(attempt), lease_seconds=30).run_once()
+    assert beat == HeartbeatPass(renewed=0, lost=0, cancel_requested=1)
+    assert attempt.state.cancel_requested
+
+
+def test_an_attempt_without_heartbeat_whose_lease_cleanup_took_back_is_marked_lost():
+    job = running_job(lease_seconds=1)
+    services.cleanup_expired_jobs(now=timezone.now() + timedelta(seconds=5), worker_id="other")
+    attempt = attempt_of(job, heartbeat=False)
+    assert Heartbeat(in_flight(attempt), lease_seconds=30).run_once().lost == 1
+    assert attempt.state.lost
+
+
+@pytest.mark.postgres
+def test_attempts_with_and_without_heartbeat_share_one_statement(django_assert_num_queries):
+    renewing, watched = running_job(), running_job()
+    running = in_flight(attempt_of(renewing), attempt_of(watched, heartbeat=False))
+    with django_assert_num_queries(1):
+        assert Heartbeat(running, lease_seconds=30).run_once() == HeartbeatPass(1, 0, 0)

@@ -6,6 +6,9 @@ runs out only when the process is gone or stuck. The answer also says which atte
 process no longer owns (requeued by another process's rescuer, finished) and which were
 asked to cancel; each attempt's state is marked, so its handler's next ``check()``,
 ``renew()`` or ``progress()`` stops it.
+
+A handler registered with ``heartbeat=False`` is watched in the same statement, but its
+lease is not extended: it runs out unless the handler renews it itself.
 """
 
 from __future__ import annotations
@@ -56,10 +59,12 @@ class Heartbeat:
             seen = latest.get(attempt.job.id)
             if seen is None or attempt.started > seen.started:
                 latest[attempt.job.id] = attempt
+        renewing = [attempt for attempt in latest.values() if attempt.heartbeat]
         beats = {
             beat.job_id: beat
             for beat in services.heartbeat(
-                attempts=[attempt.owner for attempt in latest.values()],
+                attempts=[attempt.owner for attempt in renewing],
+                watch=[attempt.owner for attempt in latest.values() if not attempt.heartbeat],
                 lease_seconds=self.lease_seconds,
             )
         }
@@ -78,4 +83,5 @@ class Heartbeat:
                     attempt.job.attempts,
                     attempt.thread.worker_id,
                 )
-        return HeartbeatPass(renewed=len(beats), lost=lost, cancel_requested=cancelled)
+        renewed = sum(1 for attempt in renewing if attempt.job.id in beats)
+        return HeartbeatPass(renewed=renewed, lost=lost, cancel_requested=cancelled)
