@@ -6,7 +6,13 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import TooManyFieldsSent
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    JsonResponse,
+    QueryDict,
+)
 from django.urls import Resolver404, get_resolver
 
 from .storable import field_problems
@@ -55,7 +61,10 @@ class RefuseUnstorableQueryMiddleware:
 
     So is a query string of more than ``DATA_UPLOAD_MAX_NUMBER_FIELDS`` parameters (under
     ``query``): Django refuses to parse it, and with ``DEBUG=true`` its error page, which
-    shows the parameters, failed the same way and answered 500.
+    shows the parameters, failed the same way and answered 500. The refused request's
+    ``GET`` is then left empty, so nothing that reads it after the 400 (the Debug
+    Toolbar's request panel, outside this middleware) parses the query string again and
+    turns the 400 into a 500.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -67,6 +76,7 @@ class RefuseUnstorableQueryMiddleware:
         except TooManyFieldsSent:
             most = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
             problems = {"query": [f"Too many query parameters: at most {most} are accepted."]}
+            request.GET = QueryDict()
         if not problems:
             return self.get_response(request)
         if is_api_request(request):

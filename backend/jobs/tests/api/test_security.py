@@ -28,6 +28,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.management import call_command
+from django.http import HttpResponse
 from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from django.utils.crypto import get_random_string
@@ -36,6 +37,7 @@ from rest_framework.test import APIClient
 
 from harness import BACKEND_DIR, HttpServer, serve_api
 from jobs import services
+from jobs.middleware import RefuseUnstorableQueryMiddleware
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import failed_job, queued_job, user_with
 from jobs.tests.helpers import child_env, production_child_env
@@ -952,6 +954,14 @@ def test_more_query_parameters_than_django_parses_is_a_plain_400_outside_the_api
     assert b"Too many query parameters" in response.content
 
 
+def test_a_query_string_refused_for_its_size_is_not_parsed_again_after_the_400(rf):
+    # What the Debug Toolbar's request panel does after the response, outside the middleware.
+    request = rf.get("/admin/?" + "&".join(["a"] * 2_000))
+    response = RefuseUnstorableQueryMiddleware(lambda request: HttpResponse())(request)
+    assert response.status_code == 400
+    assert dict(request.GET) == {}
+
+
 # gunicorn answers 414 itself to a request line over 4,094 bytes, before Django sees it: a
 # 5,000-digit position cannot reach it there, 2,900 digits (3,900 bytes) are the most that can.
 GUNICORN_HUGE_CURSOR = feed_with_cursor_position("9" * 2_900)
@@ -1000,6 +1010,18 @@ def test_hostile_queries_are_a_json_400_naming_the_field_in_every_server_mode(
     assert status == 400, body[:300]
     assert headers["content-type"] == "application/json", headers
     assert list(json.loads(body)) == [field]
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_too_many_query_parameters_on_a_page_outside_the_api_are_a_400_in_every_server_mode(
+    server_mode,
+):
+    _, api = server_mode
+    status, headers, body = api.request("GET", "/admin/login/?" + "&".join(["a"] * 2_000))
+    assert status == 400, body[:300]
+    assert headers["content-type"].startswith("text/plain"), headers
+    assert body.startswith(b"Query parameter query: Too many query parameters")
 
 
 @pytest.fixture
