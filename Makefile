@@ -11,7 +11,8 @@ PY := $(VENV)/bin/python
 PYTHON ?= $(shell $(ROOT)/scripts/find-python.sh)
 
 # PostgreSQL used by the PostgreSQL test pass (a test_* database is created on it).
-TEST_PG_ENV := DATABASE_ENGINE=postgres POSTGRES_HOST=$${POSTGRES_HOST:-127.0.0.1} POSTGRES_PORT=$${POSTGRES_PORT:-5432} POSTGRES_USER=$${POSTGRES_USER:-postgres} POSTGRES_PASSWORD=$${POSTGRES_PASSWORD:-postgres} POSTGRES_DB=$${POSTGRES_DB:-job_queue}
+# TEST_DATABASE_ENGINE picks each pass's engine ahead of DATABASE_ENGINE and .env.
+TEST_PG_ENV := TEST_DATABASE_ENGINE=postgres DATABASE_ENGINE=postgres POSTGRES_HOST=$${POSTGRES_HOST:-127.0.0.1} POSTGRES_PORT=$${POSTGRES_PORT:-5432} POSTGRES_USER=$${POSTGRES_USER:-postgres} POSTGRES_PASSWORD=$${POSTGRES_PASSWORD:-postgres} POSTGRES_DB=$${POSTGRES_DB:-job_queue}
 
 .PHONY: help
 help: ## List the targets
@@ -40,11 +41,11 @@ format: venv ## Rewrite the backend in place: ruff format, then ruff check --fix
 .PHONY: test-backend-sqlite
 test-backend-sqlite: venv ## Backend tests on the embedded SQLite database
 	cd $(BACKEND) && DATABASE_ENGINE=sqlite $(PY) manage.py makemigrations --check --dry-run
-	cd $(BACKEND) && DATABASE_ENGINE=sqlite $(PY) -m pytest -q
+	cd $(BACKEND) && TEST_DATABASE_ENGINE=sqlite $(PY) -m pytest -q
 
 .PHONY: test-backend-postgres
-test-backend-postgres: venv ## Backend tests on PostgreSQL (fails if it is unreachable)
-	cd $(BACKEND) && $(TEST_PG_ENV) $(PY) -m pytest -q
+test-backend-postgres: venv ## Backend tests on PostgreSQL (fails if it is unreachable), with line coverage of jobs/
+	cd $(BACKEND) && $(TEST_PG_ENV) $(PY) -m pytest -q --cov --cov-report=term:skip-covered
 
 .PHONY: test-schema
 test-schema: venv ## Generate the OpenAPI schema and validate it; any drf-spectacular warning fails
@@ -86,8 +87,12 @@ bench: venv ## Every performance goal beside its same-run reference on PostgreSQ
 bench-readme: venv ## Rewrite README.md's performance table from bench-results/latest.json (run make bench first)
 	cd $(BACKEND) && $(PY) -m bench.readme
 
+.PHONY: provision
+provision: ## Install what the tests need (Debian's nginx, chromium, prometheus, pgbouncer) and start PostgreSQL, where this user can
+	@bash $(ROOT)/scripts/provision.sh
+
 .PHONY: test
-test: lint test-compose test-docs test-schema test-types test-backend-sqlite test-backend-postgres test-frontend test-e2e ## Everything the project checks (what CI runs)
+test: provision lint test-compose test-docs test-schema test-types test-backend-sqlite test-backend-postgres test-frontend test-e2e ## Everything the project checks (what CI runs); provisions first
 
 .PHONY: run
 run: venv ## Run API (:8000), worker and dashboard (:5173); SQLite unless PostgreSQL is configured

@@ -20,6 +20,7 @@ hadolint are installed from backend/requirements-dev.txt. Exit status 1 on any p
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -200,16 +201,20 @@ def main() -> int:
     ok = run("hadolint", [tool("hadolint"), "--no-color", *map(str, dockerfiles)]) and ok
 
     print("== nginx -t on the front door's configuration")
-    try:
-        result = nginx_conf.test_config(nginx_conf.EXAMPLE_VALUES)
-        nginx_ok = result.returncode == 0
-        output = (result.stdout + result.stderr).strip()
-    except (FileNotFoundError, KeyError) as exc:
-        nginx_ok, output = False, str(exc)
-    for line in output.splitlines():
-        print(f"   {line}")
-    print(f"   {'ok' if nginx_ok else 'FAILED'}")
-    ok = ok and nginx_ok
+    if nginx_conf.nginx_binary() is None and os.environ.get("CI", "").lower() != "true":
+        # make test installs Debian's nginx where it can, and has said so where it cannot.
+        print("   SKIPPED: no nginx (apt-get install nginx); CI=true fails instead")
+    else:
+        try:
+            result = nginx_conf.test_config(nginx_conf.EXAMPLE_VALUES)
+            nginx_ok = result.returncode == 0
+            output = (result.stdout + result.stderr).strip()
+        except (FileNotFoundError, KeyError) as exc:
+            nginx_ok, output = False, str(exc)
+        for line in output.splitlines():
+            print(f"   {line}")
+        print(f"   {'ok' if nginx_ok else 'FAILED'}")
+        ok = ok and nginx_ok
 
     print("== .env.example")
     documented, problems = read_env_example(args.env_example)

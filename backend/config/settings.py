@@ -289,6 +289,9 @@ CORS_ALLOWED_ORIGINS = env_list(
 # Any origin may call the open local demo API; production allows only the configured ones.
 CORS_ALLOW_ALL_ORIGINS = DEBUG
 CORS_URLS_REGEX = r"^/api/.*$"
+# A job's timeline announces its further pages in a Link header; a dashboard on another
+# origin (the Vite dev server) may read it only when CORS exposes it.
+CORS_EXPOSE_HEADERS = ["Link"]
 
 # --- Authentication, permissions and rate limits ----------------------------------------
 

@@ -241,6 +241,7 @@ def _register(task: JobQueueTask) -> None:
         description=description,
         example_payload={"args": [], "kwargs": {}},
         timeout_seconds=task.timeout_seconds,
+        heartbeat=task.heartbeat,
     )
     # A second definition of the same path is the module run again: the newest wins.
     registry.add(spec, replace=True)
@@ -257,6 +258,9 @@ class JobQueueTask(Task):  # type: ignore[type-arg]  # Task is not subscriptable
     ``metadata``: string keys and values every job of the task carries (a request id:
     ``task.using(metadata={...}).enqueue(...)`` for one call), within the bounds of the
     job's metadata (``jobs.limits``); with tracing on, the trace context joins them.
+    ``heartbeat=False``: the worker does not extend the lease of the task's attempts, as
+    ``@register(..., heartbeat=False)`` (for demonstrations and for tasks that must prove
+    liveness themselves: with ``takes_context=True``, ``context.job.renew()``).
     Creating one registers it as the handler of its module path.
     """
 
@@ -264,6 +268,7 @@ class JobQueueTask(Task):  # type: ignore[type-arg]  # Task is not subscriptable
     timeout_seconds: int | None = None
     # Not hashed: a dict is not hashable, and a task is told apart by its other fields.
     metadata: Mapping[str, str] | None = dataclass_field(default=None, hash=False)
+    heartbeat: bool = True
 
     def __post_init__(self) -> None:
         # Task.__post_init__ by name: super() fails in slots dataclasses before Python 3.14.
@@ -486,6 +491,8 @@ class JobQueueBackend(BaseTaskBackend):
             problem = metadata_problem(metadata) or json_problem(metadata)
             if problem is not None:
                 raise InvalidTask(f"metadata: {problem}")
+        if not isinstance(task.heartbeat, bool):
+            raise InvalidTask("heartbeat must be True or False.")
 
     def option(self, task: JobQueueTask, name: str) -> int | None:
         """The task's ``name`` option: its own, else its queue's, else the backend's."""

@@ -35,7 +35,6 @@ from .models import FINISHED_STATUSES, JobStatus
 
 require("metrics", "Prometheus metrics (jobs.metrics: /metrics, JOB_WORKER_METRICS_PORT)")
 from prometheus_client import (  # noqa: E402  (once the extra is known to be there)
-    CONTENT_TYPE_PLAIN_0_0_4,
     CollectorRegistry,
     Counter,
     Histogram,
@@ -44,6 +43,7 @@ from prometheus_client import (  # noqa: E402  (once the extra is known to be th
     start_http_server,
 )
 from prometheus_client.core import GaugeMetricFamily, Metric  # noqa: E402
+from prometheus_client.exposition import choose_encoder  # noqa: E402
 from prometheus_client.registry import Collector  # noqa: E402
 
 if TYPE_CHECKING:
@@ -52,8 +52,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("jobs.metrics")
 
 PREFIX = "jobqueue"
-# The classic text format (0.0.4), which every Prometheus version reads.
-CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 
 # --- The queue, from the database (the API's /metrics) ---------------------------------
 
@@ -113,11 +111,16 @@ class QueueCollector(Collector):
         )
 
 
-def queue_metrics_text() -> bytes:
-    """The API's /metrics body: the queue as the database holds it now."""
+def queue_metrics(accept: str) -> tuple[bytes, str]:
+    """The API's /metrics body and its content type: the queue as the database holds it
+    now, in the format the client's ``Accept`` header asks for, chosen by the client
+    library as its own HTTP server (the workers' endpoint) chooses: OpenMetrics when
+    asked for it (Prometheus does), otherwise the classic text format (0.0.4), which
+    every scraper, ``curl`` and any ``Accept`` (none, ``*/*``, ``text/plain``) read."""
+    encoder, content_type = choose_encoder(accept)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(QueueCollector())
-    return generate_latest(registry)
+    return encoder(registry), content_type
 
 
 # --- Each worker process ---------------------------------------------------------------

@@ -4,7 +4,15 @@ request is known to be the API's wherever the project mounted it."""
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.conf import settings
+from django.core.exceptions import TooManyFieldsSent
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    JsonResponse,
+    QueryDict,
+)
 from django.urls import Resolver404, get_resolver
 
 from .storable import field_problems
@@ -50,13 +58,25 @@ class RefuseUnstorableQueryMiddleware:
     admin's ``?status__exact=`` or search ``?q=``) would be a 500; no view is reached.
     For the API (``is_api_request``) the answer is its JSON error shape, naming the
     parameter.
+
+    So is a query string of more than ``DATA_UPLOAD_MAX_NUMBER_FIELDS`` parameters (under
+    ``query``): Django refuses to parse it, and with ``DEBUG=true`` its error page, which
+    shows the parameters, failed the same way and answered 500. The refused request's
+    ``GET`` is then left empty, so nothing that reads it after the 400 (the Debug
+    Toolbar's request panel, outside this middleware) parses the query string again and
+    turns the 400 into a 500.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        problems = field_problems(_query_fields(request))
+        try:
+            problems = field_problems(_query_fields(request))
+        except TooManyFieldsSent:
+            most = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+            problems = {"query": [f"Too many query parameters: at most {most} are accepted."]}
+            request.GET = QueryDict()
         if not problems:
             return self.get_response(request)
         if is_api_request(request):

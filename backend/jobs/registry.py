@@ -26,6 +26,8 @@ class HandlerSpec:
     example_payload: dict[str, Any]
     # Default for jobs of this type that set none; None: JOB_WORKER_TIMEOUT_SECONDS.
     timeout_seconds: int | None = None
+    # False: the worker's heartbeat does not extend the lease of this type's attempts.
+    heartbeat: bool = True
 
 
 _REGISTRY: dict[str, HandlerSpec] = {}
@@ -37,18 +39,30 @@ def register[F: Handler](
     description: str | None = None,
     example_payload: dict[str, Any] | None = None,
     timeout_seconds: int | None = None,
+    heartbeat: bool = True,
 ) -> Callable[[F], F]:
     """Decorator registering ``fn`` as the handler of ``type``.
 
     ``description`` (what ``GET /api/config/`` shows) defaults to the function's docstring;
     ``python -OO`` strips docstrings, so registering there needs it spelled out.
+    ``timeout_seconds`` is the default time limit of an attempt of this type.
+
+    ``heartbeat=False`` opts the type out of the automatic heartbeat: the worker does not
+    extend the lease of its attempts, so an attempt whose handler does not call
+    ``context.renew()`` within each lease loses its job to expired-lease cleanup
+    (``timeout_requeued``), as if its process had died. For demonstrations and for handlers
+    that must prove liveness themselves. The heartbeat still tells such an attempt that it
+    was asked to cancel or lost its job; ``renew()`` and ``progress()`` from an attempt
+    that lost it raise ``LeaseLost``.
     """
+    if not isinstance(heartbeat, bool):
+        raise TypeError(f"heartbeat must be True or False, not {heartbeat!r}")
 
     def decorator(fn: F) -> F:
         text = description or inspect.getdoc(fn)
         if not text:
             raise ValueError(f"the handler for {type!r} needs a description or a docstring")
-        add(HandlerSpec(type, fn, text, example_payload or {}, timeout_seconds))
+        add(HandlerSpec(type, fn, text, example_payload or {}, timeout_seconds, heartbeat))
         return fn
 
     return decorator

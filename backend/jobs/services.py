@@ -408,20 +408,27 @@ def renew_lease(
 
 
 def heartbeat(
-    *, attempts: list[Owner], lease_seconds: int | None = None, now: datetime | None = None
+    *,
+    attempts: list[Owner],
+    lease_seconds: int | None = None,
+    now: datetime | None = None,
+    watch: list[Owner] | None = None,
 ) -> list[Heartbeat]:
     """Extend the lease of every attempt in ``attempts`` its worker still owns.
 
     One statement for a whole worker process, under the same ownership guard as
     ``renew_lease``, and no event (an event per heartbeat would drown the timeline).
-    Returns the attempts still owned, each saying whether a cancel was requested; the
-    ones missing were lost (requeued by cleanup, or finished).
+    The attempts of ``watch`` (handlers that opted out of the heartbeat) are checked in
+    the same statement without extending their leases. Returns the attempts of both
+    still owned, each saying whether a cancel was requested; the ones missing were lost
+    (requeued by cleanup, or finished).
     """
-    if not attempts:
+    watch = watch or []
+    if not attempts and not watch:
         return []
     now = _now(now)
     _, locked_until = _lease_until(now, lease_seconds)
-    return get_driver().heartbeat(attempts, locked_until=locked_until, now=now)
+    return get_driver().heartbeat(attempts, locked_until=locked_until, now=now, watch=watch)
 
 
 def record_progress(

@@ -69,6 +69,7 @@ def api_config() -> dict[str, Any]:
             "job_timeline": {
                 "default_limit": JobTimelinePagination.page_size,
                 "max_limit": JobTimelinePagination.max_page_size,
+                "next_page_in": "link_header",
             },
         },
     }

@@ -8,8 +8,13 @@ from typing import Any
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import Cursor, CursorPagination, LimitOffsetPagination
 from rest_framework.request import Request
+from rest_framework.response import Response
 
-_DIGITS = re.compile(r"[0-9]+")
+# A cursor's position is an event id: a bigint, so at most 19 digits (and at most
+# _MAX_ID). A longer one names no event, and past 4,300 digits Python refuses to
+# convert it at all, which used to surface as a 500 from the id lookup.
+_POSITION = re.compile(r"[0-9]{1,19}")
+_MAX_ID = 2**63 - 1
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 
 
@@ -83,14 +88,28 @@ class JobEventCursorPagination(CursorPagination):
 
 
 class JobTimelinePagination(JobEventCursorPagination):
-    """One job's events oldest first by id: the pages a client has read never change, and
-    new events only ever add to the last page (its ``next`` link appears once it is full)."""
+    """One job's events oldest first by id, as the spec's plain JSON array, bounded the way
+    GitHub's REST API is: at most ``limit`` events per response, further pages announced in
+    an RFC 8288 ``Link`` header (``rel="next"`` while more events follow, ``rel="prev"``
+    past the first page). A timeline that fits in one page arrives whole, without the
+    header. The pages a client has read never change, and new events only ever add to the
+    last page (its ``next`` link appears once it is full)."""
 
     ordering = "id"
     page_size = 100
     max_page_size = 500
     page_size_query_description = f"Events per page (default {page_size}, at most {max_page_size})."
 
+    def get_paginated_response(self, data: Any) -> Response:
+        links = [(self.get_next_link(), "next"), (self.get_previous_link(), "prev")]
+        header = ", ".join(f'<{url}>; rel="{rel}"' for url, rel in links if url)
+        return Response(data, headers={"Link": header} if header else None)
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        return schema
+
 
 def _valid_position(position: str | None) -> bool:
-    return position is None or _DIGITS.fullmatch(position) is not None
+    return position is None or (
+        _POSITION.fullmatch(position) is not None and int(position) <= _MAX_ID
+    )

@@ -728,10 +728,20 @@ class PageLimitsSerializer(serializers.Serializer[dict[str, Any]]):
     max_limit = serializers.IntegerField(help_text="A larger `limit` is lowered to this.")
 
 
+class TimelinePageLimitsSerializer(PageLimitsSerializer):
+    next_page_in = serializers.CharField(
+        help_text='Where the next page is announced: "link_header", the `Link` header\'s '
+        '`rel="next"` (the body is the plain array of events).'
+    )
+
+
 class PaginationConfigSerializer(serializers.Serializer[dict[str, Any]]):
     jobs = PageLimitsSerializer(help_text="GET /api/jobs/ (limit-offset).")
     job_events = PageLimitsSerializer(help_text="GET /api/job-events/ (cursor).")
-    job_timeline = PageLimitsSerializer(help_text="GET /api/jobs/{id}/events/ (cursor).")
+    job_timeline = TimelinePageLimitsSerializer(
+        help_text="GET /api/jobs/{id}/events/: at most `default_limit` events per response "
+        "unless `limit` asks for up to `max_limit`."
+    )
 
 
 class ConfigSerializer(serializers.Serializer[dict[str, Any]]):

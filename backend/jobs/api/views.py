@@ -18,6 +18,7 @@ from django.urls import Resolver404, ResolverMatch, resolve
 from django.views.csrf import csrf_failure as django_csrf_failure
 from django.views.decorators.csrf import csrf_exempt
 from django.views.defaults import server_error as django_server_error
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -293,20 +294,44 @@ class JobDetailView(DomainErrorsMixin, APIView):
         return Response(job_representation(selectors.get_job(parse_job_id(id))))
 
 
+TIMELINE_LINK_HEADER = OpenApiParameter(
+    "Link",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    response=[200],
+    description=(
+        'Further pages (RFC 8288), as GitHub\'s REST API announces them: `<url>; rel="next"` '
+        'while later events follow, `<url>; rel="prev"` past the first page. Absent when the '
+        "whole timeline fits in one response."
+    ),
+)
+
+
+class TimelineSchema(AutoSchema):
+    """The timeline's 200 is the plain array (its paginator's schema leaves it as it is),
+    under a name of its own: drf-spectacular would name it PaginatedJobEventList like the
+    feed's page object, and keep whichever it met first."""
+
+    def get_paginated_name(self, serializer_name: str) -> str:
+        return f"{serializer_name}Timeline"
+
+
 @extend_schema_view(
     get=extend_schema(
         operation_id="jobs_events_list",
         tags=["events"],
-        parameters=[JOB_ID_PARAMETER],
+        parameters=[JOB_ID_PARAMETER, TIMELINE_LINK_HEADER],
         responses={200: JobEventSerializer(many=True), 400: BAD_REQUEST, 404: NOT_FOUND},
     )
 )
 class JobEventsView(DomainErrorsMixin, generics.ListAPIView[Any]):
-    """The job's timeline, oldest first (ascending id), cursor paginated: new events only
-    ever append to the last page."""
+    """The job's timeline: a JSON array of its events, oldest first (ascending id), at most
+    `limit` of them (100 unless asked, at most 500); a longer timeline continues at the URL
+    of the `Link` header's `rel="next"`. New events only ever append to the last page."""
 
     serializer_class = JobEventSerializer
     pagination_class = JobTimelinePagination
+    schema = TimelineSchema()
 
     def get_queryset(self) -> QuerySet[Any]:
         return selectors.job_timeline(parse_job_id(self.kwargs["id"]))

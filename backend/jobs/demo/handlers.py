@@ -20,7 +20,7 @@ def _number(payload: dict[str, Any], key: str, default: float) -> float:
     return float(value)
 
 
-# The three sleeping demos differ only in how they treat their lease while they sleep.
+# The sleeping demos differ only in how they treat their lease while they sleep.
 Sleep = Callable[[JobContext, float], None]
 
 
@@ -55,7 +55,7 @@ def _sleep_renewing(context: JobContext, seconds: float) -> None:
 
 
 def _sleep_without_renewing(context: JobContext, seconds: float) -> None:
-    """Sleep in one go without checking in: past its timeout the attempt is ended."""
+    """Sleep in one go without checking in (no renewal, no progress, no check)."""
     time.sleep(seconds)
 
 
@@ -79,12 +79,31 @@ def demo_slow(context: JobContext) -> dict[str, Any]:
     return _sleeping_demo(context, default=10, started="Started slow work", sleep=_sleep_renewing)
 
 
-@register("demo.timeout", example_payload={"sleep_seconds": 45}, timeout_seconds=10)
+# The spec's demo.timeout: it opts out of the heartbeat, so its lease runs out while it
+# sleeps, as a dead worker's would, and expired-lease cleanup takes the job back.
+@register("demo.timeout", example_payload={"sleep_seconds": 45}, heartbeat=False)
 def demo_timeout(context: JobContext) -> dict[str, Any]:
-    """Sleeps past its timeout (10 s unless the job sets timeout_seconds) without checking
-    in, so the worker records the attempt as timed out and retries it."""
+    """Sleeps without lease renewal to demonstrate expired lease cleanup: past its lease,
+    cleanup requeues the job (timeout_requeued), or fails it on its last attempt, and the
+    late completion changes nothing."""
     return _sleeping_demo(
-        context, default=45, started="Sleeping past the timeout", sleep=_sleep_without_renewing
+        context,
+        default=45,
+        started="Sleeping without renewing the lease",
+        sleep=_sleep_without_renewing,
+    )
+
+
+# Not in the spec: the per-job timeout, which demo.timeout showed while the heartbeat kept
+# every lease alive. A handler that hangs (a call without a timeout of its own) keeps its
+# lease through the heartbeat; its attempt's time limit ends it.
+@register("demo.hang", example_payload={"sleep_seconds": 45}, timeout_seconds=10)
+def demo_hang(context: JobContext) -> dict[str, Any]:
+    """Hangs past its timeout (10 s unless the job sets timeout_seconds) without checking
+    in, so the worker records the attempt as timed out and retries it, discarding its
+    late result."""
+    return _sleeping_demo(
+        context, default=45, started="Hanging past the timeout", sleep=_sleep_without_renewing
     )
 
 

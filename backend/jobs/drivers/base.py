@@ -10,6 +10,7 @@ handed over as values, so a driver holds statements and nothing else.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields
 from datetime import datetime
@@ -298,10 +299,17 @@ class Driver(Protocol):
         ...
 
     def heartbeat(
-        self, owners: list[Owner], *, locked_until: datetime, now: datetime
+        self,
+        owners: list[Owner],
+        *,
+        locked_until: datetime,
+        now: datetime,
+        watch: Sequence[Owner] = (),
     ) -> list[Heartbeat]:
-        """Move every still-owned lease among ``owners`` to ``locked_until`` (no event);
-        return those, so the caller learns which it lost and which must stop."""
+        """Move every still-owned lease among ``owners`` to ``locked_until`` (no event),
+        and look at the attempts of ``watch`` without moving theirs (handlers that opted
+        out of the heartbeat); return the still-owned attempts of both, so the caller
+        learns which it lost and which must stop."""
         ...
 
     def record_progress(self, owner: Owner, *, now: datetime, event: Event) -> bool:

@@ -49,6 +49,13 @@ def _owned(owner: Owner) -> Q:
     )
 
 
+def _any_owned(owners: Iterable[Owner]) -> Q:
+    held = Q(pk__in=[])
+    for owner in owners:
+        held |= _owned(owner)
+    return held
+
+
 def _lock_owned_type(owner: Owner) -> str | None:
     """Lock the owner's running attempt for this transaction; its job type, or ``None``
     when the attempt is no longer the owner's (the guard of renew and progress)."""
@@ -394,20 +401,26 @@ class OrmDriver:
         return True
 
     def heartbeat(
-        self, owners: list[Owner], *, locked_until: datetime, now: datetime
+        self,
+        owners: list[Owner],
+        *,
+        locked_until: datetime,
+        now: datetime,
+        watch: Sequence[Owner] = (),
     ) -> list[Heartbeat]:
-        held = Q(pk__in=[])
-        for owner in owners:
-            held |= _owned(owner)
         with transaction.atomic():
             rows = list(
                 Job.objects.select_for_update()
-                .filter(held)
+                .filter(_any_owned(owners))
                 .values_list("pk", "cancel_requested_at")
             )
             Job.objects.filter(pk__in=[pk for pk, _ in rows]).update(
                 locked_until=locked_until, updated_at=now
             )
+            if watch:
+                rows += Job.objects.filter(_any_owned(watch)).values_list(
+                    "pk", "cancel_requested_at"
+                )
         return [Heartbeat(pk, requested is not None) for pk, requested in rows]
 
     def record_progress(self, owner: Owner, *, now: datetime, event: Event) -> bool:

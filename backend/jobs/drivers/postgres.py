@@ -380,12 +380,19 @@ class PostgresDriver:
         return self._fetchone("renew_lease", params | _event_params(event)) is not None
 
     def heartbeat(
-        self, owners: list[Owner], *, locked_until: datetime, now: datetime
+        self,
+        owners: list[Owner],
+        *,
+        locked_until: datetime,
+        now: datetime,
+        watch: Sequence[Owner] = (),
     ) -> list[Heartbeat]:
+        attempts = [*owners, *watch]
         params: dict[str, Any] = {
-            "job_ids": [owner.job_id for owner in owners],
-            "worker_ids": [owner.worker_id for owner in owners],
-            "attempts": [owner.attempt for owner in owners],
+            "job_ids": [owner.job_id for owner in attempts],
+            "worker_ids": [owner.worker_id for owner in attempts],
+            "attempts": [owner.attempt for owner in attempts],
+            "renew": [True] * len(owners) + [False] * len(watch),
             "locked_until": locked_until,
             "now": now,
         }

@@ -250,17 +250,26 @@ SELECT id FROM renewed;
 
 -- name: heartbeat
 -- One statement renews every lease a worker process still holds (the ownership guard per
--- attempt); no event, so the timeline stays readable. The returned rows tell the process
--- which attempts it still owns and which were asked to cancel.
+-- attempt); no event, so the timeline stays readable. Attempts whose handler opted out of
+-- the heartbeat (renew = false) are only looked at, under the same guard: their leases
+-- stay where they are. The returned rows tell the process which attempts it still owns
+-- and which were asked to cancel.
 WITH owned AS (
-    SELECT * FROM unnest(:job_ids::uuid[], :worker_ids::text[], :attempts::integer[])
-        AS owned(id, worker_id, attempt)
+    SELECT * FROM unnest(:job_ids::uuid[], :worker_ids::text[], :attempts::integer[],
+        :renew::boolean[]) AS owned(id, worker_id, attempt, renew)
+), renewed AS (
+    UPDATE jobs_job AS job SET locked_until = :locked_until, updated_at = :now
+    FROM owned
+    WHERE owned.renew AND job.id = owned.id AND job.status = 'running'
+        AND job.locked_by = owned.worker_id AND job.attempts = owned.attempt
+    RETURNING job.id, job.cancel_requested_at IS NOT NULL AS cancel_requested
 )
-UPDATE jobs_job AS job SET locked_until = :locked_until, updated_at = :now
-FROM owned
-WHERE job.id = owned.id AND job.status = 'running' AND job.locked_by = owned.worker_id
-    AND job.attempts = owned.attempt
-RETURNING job.id, job.cancel_requested_at IS NOT NULL;
+SELECT id, cancel_requested FROM renewed
+UNION ALL
+SELECT job.id, job.cancel_requested_at IS NOT NULL
+FROM jobs_job AS job JOIN owned ON job.id = owned.id
+WHERE NOT owned.renew AND job.status = 'running' AND job.locked_by = owned.worker_id
+    AND job.attempts = owned.attempt;
 
 -- name: record_progress
 -- FOR SHARE makes a concurrent requeue finish first; the guard is then re-checked against

@@ -43,8 +43,8 @@ def register_handler():
 
     added: list[str] = []
 
-    def register(type: str, fn, description: str = "test handler") -> None:
-        registry.register(type, description=description)(fn)
+    def register(type: str, fn, description: str = "test handler", **options) -> None:
+        registry.register(type, description=description, **options)(fn)
         added.append(type)
 
     yield register

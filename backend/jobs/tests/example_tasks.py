@@ -76,3 +76,11 @@ async def async_traced() -> str:
     with tracer.start_as_current_span("coroutine call"):
         await sync_to_async(query)()
     return "traced"
+
+
+@task(takes_context=True, heartbeat=False, max_attempts=1)
+def proves_liveness(context: Any, steps: int) -> int:
+    """Opts out of the heartbeat and renews its own lease at each step."""
+    for _ in range(steps):
+        context.job.renew()
+    return steps

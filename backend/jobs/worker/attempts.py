@@ -23,6 +23,9 @@ class Attempt:
     thread: WorkerThread
     timeout_seconds: int | None
     state: AttemptState = field(default_factory=AttemptState)
+    # False: its handler opted out of the heartbeat (``register(..., heartbeat=False)``):
+    # the heartbeat watches the attempt but does not extend its lease.
+    heartbeat: bool = True
     started: float = field(default_factory=time.monotonic)
 
     @property

@@ -3,9 +3,12 @@
 A handler is ``fn(context) -> result``. Its return value becomes the job's ``result`` and
 must be JSON-serialisable; raising an exception fails the attempt (retried with backoff
 while attempts remain). The worker keeps the attempt's lease alive by itself (a heartbeat
-per process); ``context.renew()`` is still there for a handler that wants a
-``lease_renewed`` event. ``context.progress()`` adds timeline events. Both raise a
-``JobInterrupted`` once the attempt must stop (cancelled, timed out, or lost), and
+per process) unless the handler opted out (``register(..., heartbeat=False)``);
+``context.renew()`` is there for those, and for a handler that wants a ``lease_renewed``
+event. ``context.progress()`` adds timeline events. Both raise a ``JobInterrupted`` once
+the attempt must stop (cancelled, timed out, or lost): an attempt that no longer owns its
+job (its lease ran out and cleanup requeued or failed the job, another worker claimed
+it) gets ``LeaseLost`` and writes nothing, rather than a return as if it had written.
 ``context.cancelled`` says whether a cancel was requested, for handlers that poll.
 
 Handlers import these from ``jobs.handlers``, their documented home; the exceptions say
@@ -96,7 +99,12 @@ class JobContext:
 
     def renew(self) -> None:
         """Extend the lease now (and write ``lease_renewed``); raise ``JobInterrupted``
-        if the attempt must stop."""
+        if the attempt must stop.
+
+        Only the attempt that owns the job renews: one that lost it (its lease ran out and
+        cleanup requeued or failed the job, or another worker claimed it) raises
+        ``LeaseLost`` and writes nothing; so does every later ``renew()``, ``progress()``
+        and ``check()`` of the attempt."""
         self._write_as_owner(
             lambda: services.renew_lease(
                 job_id=self.job_id,
@@ -107,7 +115,8 @@ class JobContext:
         )
 
     def progress(self, message: str, data: dict[str, Any] | None = None) -> None:
-        """Add a ``progress`` event; raise ``JobInterrupted`` if the attempt must stop."""
+        """Add a ``progress`` event; raise ``JobInterrupted`` if the attempt must stop,
+        ``LeaseLost`` (writing nothing) once it no longer owns the job, as ``renew()``."""
         self._write_as_owner(
             lambda: services.record_progress(
                 job_id=self.job_id,

@@ -163,7 +163,12 @@ class WorkerThread(threading.Thread):
     def execute(self, job: JobRow) -> str:
         """Run the job's handler and record the outcome. Returns the outcome's name."""
         spec = get_handler(job.type)
-        attempt = Attempt(job=job, thread=self, timeout_seconds=self._timeout(job, spec))
+        attempt = Attempt(
+            job=job,
+            thread=self,
+            timeout_seconds=self._timeout(job, spec),
+            heartbeat=spec is None or spec.heartbeat,
+        )
         context = JobContext(
             job_id=job.id,
             type=job.type,

@@ -1,7 +1,8 @@
 import { http, HttpResponse } from 'msw';
 import { describe, expect, it } from 'vitest';
 import { API, JOB_ID, makeJob } from '../test/fixtures';
-import { server } from '../test/server';
+import { makeEvent } from '../test/fixtures';
+import { server, timelineResponse } from '../test/server';
 import {
   ApiError,
   api,
@@ -10,6 +11,7 @@ import {
   cursorFromLink,
   describeErrorBody,
   extractFieldErrors,
+  linkTarget,
   readCookie,
 } from './client';
 
@@ -27,6 +29,21 @@ describe('cursorFromLink', () => {
     expect(cursorFromLink(null)).toBeNull();
     expect(cursorFromLink('http://h/api/job-events/?limit=50')).toBeNull();
     expect(cursorFromLink('not a url')).toBeNull();
+  });
+});
+
+describe('linkTarget', () => {
+  it('finds a relation among the links of an RFC 8288 Link header', () => {
+    const header = '<http://h/api/jobs/1/events/?cursor=n>; rel="next", <http://h/api/jobs/1/events/?cursor=p>; rel="prev"';
+    expect(linkTarget(header, 'next')).toBe('http://h/api/jobs/1/events/?cursor=n');
+    expect(linkTarget(header, 'prev')).toBe('http://h/api/jobs/1/events/?cursor=p');
+    expect(linkTarget(header, 'last')).toBeNull();
+    expect(linkTarget(null, 'next')).toBeNull();
+  });
+
+  it('reads unquoted, upper-case and several relations per link', () => {
+    expect(linkTarget('<u1>; title="a, b"; rel=NEXT', 'next')).toBe('u1');
+    expect(linkTarget('<u2>; rel="prev first"', 'first')).toBe('u2');
   });
 });
 
@@ -196,11 +213,23 @@ describe('api client', () => {
     server.use(
       http.get(`${API}/jobs/${JOB_ID}/events/`, ({ request }) => {
         seen = new URL(request.url).searchParams;
-        return HttpResponse.json({ next: null, previous: null, results: [] });
+        return timelineResponse([]);
       }),
     );
     await api.getJobEvents(JOB_ID, { cursor: 'c1', limit: 100 });
     expect(Object.fromEntries(seen!)).toEqual({ cursor: 'c1', limit: '100' });
+  });
+
+  it("reads a timeline's events from the array and its next page from the Link header", async () => {
+    const next = `${API}/jobs/${JOB_ID}/events/?cursor=cD0y`;
+    const events = [makeEvent(), makeEvent({ id: 2, type: 'claimed', attempt: 1 })];
+    server.use(http.get(`${API}/jobs/${JOB_ID}/events/`, () => timelineResponse(events, { next })));
+    expect(await api.getJobEvents(JOB_ID)).toEqual({ events, next });
+  });
+
+  it('ends a timeline whose response has no Link header', async () => {
+    server.use(http.get(`${API}/jobs/${JOB_ID}/events/`, () => timelineResponse([makeEvent()])));
+    expect((await api.getJobEvents(JOB_ID)).next).toBeNull();
   });
 
   it('passes cursor, limit and filters to the event feed', async () => {

@@ -21,8 +21,10 @@ import type {
   QueryParams,
   RetryOutcome,
   Session,
+  JobEvent,
   Throughput,
   ThroughputParams,
+  TimelinePage,
   TimelineParams,
   Workers,
 } from './types';
@@ -109,6 +111,7 @@ export interface RequestOptions {
 export interface RawResponse<T> {
   status: number;
   data: T;
+  headers: Headers;
 }
 
 export function buildUrl(baseUrl: string, path: string, query: RequestOptions['query'] = {}): string {
@@ -132,6 +135,22 @@ export function readCookie(name: string, cookies: string): string | null {
 /** Django's CSRF cookie: the session API sets it; writes echo it in `X-CSRFToken`. */
 export function csrfCookie(): string | null {
   return typeof document === 'undefined' ? null : readCookie('csrftoken', document.cookie);
+}
+
+/**
+ * The target of the link with relation `rel` in an RFC 8288 `Link` header (`<url>;
+ * rel="next", <url>; rel="prev"`), or null. A link may name several relations
+ * (`rel="next last"`); parameters other than `rel` are ignored.
+ */
+export function linkTarget(header: string | null, rel: string): string | null {
+  if (!header) return null;
+  // Each link: `<target>` and its parameters up to the next comma outside quotes.
+  for (const match of header.matchAll(/<([^>]*)>((?:[^,<"]|"[^"]*")*)/g)) {
+    const relations = /;\s*rel\s*=\s*(?:"([^"]*)"|([^\s;,]+))/i.exec(match[2] ?? '');
+    const names = (relations?.[1] ?? relations?.[2] ?? '').toLowerCase().split(/\s+/);
+    if (names.includes(rel.toLowerCase())) return match[1] ?? null;
+  }
+  return null;
 }
 
 /** The `cursor` query parameter of a DRF cursor-pagination link, or null. */
@@ -198,7 +217,7 @@ export function createApiClient(options: ClientOptions) {
       const fallback = `${response.status} ${response.statusText || 'error'}`.trim();
       throw new ApiError('http', response.status, describeErrorBody(data, fallback), data);
     }
-    return { status: response.status, data: data as T };
+    return { status: response.status, data: data as T, headers: response.headers };
   }
 
   async function get<T>(path: string, query?: RequestOptions['query'], signal?: AbortSignal): Promise<T> {
@@ -246,13 +265,17 @@ export function createApiClient(options: ClientOptions) {
 
     getJob: (id: string, signal?: AbortSignal) => get<Job>(`jobs/${encodeURIComponent(id)}/`, undefined, signal),
 
-    /** One page of a job's timeline, oldest first; follow `next` for later events. */
-    getJobEvents: (id: string, params: TimelineParams = {}, signal?: AbortSignal) =>
-      get<EventPage>(
-        `jobs/${encodeURIComponent(id)}/events/`,
-        { cursor: params.cursor, limit: params.limit } satisfies QueryParams<'jobs_events_list'>,
+    /**
+     * One response of a job's timeline: the spec's array of events, oldest first, and the
+     * next page the `Link` header announces (`rel="next"`) when the timeline continues.
+     */
+    async getJobEvents(id: string, params: TimelineParams = {}, signal?: AbortSignal): Promise<TimelinePage> {
+      const res = await request<JobEvent[]>(`jobs/${encodeURIComponent(id)}/events/`, {
+        query: { cursor: params.cursor, limit: params.limit } satisfies QueryParams<'jobs_events_list'>,
         signal,
-      ),
+      });
+      return { events: res.data, next: linkTarget(res.headers.get('Link'), 'next') };
+    },
 
     /** Who is signed in; also makes Django set the CSRF cookie. */
     getSession: (signal?: AbortSignal) => get<Session>('auth/session/', undefined, signal),

@@ -171,8 +171,9 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * @description The job's timeline, oldest first (ascending id), cursor paginated: new events only
-         *     ever append to the last page.
+         * @description The job's timeline: a JSON array of its events, oldest first (ascending id), at most
+         *     `limit` of them (100 unless asked, at most 500); a longer timeline continues at the URL
+         *     of the `Link` header's `rel="next"`. New events only ever append to the last page.
          */
         get: operations["jobs_events_list"];
         put?: never;
@@ -490,6 +491,7 @@ export interface components {
             /** Format: date-time */
             readonly created_at: string;
         };
+        JobEventTimeline: components["schemas"]["JobEvent"][];
         /**
          * @description * `created` - Created
          *     * `claimed` - Claimed
@@ -700,8 +702,8 @@ export interface components {
             jobs: components["schemas"]["PageLimits"];
             /** @description GET /api/job-events/ (cursor). */
             job_events: components["schemas"]["PageLimits"];
-            /** @description GET /api/jobs/{id}/events/ (cursor). */
-            job_timeline: components["schemas"]["PageLimits"];
+            /** @description GET /api/jobs/{id}/events/: at most `default_limit` events per response unless `limit` asks for up to `max_limit`. */
+            job_timeline: components["schemas"]["TimelinePageLimits"];
         };
         Percentiles: {
             /** @description Milliseconds; null: no sample. */
@@ -767,6 +769,14 @@ export interface components {
             failed: number;
             /** @description cancelled events (queued or running jobs). */
             cancelled: number;
+        };
+        TimelinePageLimits: {
+            /** @description Page size when `limit` is omitted. */
+            default_limit: number;
+            /** @description A larger `limit` is lowered to this. */
+            max_limit: number;
+            /** @description Where the next page is announced: "link_header", the `Link` header's `rel="next"` (the body is the plain array of events). */
+            next_page_in: string;
         };
         TypeEventCounts: {
             /** @description Attempts started. */
@@ -1273,10 +1283,12 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description Further pages (RFC 8288), as GitHub's REST API announces them: `<url>; rel="next"` while later events follow, `<url>; rel="prev"` past the first page. Absent when the whole timeline fits in one response. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PaginatedJobEventList"];
+                    "application/json": components["schemas"]["JobEventTimeline"];
                 };
             };
             /** @description Invalid input. */

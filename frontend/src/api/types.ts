@@ -148,6 +148,16 @@ export interface EventFeedParams {
   jobId?: string | undefined;
 }
 
+/**
+ * One response of a job's timeline (`GET /api/jobs/{id}/events/`): the events, oldest
+ * first, and the URL of the next page that the `Link` header announced (`rel="next"`),
+ * null when the timeline ends here.
+ */
+export interface TimelinePage {
+  events: JobEvent[];
+  next: string | null;
+}
+
 /** A page of one job's timeline: oldest first, `next` leads to later events. */
 export interface TimelineParams {
   cursor?: string | undefined;

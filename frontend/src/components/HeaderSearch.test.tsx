@@ -4,7 +4,7 @@ import { http, HttpResponse } from 'msw';
 import { describe, expect, it } from 'vitest';
 import { API, JOB_ID, jobsPage, makeJob } from '../test/fixtures';
 import { renderApp } from '../test/render';
-import { server } from '../test/server';
+import { server, timelineResponse } from '../test/server';
 
 describe('Header search', () => {
   it('opens the job created with an idempotency key, found through the list filter', async () => {
@@ -16,7 +16,7 @@ describe('Header search', () => {
         return HttpResponse.json(jobsPage(query.idempotency_key === 'order-42' ? [makeJob()] : []));
       }),
       http.get(`${API}/jobs/${JOB_ID}/`, () => HttpResponse.json(makeJob())),
-      http.get(`${API}/jobs/${JOB_ID}/events/`, () => HttpResponse.json({ next: null, previous: null, results: [] })),
+      http.get(`${API}/jobs/${JOB_ID}/events/`, () => timelineResponse([])),
     );
     const { router } = renderApp('/');
     const search = screen.getByRole('search', { name: 'Find a job' });

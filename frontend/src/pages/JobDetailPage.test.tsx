@@ -3,15 +3,15 @@ import userEvent from '@testing-library/user-event';
 import { http, HttpResponse } from 'msw';
 import { describe, expect, it } from 'vitest';
 import type { Job, JobEvent } from '../api/types';
-import { API, JOB_ID, eventPage, makeEvent, makeJob } from '../test/fixtures';
+import { API, JOB_ID, makeEvent, makeJob } from '../test/fixtures';
 import { renderApp } from '../test/render';
-import { server } from '../test/server';
+import { server, timelineResponse } from '../test/server';
 
 function serve(job: Job, events: JobEvent[]) {
   const state = { job, events, retries: 0 };
   server.use(
     http.get(`${API}/jobs/${JOB_ID}/`, () => HttpResponse.json(state.job)),
-    http.get(`${API}/jobs/${JOB_ID}/events/`, () => HttpResponse.json(eventPage(state.events))),
+    http.get(`${API}/jobs/${JOB_ID}/events/`, () => timelineResponse(state.events)),
   );
   return state;
 }
@@ -280,7 +280,7 @@ describe('Job detail page', () => {
 });
 
 describe('Job detail timeline paging', () => {
-  it('shows the first page and loads the next one on demand, oldest first', async () => {
+  it("shows the first page and loads the one its Link header announces on demand, oldest first", async () => {
     const first = [makeEvent(), makeEvent({ id: 2, type: 'claimed', attempt: 1 })];
     const second = [makeEvent({ id: 3, type: 'progress', attempt: 1, message: 'half way' })];
     const cursors: (string | null)[] = [];
@@ -290,8 +290,8 @@ describe('Job detail timeline paging', () => {
         const cursor = new URL(request.url).searchParams.get('cursor');
         cursors.push(cursor);
         return cursor === 'p2'
-          ? HttpResponse.json(eventPage(second, null, `${API}/jobs/${JOB_ID}/events/?cursor=p1`))
-          : HttpResponse.json(eventPage(first, `${API}/jobs/${JOB_ID}/events/?cursor=p2`));
+          ? timelineResponse(second, { prev: `${API}/jobs/${JOB_ID}/events/?cursor=p1` })
+          : timelineResponse(first, { next: `${API}/jobs/${JOB_ID}/events/?cursor=p2` });
       }),
     );
     renderApp(`/jobs/${JOB_ID}`);

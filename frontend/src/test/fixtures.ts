@@ -126,7 +126,7 @@ export const config: ApiConfig = {
   pagination: {
     jobs: { default_limit: 25, max_limit: 100 },
     job_events: { default_limit: 50, max_limit: 200 },
-    job_timeline: { default_limit: 100, max_limit: 500 },
+    job_timeline: { default_limit: 100, max_limit: 500, next_page_in: 'link_header' },
   },
 };
 

@@ -1,5 +1,6 @@
 import { http, HttpResponse } from 'msw';
 import { setupServer } from 'msw/node';
+import type { JobEvent } from '../api/types';
 import { API, config, makeJobTypes, makeThroughput, makeWorkers, openSession, stats } from './fixtures';
 
 /** Default handlers: a healthy, empty API. Tests override what they exercise. */
@@ -14,3 +15,14 @@ export const defaultHandlers = [
 ];
 
 export const server = setupServer(...defaultHandlers);
+
+/**
+ * A job's timeline as the API answers it: the array of events, with a `Link` header
+ * naming the next (and previous) page when there is one.
+ */
+export function timelineResponse(events: JobEvent[], links: { next?: string; prev?: string } = {}) {
+  const header = Object.entries(links)
+    .map(([rel, url]) => `<${url}>; rel="${rel}"`)
+    .join(', ');
+  return HttpResponse.json(events, header ? { headers: { Link: header } } : undefined);
+}

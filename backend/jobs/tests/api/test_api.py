@@ -149,7 +149,7 @@ def test_config_describes_job_types_worker_and_limits(api, settings):
     assert body["pagination"] == {
         "jobs": {"default_limit": 25, "max_limit": 100},
         "job_events": {"default_limit": 50, "max_limit": 200},
-        "job_timeline": {"default_limit": 100, "max_limit": 500},
+        "job_timeline": {"default_limit": 100, "max_limit": 500, "next_page_in": "link_header"},
     }
 
 
@@ -167,6 +167,7 @@ def test_config_pagination_is_read_from_the_paginators_and_enforced_by_the_lists
         "job_timeline": {
             "default_limit": JobTimelinePagination.page_size,
             "max_limit": JobTimelinePagination.max_page_size,
+            "next_page_in": "link_header",
         },
     }
     jobs, events = pagination["jobs"], pagination["job_events"]
@@ -531,17 +532,13 @@ def test_detail_returns_the_job(api):
     assert body["idempotency_key"] == "abc"
 
 
-def test_job_events_are_a_cursor_page_in_ascending_id(api):
+def test_job_events_are_a_plain_list_in_ascending_id(api):
     job = failed_job()
     response = api.get(f"/api/jobs/{job.pk}/events/")
     assert response.status_code == 200
-    page = response.json()
-    assert (set(page), page["next"], page["previous"]) == (
-        {"next", "previous", "results"},
-        None,
-        None,
-    )
-    events = page["results"]
+    assert not response.has_header("Link")  # the whole timeline, as the spec shows it
+    events = response.json()
+    assert isinstance(events, list)
     assert [event["type"] for event in events] == ["created", "claimed", "failed"]
     assert [event["id"] for event in events] == sorted(event["id"] for event in events)
     assert all(set(event) == EVENT_KEYS for event in events)
@@ -630,36 +627,59 @@ def test_stats_count_jobs_by_status_and_date_the_oldest_queued_job(api):
 # --- One job's timeline -------------------------------------------------------------------
 
 
-def test_job_timeline_cursor_walks_every_event_oldest_first_once(api, busy_job):
+def links(response) -> dict[str, str]:
+    """The targets of a response's RFC 8288 ``Link`` header by relation; {} without one."""
+    header = response.headers.get("Link", "")
+    return {rel: url for url, rel in re.findall(r'<([^>]*)>;\s*rel="([^"]+)"', header)}
+
+
+def test_job_timeline_link_header_walks_every_event_oldest_first_once(api, busy_job):
     seen: list[int] = []
     url = f"/api/jobs/{busy_job.pk}/events/?limit=60"
     while url:
-        body = api.get(url).json()
-        assert len(body["results"]) <= 60
-        seen.extend(event["id"] for event in body["results"])
-        url = body["next"]
+        response = api.get(url)
+        assert len(response.json()) <= 60
+        seen.extend(event["id"] for event in response.json())
+        url = links(response).get("next")
     expected = list(busy_job.events.order_by("id").values_list("id", flat=True))
     assert seen == expected
     assert len(seen) == 250
 
 
+def test_job_timeline_link_header_is_rfc_8288_with_next_then_prev(api, busy_job):
+    first = api.get(f"/api/jobs/{busy_job.pk}/events/?limit=100")
+    (target,) = re.fullmatch(r'<([^>]+)>; rel="next"', first["Link"]).groups()
+    assert target.startswith(f"http://testserver/api/jobs/{busy_job.pk}/events/?cursor=")
+    assert "limit=100" in target
+    second = api.get(target)
+    assert set(links(second)) == {"next", "prev"}
+    back = api.get(links(second)["prev"])
+    assert [event["id"] for event in back.json()] == [event["id"] for event in first.json()]
+
+
 def test_job_timeline_pages_100_by_default_and_caps_the_limit_at_500(api, busy_job):
     for step in range(300):
         services.record_progress(job_id=busy_job.pk, worker_id=WORKER, attempt=1, message=f"{step}")
-    assert len(api.get(f"/api/jobs/{busy_job.pk}/events/").json()["results"]) == 100
-    assert len(api.get(f"/api/jobs/{busy_job.pk}/events/?limit=9999").json()["results"]) == 500
+    assert len(api.get(f"/api/jobs/{busy_job.pk}/events/").json()) == 100
+    assert len(api.get(f"/api/jobs/{busy_job.pk}/events/?limit=9999").json()) == 500
 
 
 def test_job_timeline_last_page_gains_a_next_link_when_new_events_fill_it(api):
     job = running_job("demo.success")  # created, claimed
-    last = api.get(f"/api/jobs/{job.pk}/events/?limit=3").json()
-    assert last["next"] is None
+    last = api.get(f"/api/jobs/{job.pk}/events/?limit=3")
+    assert links(last) == {}
     for step in range(2):
         services.record_progress(job_id=job.pk, worker_id=WORKER, attempt=1, message=f"{step}")
-    again = api.get(f"/api/jobs/{job.pk}/events/?limit=3").json()
-    assert [event["type"] for event in again["results"]] == ["created", "claimed", "progress"]
-    following = api.get(again["next"]).json()
-    assert [event["message"] for event in following["results"]] == ["1"]
+    again = api.get(f"/api/jobs/{job.pk}/events/?limit=3")
+    assert [event["type"] for event in again.json()] == ["created", "claimed", "progress"]
+    following = api.get(links(again)["next"]).json()
+    assert [event["message"] for event in following] == ["1"]
+
+
+def test_job_timeline_link_header_is_exposed_to_a_dashboard_on_another_origin(api, busy_job):
+    response = api.get(f"/api/jobs/{busy_job.pk}/events/", HTTP_ORIGIN="http://localhost:5173")
+    assert "next" in links(response)
+    assert "link" in response["Access-Control-Expose-Headers"].lower()
 
 
 @pytest.mark.parametrize("query", ["limit=0", "limit=x", "cursor=%%%garbage"])
@@ -869,6 +889,17 @@ def test_throughput_refuses_bad_windows_with_400(api, query, field):
 
 
 # --- Documentation ----------------------------------------------------------------------
+
+
+def test_schema_documents_the_timeline_as_an_array_with_a_link_header(api):
+    schema = json.loads(api.get("/api/schema/?format=json").content)
+    ok = schema["paths"]["/api/jobs/{id}/events/"]["get"]["responses"]["200"]
+    body = ok["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+    assert schema["components"]["schemas"][body] == {
+        "type": "array",
+        "items": {"$ref": "#/components/schemas/JobEvent"},
+    }
+    assert 'rel="next"' in ok["headers"]["Link"]["description"]
 
 
 def test_schema_documents_every_endpoint(api):

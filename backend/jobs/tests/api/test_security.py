@@ -10,6 +10,7 @@ in-process on the local settings; test_api.py holds the body-size limit's own te
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import re
@@ -21,11 +22,13 @@ import time
 import uuid
 from io import StringIO
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.management import call_command
+from django.http import HttpResponse
 from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from django.utils.crypto import get_random_string
@@ -34,6 +37,7 @@ from rest_framework.test import APIClient
 
 from harness import BACKEND_DIR, HttpServer, serve_api
 from jobs import services
+from jobs.middleware import RefuseUnstorableQueryMiddleware
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import failed_job, queued_job, user_with
 from jobs.tests.helpers import child_env, production_child_env
@@ -894,6 +898,130 @@ def test_the_400_for_a_query_parameter_says_what_and_where():
         "type": ["Strings may not contain the NUL character \\u0000."],
         "\\u0000": ["Strings may not contain the NUL character \\u0000 (in the field's name)."],
     }
+
+
+# --- Inputs that reached a 500: a 400 naming the field, in every server mode --------------
+
+
+def feed_with_cursor_position(digits: str) -> str:
+    """``/api/job-events/`` with a well-formed cursor whose position (the event id it
+    continues from) is ``digits``."""
+    cursor = base64.b64encode(f"p={digits}".encode()).decode()
+    return f"/api/job-events/?cursor={quote(cursor)}"
+
+
+# More than Python converts to an integer (4,300 digits): the id lookup raised ValueError.
+HUGE_CURSOR = feed_with_cursor_position("9" * 5_000)
+# Twice DATA_UPLOAD_MAX_NUMBER_FIELDS: Django refuses to parse the query string, and with
+# DEBUG=true its error page, which lists the parameters, failed again and answered 500.
+TOO_MANY_PARAMETERS = "/api/jobs/?" + "&".join(["a"] * 2_000)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("debug", [True, False], ids=["debug", "production"])
+@pytest.mark.parametrize("position", [str(2**63), "9" * 5_000], ids=["bigint+1", "5000-digits"])
+def test_a_cursor_position_beyond_any_event_id_is_a_400_naming_the_cursor(
+    client, settings, debug, position
+):
+    settings.DEBUG = debug
+    failed_job()
+    response = client.get(feed_with_cursor_position(position))
+    assert response.status_code == 400, response.content[:300]
+    assert response.json() == {"cursor": ["Invalid cursor"]}
+
+
+@pytest.mark.django_db
+def test_a_cursor_position_at_the_largest_event_id_is_accepted(client):
+    failed_job()
+    response = client.get(feed_with_cursor_position(str(2**63 - 1)))
+    assert response.status_code == 200
+    assert len(response.json()["results"]) == 3
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("debug", [True, False], ids=["debug", "production"])
+def test_more_query_parameters_than_django_parses_is_a_json_400(client, settings, debug):
+    settings.DEBUG = debug
+    response = client.get(TOO_MANY_PARAMETERS)
+    assert response.status_code == 400, response.content[:300]
+    assert response.json() == {"query": ["Too many query parameters: at most 1000 are accepted."]}
+
+
+@pytest.mark.django_db
+def test_more_query_parameters_than_django_parses_is_a_plain_400_outside_the_api(client):
+    response = client.get("/admin/?" + "&".join(["a"] * 2_000))
+    assert response.status_code == 400
+    assert b"Too many query parameters" in response.content
+
+
+def test_a_query_string_refused_for_its_size_is_not_parsed_again_after_the_400(rf):
+    # What the Debug Toolbar's request panel does after the response, outside the middleware.
+    request = rf.get("/admin/?" + "&".join(["a"] * 2_000))
+    response = RefuseUnstorableQueryMiddleware(lambda request: HttpResponse())(request)
+    assert response.status_code == 400
+    assert dict(request.GET) == {}
+
+
+# gunicorn answers 414 itself to a request line over 4,094 bytes, before Django sees it: a
+# 5,000-digit position cannot reach it there, 2,900 digits (3,900 bytes) are the most that can.
+GUNICORN_HUGE_CURSOR = feed_with_cursor_position("9" * 2_900)
+
+SERVER_MODES = [
+    ("runserver", True),
+    ("runserver", False),
+    ("gunicorn", True),
+    ("gunicorn", False),
+]
+
+
+@pytest.fixture(
+    scope="module",
+    params=SERVER_MODES,
+    ids=[f"{server}-{'debug' if debug else 'production'}" for server, debug in SERVER_MODES],
+)
+def server_mode(request, django_db_setup, django_db_blocker, tmp_path_factory):
+    """The API in each server mode on this run's test database: ``runserver`` and gunicorn,
+    each with ``DEBUG=true`` (the Debug Toolbar on, as it is by default) and ``DEBUG=false``."""
+    server, debug = request.param
+    with django_db_blocker.unblock():
+        env = child_env(ENABLE_DJANGO_DEBUG_TOOLBAR="true") if debug else production_child_env()
+    log = tmp_path_factory.mktemp("server-mode") / f"{server}.log"
+    with serve_api(log, env, server=server) as api:
+        yield server, api
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("bad_input", "field"),
+    [("cursor", "cursor"), ("parameters", "query")],
+    ids=["huge-cursor", "2000-parameters"],
+)
+def test_hostile_queries_are_a_json_400_naming_the_field_in_every_server_mode(
+    server_mode, bad_input, field
+):
+    server, api = server_mode
+    token = Token.objects.create(user=user_with("view_job")).key
+    if bad_input == "cursor":
+        path = GUNICORN_HUGE_CURSOR if server == "gunicorn" else HUGE_CURSOR
+    else:
+        path = TOO_MANY_PARAMETERS
+    status, headers, body = api.request("GET", path, token=token)
+    assert status == 400, body[:300]
+    assert headers["content-type"] == "application/json", headers
+    assert list(json.loads(body)) == [field]
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_too_many_query_parameters_on_a_page_outside_the_api_are_a_400_in_every_server_mode(
+    server_mode,
+):
+    _, api = server_mode
+    status, headers, body = api.request("GET", "/admin/login/?" + "&".join(["a"] * 2_000))
+    assert status == 400, body[:300]
+    assert headers["content-type"].startswith("text/plain"), headers
+    assert body.startswith(b"Query parameter query: Too many query parameters")
 
 
 @pytest.fixture

@@ -680,6 +680,23 @@ def test_heartbeat_leaves_out_attempts_the_process_no_longer_owns(stolen_job):
     assert fresh(stolen_job).locked_until == until
 
 
+def test_heartbeat_looks_at_watched_attempts_without_moving_their_leases(stolen_job):
+    now = timezone.now()
+    queued_job(now=now)
+    watched = services.claim_next_job(worker_id="c", lease_seconds=10, now=now)
+    services.cancel_job(job_id=watched.pk, now=now)
+    events = JobEvent.objects.count()
+    beats = services.heartbeat(
+        attempts=[],
+        watch=[drivers.Owner(watched.pk, "c", 1), drivers.Owner(stolen_job.pk, "worker-a", 1)],
+        lease_seconds=30,
+        now=now + timedelta(seconds=5),
+    )
+    assert [(beat.job_id, beat.cancel_requested) for beat in beats] == [(watched.pk, True)]
+    assert fresh(watched).locked_until == watched.locked_until
+    assert JobEvent.objects.count() == events
+
+
 def test_heartbeat_reports_a_cancel_request():
     queued_job()
     job = claim()

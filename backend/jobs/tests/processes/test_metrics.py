@@ -63,6 +63,63 @@ def test_metrics_count_live_jobs_by_queue_and_type_and_finished_ones_by_status()
     assert labels == {"status", "queue", "type"}
 
 
+# The Accept headers of Prometheus 2 (Debian 12's 2.42) and of Prometheus 3.
+PROMETHEUS_2_ACCEPT = (
+    "application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+    "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+)
+PROMETHEUS_3_ACCEPT = (
+    "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,"
+    "application/openmetrics-text;version=0.0.1;q=0.5,"
+    "text/plain;version=1.0.0;escaping=allow-utf-8;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
+)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "accept",
+    [None, "*/*", "text/plain", "text/plain; version=0.0.4", "text/plain, */*;q=0.1"],
+    ids=["no-accept", "any", "text-plain", "text-plain-0.0.4", "curl-like"],
+)
+def test_metrics_answer_the_classic_text_format_to_any_other_accept_header(accept):
+    queued_job()
+    headers = {} if accept is None else {"HTTP_ACCEPT": accept}
+    response = APIClient().get("/metrics", **headers)
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+    got = metric_samples(response.content)
+    assert sample(got, "jobqueue_jobs", status="queued", queue="default", type="demo.success") == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "accept", [PROMETHEUS_2_ACCEPT, PROMETHEUS_3_ACCEPT], ids=["prometheus-2", "prometheus-3"]
+)
+def test_metrics_answer_openmetrics_to_prometheus(accept):
+    queued_job()
+    response = APIClient().get("/metrics", HTTP_ACCEPT=accept)
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"].startswith("application/openmetrics-text; version=1.0.0;")
+    assert response.content.endswith(b"# EOF\n")
+    assert b'jobqueue_jobs{queue="default",status="queued",type="demo.success"} 1' in (
+        response.content
+    )
+
+
+@pytest.mark.django_db
+def test_metrics_errors_stay_json_whatever_the_accept_header(monkeypatch):
+    from django.db import OperationalError
+
+    def refuse(**kwargs):
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(metrics.selectors, "live_jobs", refuse)
+    response = APIClient().get("/metrics", HTTP_ACCEPT="text/plain")
+    assert response.status_code == 503
+    assert response["Content-Type"] == "application/json"
+    assert response.json() == {"detail": "The database is unavailable; try again shortly."}
+
+
 # Production: /metrics needs a token like the API (test_security.py's route table).
 
 
@@ -123,7 +180,7 @@ def test_busy_threads_are_counted_while_they_run():
 def prometheus_installed():
     if not PROMETHEUS.exists():
         if IN_CI:
-            pytest.fail("Debian's prometheus package is required in CI (.ci/run installs it)")
+            pytest.fail("Debian's prometheus package is required in CI (make test installs it)")
         pytest.skip("prometheus is not installed (apt-get install prometheus)")
 
 

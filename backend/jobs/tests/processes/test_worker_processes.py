@@ -178,6 +178,64 @@ def test_a_killed_worker_s_job_is_swept_by_a_busy_survivor_and_rerun_within_leas
     )
 
 
+# --- Without the heartbeat: the spec's demo.timeout -------------------------------------
+
+
+def test_demo_timeout_loses_each_lease_to_cleanup_and_its_late_completions_change_nothing(
+    start_worker,
+):
+    # The issue's job on a worker with JOB_WORKER_LEASE_SECONDS=3: each attempt sleeps 7 s
+    # without renewing, the worker's own cleanup pass (every second) takes the job back.
+    lease = 3
+    job = queued_job("demo.timeout", payload={"sleep_seconds": 7}, max_attempts=2)
+    worker = start_worker(threads=2, lease=lease, cleanup=1)
+    wait_until(lambda: status_of(job) == Status.FAILED, 2 * (7 + 5) + 20, "the job to fail")
+    failed = fresh(job)
+    # Attempt 2's handler is still asleep: its completion arrives after the failure. The
+    # heartbeat told each attempt it lost the job, so its worker writes nothing of it.
+    late = "WARNING jobs.worker action=lease_lost "
+    wait_until(lambda: worker.log().count(late) == 2, 20, "both late completions")
+    assert stop_all([worker]) == [0]
+
+    job = fresh(job)
+    assert timeline(job) == [
+        Event.CREATED,
+        Event.CLAIMED,
+        Event.PROGRESS,
+        Event.TIMEOUT_REQUEUED,
+        Event.CLAIMED,
+        Event.PROGRESS,
+        Event.FAILED,
+    ]
+    # Each lease ran out where the claim put it: no heartbeat moved it, no renewal event.
+    first, second = JobEvent.objects.filter(job_id=job.pk, type=Event.CLAIMED).order_by("id")
+    requeued, ended = event(job, Event.TIMEOUT_REQUEUED), event(job, Event.FAILED)
+    assert lease <= seconds_between(first, requeued) <= lease + 1 + SLACK
+    assert lease <= seconds_between(second, ended) <= lease + 1 + SLACK
+    assert requeued.data["expired_worker_id"] == first.worker_id
+    assert ended.data["expired_worker_id"] == second.worker_id
+    # The late completions changed nothing: attempt 1's came while the job waited for its
+    # retry (it was claimed again, not succeeded), attempt 2's after the job had failed.
+    assert (job.status, job.attempts, job.result, job.last_error) == (
+        Status.FAILED,
+        2,
+        None,
+        "Lease expired before the job finished",
+    )
+    assert (job.finished_at, job.updated_at) == (failed.finished_at, failed.updated_at)
+    discarded = [line for line in worker.log().splitlines() if late in line]
+    assert [line.split(late)[1] for line in discarded] == [
+        f"job_id={job.pk} attempt={claim.attempt} worker_id={claim.worker_id}"
+        for claim in (first, second)
+    ]
+    figures(
+        "demo.timeout, sleep 7 s, lease 3 s, max_attempts 2",
+        requeued_after_s=round(seconds_between(first, requeued), 2),
+        failed_after_s=round(seconds_between(second, ended), 2),
+        late_completions_discarded=len(discarded),
+    )
+
+
 # --- Timeouts ---------------------------------------------------------------------------
 
 

@@ -253,6 +253,20 @@ def test_bad_metadata_is_refused_by_using_before_anything_is_written(metadata, m
     assert not Job.objects.exists()
 
 
+def test_a_task_with_heartbeat_false_is_registered_without_the_heartbeat():
+    assert get_handler("jobs.tests.example_tasks.proves_liveness").heartbeat is False
+    assert get_handler("jobs.tests.example_tasks.add").heartbeat is True
+
+
+def test_a_heartbeat_option_that_is_not_a_bool_is_refused_when_the_task_is_defined():
+    def fn():
+        pass
+
+    fn.__qualname__ = "fn"  # as if at module level, which Django checks first
+    with pytest.raises(InvalidTask, match="heartbeat must be True or False"):
+        task(heartbeat="no")(fn)
+
+
 def test_a_task_not_made_by_the_backends_task_class_is_refused():
     from django.tasks import Task
 
@@ -719,6 +733,16 @@ def test_the_worker_runs_a_task_and_sends_djangos_signals_in_order(received):
     assert (finished.return_value, finished.id) == (42, result.id)
     # Built without reading the events back, and equal to what they say.
     assert finished == backend().get_result(result.id)
+
+
+@pytest_worker
+def test_a_task_without_heartbeat_renews_its_own_lease_through_its_context():
+    result = example_tasks.proves_liveness.enqueue(3)
+    run_workers_in_burst()
+    result.refresh()
+    assert (result.status, result.return_value) == (TaskResultStatus.SUCCESSFUL, 3)
+    renewed = JobEvent.objects.filter(job_id=result.id, type=JobEvent.Type.LEASE_RENEWED)
+    assert renewed.count() == 3
 
 
 @pytest_worker

@@ -88,6 +88,41 @@ def test_context_renew_still_writes_a_lease_renewed_event(register_handler):
     assert timeline(job) == [Event.CREATED, Event.CLAIMED, Event.LEASE_RENEWED, Event.SUCCEEDED]
 
 
+# --- handlers that opted out of the heartbeat (heartbeat=False) --------------------------------
+
+
+def test_a_handler_without_heartbeat_loses_its_job_to_cleanup_when_its_lease_runs_out(
+    register_handler, settings
+):
+    settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 60  # requeued, and not claimed again here
+    register_handler("test.no_heartbeat", lambda context: time.sleep(2.5), heartbeat=False)
+    job = queued_job("test.no_heartbeat", max_attempts=2)
+    with running(lease_seconds=1, cleanup_interval_seconds=0.2) as runner:
+        wait_until(
+            lambda: any(thread.jobs_processed for thread in runner.threads),
+            10,
+            "the late completion",
+        )
+    job = fresh(job)
+    assert (job.status, job.attempts, job.result) == (Status.QUEUED, 1, None)
+    assert timeline(job) == [Event.CREATED, Event.CLAIMED, Event.TIMEOUT_REQUEUED]
+
+
+def test_a_handler_without_heartbeat_that_renews_its_own_lease_keeps_its_job(register_handler):
+    def prove_liveness(context):
+        for _ in range(5):
+            time.sleep(0.5)
+            context.renew()
+        return "alive"
+
+    register_handler("test.renews_itself", prove_liveness, heartbeat=False)
+    job = queued_job("test.renews_itself", max_attempts=1)
+    run_workers_in_burst(lease_seconds=1, cleanup_interval_seconds=0.2)
+    job = fresh(job)
+    assert (job.status, job.attempts, job.result) == (Status.SUCCEEDED, 1, "alive")
+    assert timeline(job).count(Event.LEASE_RENEWED) == 5
+
+
 # --- timeouts ---------------------------------------------------------------------------------
 
 

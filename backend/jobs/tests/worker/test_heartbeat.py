@@ -17,6 +17,7 @@ from jobs.worker.maintenance.heartbeat import HeartbeatPass
 pytestmark = pytest.mark.django_db
 
 THREAD = SimpleNamespace(worker_id=WORKER)
+OTHER_THREAD = SimpleNamespace(worker_id="tests:1:thread-2:0000cafe")
 
 
 def in_flight(*attempts: Attempt) -> InFlight:
@@ -79,3 +80,75 @@ def test_an_attempt_past_its_deadline_or_timed_out_is_not_renewed():
     locked = [fresh(overdue).locked_until, fresh(timed_out).locked_until]
     assert Heartbeat(in_flight(late, ended), lease_seconds=300).run_once().renewed == 0
     assert [fresh(overdue).locked_until, fresh(timed_out).locked_until] == locked
+
+
+# --- a job's later attempt beside the one that lost it, in one process ------------------------
+
+
+@pytest.fixture
+def lost_and_retaken():
+    """Attempt 1 (``WORKER``) lost its job to cleanup and another thread of the same
+    process claimed attempt 2; attempt 1's handler is still running. Both are in flight."""
+    job = running_job(lease_seconds=1, max_attempts=3)
+    first = attempt_of(fresh(job))
+    later = timezone.now() + timedelta(minutes=1)
+    services.cleanup_expired_jobs(now=later, worker_id="other")
+    claimed = services.claim_next_job(
+        worker_id=OTHER_THREAD.worker_id, now=later + timedelta(minutes=1)
+    )
+    assert claimed is not None and claimed.attempts == 2
+    second = Attempt(job=claimed, thread=OTHER_THREAD, timeout_seconds=None)
+    return first, second
+
+
+def test_an_attempt_whose_job_a_later_attempt_of_this_process_holds_is_marked_lost(
+    lost_and_retaken,
+):
+    first, second = lost_and_retaken
+    beat = Heartbeat(in_flight(first, second), lease_seconds=30).run_once()
+    assert beat == HeartbeatPass(renewed=1, lost=1, cancel_requested=0)
+    assert (first.state.lost, second.state.lost) == (True, False)
+
+
+def test_a_cancel_request_for_the_later_attempt_is_not_taken_for_the_lost_ones(
+    lost_and_retaken,
+):
+    first, second = lost_and_retaken
+    services.cancel_job(job_id=second.job.id)
+    Heartbeat(in_flight(first, second), lease_seconds=30).run_once()
+    assert (first.state.cancel_requested, second.state.cancel_requested) == (False, True)
+
+
+# --- handlers that opted out of the heartbeat (heartbeat=False) --------------------------------
+
+
+def test_an_attempt_without_heartbeat_keeps_the_lease_it_has():
+    job = running_job(lease_seconds=3)
+    attempt = attempt_of(job, heartbeat=False)
+    assert Heartbeat(in_flight(attempt), lease_seconds=30).run_once() == HeartbeatPass(0, 0, 0)
+    assert fresh(job).locked_until == job.locked_until
+
+
+def test_an_attempt_without_heartbeat_still_sees_its_cancel_request():
+    job = running_job()
+    services.cancel_job(job_id=job.pk)
+    attempt = attempt_of(job, heartbeat=False)
+    beat = Heartbeat(in_flight(attempt), lease_seconds=30).run_once()
+    assert beat == HeartbeatPass(renewed=0, lost=0, cancel_requested=1)
+    assert attempt.state.cancel_requested
+
+
+def test_an_attempt_without_heartbeat_whose_lease_cleanup_took_back_is_marked_lost():
+    job = running_job(lease_seconds=1)
+    services.cleanup_expired_jobs(now=timezone.now() + timedelta(seconds=5), worker_id="other")
+    attempt = attempt_of(job, heartbeat=False)
+    assert Heartbeat(in_flight(attempt), lease_seconds=30).run_once().lost == 1
+    assert attempt.state.lost
+
+
+@pytest.mark.postgres
+def test_attempts_with_and_without_heartbeat_share_one_statement(django_assert_num_queries):
+    renewing, watched = running_job(), running_job()
+    running = in_flight(attempt_of(renewing), attempt_of(watched, heartbeat=False))
+    with django_assert_num_queries(1):
+        assert Heartbeat(running, lease_seconds=30).run_once() == HeartbeatPass(1, 0, 0)

@@ -117,9 +117,19 @@ def test_demo_slow_renews_its_lease_while_working():
     assert renewals >= 2
 
 
-def test_demo_timeout_is_timed_out_retried_and_its_late_result_rejected(settings):
+def test_demo_timeout_outlives_its_lease_and_cleanup_requeues_it(settings):
     settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 60  # keep the requeued job out of reach
-    job = queued_job("demo.timeout", payload={"sleep_seconds": 2}, timeout_seconds=1)
+    job = queued_job("demo.timeout", payload={"sleep_seconds": 2})
+    run_workers_in_burst(lease_seconds=1, cleanup_interval_seconds=0.2)
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.result) == (Status.QUEUED, 1, None)
+    assert job.last_error == "Lease expired before the job finished"
+    assert timeline(job) == [Event.CREATED, Event.CLAIMED, Event.PROGRESS, Event.TIMEOUT_REQUEUED]
+
+
+def test_demo_hang_is_timed_out_retried_and_its_late_result_rejected(settings):
+    settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 60  # keep the requeued job out of reach
+    job = queued_job("demo.hang", payload={"sleep_seconds": 2}, timeout_seconds=1)
     runner = run_workers_in_burst()
     stuck = runner.threads[0]
     assert stuck.abandoned and stuck.is_alive()  # still asleep in the handler

@@ -6,6 +6,9 @@ runs out only when the process is gone or stuck. The answer also says which atte
 process no longer owns (requeued by another process's rescuer, finished) and which were
 asked to cancel; each attempt's state is marked, so its handler's next ``check()``,
 ``renew()`` or ``progress()`` stops it.
+
+A handler registered with ``heartbeat=False`` is watched in the same statement, but its
+lease is not extended: it runs out unless the handler renews it itself.
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from ... import services
-from ..attempts import InFlight
+from ..attempts import Attempt, InFlight
 
 logger = logging.getLogger("jobs.worker")
 
@@ -47,15 +51,26 @@ class Heartbeat:
         ]
         if not live:
             return HeartbeatPass(renewed=0, lost=0, cancel_requested=0)
+        # One attempt at most owns a job. Two of the same job here are one that lost it,
+        # its handler still running, and a later claim of the job: the later one is the
+        # only one that can own it, and the answer (by job) is about that one.
+        latest: dict[Any, Attempt] = {}
+        for attempt in live:
+            seen = latest.get(attempt.job.id)
+            if seen is None or attempt.started > seen.started:
+                latest[attempt.job.id] = attempt
+        renewing = [attempt for attempt in latest.values() if attempt.heartbeat]
         beats = {
             beat.job_id: beat
             for beat in services.heartbeat(
-                attempts=[attempt.owner for attempt in live], lease_seconds=self.lease_seconds
+                attempts=[attempt.owner for attempt in renewing],
+                watch=[attempt.owner for attempt in latest.values() if not attempt.heartbeat],
+                lease_seconds=self.lease_seconds,
             )
         }
         lost = cancelled = 0
         for attempt in live:
-            beat = beats.get(attempt.job.id)
+            beat = beats.get(attempt.job.id) if latest[attempt.job.id] is attempt else None
             if beat is None:
                 attempt.state.lost = True
                 lost += 1
@@ -68,4 +83,5 @@ class Heartbeat:
                     attempt.job.attempts,
                     attempt.thread.worker_id,
                 )
-        return HeartbeatPass(renewed=len(beats), lost=lost, cancel_requested=cancelled)
+        renewed = sum(1 for attempt in renewing if attempt.job.id in beats)
+        return HeartbeatPass(renewed=renewed, lost=lost, cancel_requested=cancelled)

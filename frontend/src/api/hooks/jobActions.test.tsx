@@ -1,9 +1,9 @@
 import { act, waitFor } from '@testing-library/react';
 import { http, HttpResponse } from 'msw';
 import { describe, expect, it } from 'vitest';
-import { API, JOB_ID, eventPage, makeEvent, makeJob } from '../../test/fixtures';
+import { API, JOB_ID, makeEvent, makeJob } from '../../test/fixtures';
 import { renderHookWithClient } from '../../test/render';
-import { server } from '../../test/server';
+import { server, timelineResponse } from '../../test/server';
 import type { Job } from '../types';
 import { useRetryJob } from './jobActions';
 import { useJobEvents } from './jobs';
@@ -13,7 +13,7 @@ describe('useRetryJob', () => {
   it('puts the requeued job in the cache and reloads its events', async () => {
     let events = [makeEvent({ id: 7, type: 'failed', attempt: 1 })];
     server.use(
-      http.get(`${API}/jobs/${JOB_ID}/events/`, () => HttpResponse.json(eventPage(events))),
+      http.get(`${API}/jobs/${JOB_ID}/events/`, () => timelineResponse(events)),
       http.post(`${API}/jobs/${JOB_ID}/retry/`, () => {
         events = [...events, makeEvent({ id: 8, type: 'manual_retry', attempt: 0 })];
         return HttpResponse.json(makeJob({ status: 'queued' }));

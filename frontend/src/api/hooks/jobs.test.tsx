@@ -1,9 +1,9 @@
 import { act, waitFor } from '@testing-library/react';
 import { http, HttpResponse } from 'msw';
 import { describe, expect, it } from 'vitest';
-import { API, JOB_ID, eventPage, jobsPage, makeEvent, makeJob } from '../../test/fixtures';
+import { API, JOB_ID, jobsPage, makeEvent, makeJob } from '../../test/fixtures';
 import { renderHookWithClient } from '../../test/render';
-import { server } from '../../test/server';
+import { server, timelineResponse } from '../../test/server';
 import { sleep } from '../../test/sleep';
 import type { Job } from '../types';
 import { useJob, useJobEvents, useJobs } from './jobs';
@@ -37,7 +37,7 @@ describe('useJobEvents', () => {
       http.get(`${API}/jobs/${JOB_ID}/`, () => HttpResponse.json(state.job)),
       http.get(`${API}/jobs/${JOB_ID}/events/`, () => {
         state.eventCalls += 1;
-        return HttpResponse.json(eventPage(state.events));
+        return timelineResponse(state.events);
       }),
     );
     return state;

@@ -53,8 +53,9 @@ export function useJob(id: string) {
 }
 
 /**
- * A job's timeline, oldest first, one API page at a time (`fetchNextPage` when
- * `hasNextPage`); `data` is the events of every page loaded so far. It polls while
+ * A job's timeline, oldest first, one API response at a time (`fetchNextPage` when
+ * `hasNextPage`: the last response's `Link` header announced a next page); `data` is
+ * the events of every page loaded so far. It polls while
  * the job can still change (queued or running), and is refetched whenever the job
  * row itself changes, so the final event shows up even though polling stops once
  * the job is finished. A refetch reloads every loaded page, so events that arrive
@@ -79,8 +80,9 @@ export function useJobEvents(id: string, job: Job | undefined) {
     queryKey: queryKeys.jobEvents(id),
     queryFn: ({ signal, pageParam }) => api.getJobEvents(id, { cursor: pageParam ?? undefined }, signal),
     initialPageParam: null as string | null,
-    getNextPageParam: (last) => cursorFromLink(last.next ?? null),
-    select: (data) => data.pages.flatMap((page) => page.results),
+    // The next page is the one the response's Link header announced (rel="next").
+    getNextPageParam: (last) => cursorFromLink(last.next),
+    select: (data) => data.pages.flatMap((page) => page.events),
     ...poll,
   });
 }

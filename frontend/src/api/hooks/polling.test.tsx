@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { usePolling } from '../../polling/usePolling';
 import { API, JOB_ID, eventPage, jobsPage, makeEvent, makeJob, stats } from '../../test/fixtures';
 import { renderHookWithClient } from '../../test/render';
-import { server } from '../../test/server';
+import { server, timelineResponse } from '../../test/server';
 import { sleep } from '../../test/sleep';
 import { useConfig } from './config';
 import { useEventFeed } from './events';
@@ -84,7 +84,7 @@ describe('which hooks poll', () => {
     server.use(
       http.get(`${API}/jobs/`, () => HttpResponse.json(jobsPage([makeJob()]))),
       http.get(`${API}/jobs/${JOB_ID}/`, () => HttpResponse.json(makeJob({ status: 'running', attempts: 1 }))),
-      http.get(`${API}/jobs/${JOB_ID}/events/`, () => HttpResponse.json(eventPage([makeEvent()]))),
+      http.get(`${API}/jobs/${JOB_ID}/events/`, () => timelineResponse([makeEvent()])),
       http.get(`${API}/job-events/`, () => HttpResponse.json(eventPage([makeEvent()]))),
     );
     return { of: (path: string) => byPath.get(`/api/${path}`) ?? 0 };
