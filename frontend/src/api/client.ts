@@ -10,8 +10,13 @@ import type {
   EventPage,
   FieldErrors,
   Health,
+  BulkCreateInput,
+  BulkCreateResult,
   Job,
+  JobAttempt,
   JobCreateInput,
+  JobDetail,
+  JobLookup,
   JobListParams,
   JobPage,
   JobSelection,
@@ -26,7 +31,7 @@ import type {
   ThroughputParams,
   TimelinePage,
   TimelineParams,
-  Workers,
+  LiveWorkers,
 } from './types';
 
 export type ApiErrorKind = 'network' | 'timeout' | 'http';
@@ -248,10 +253,13 @@ export function createApiClient(options: ClientOptions) {
           status: params.status,
           type: params.type?.trim(),
           queue: params.queue?.trim(),
-          idempotency_key: params.idempotencyKey,
-          limit: params.limit,
-          offset: params.offset,
-        } satisfies QueryParams<'jobs_list'>,
+          ...({
+            idempotency_key: params.idempotencyKey,
+            limit: params.limit,
+            offset: params.offset,
+          } satisfies QueryParams<'jobs_list'>),
+          ordering: params.ordering,
+        },
         signal,
       ),
 
@@ -259,11 +267,18 @@ export function createApiClient(options: ClientOptions) {
     getJobTypes: (minutes: number, signal?: AbortSignal) =>
       get<JobTypes>('jobs/types/', { minutes } satisfies QueryParams<'jobs_types'>, signal),
 
-    /** Worker threads seen over `minutes`, grouped by process. */
-    getWorkers: (minutes: number, signal?: AbortSignal) =>
-      get<Workers>('workers/', { minutes } satisfies QueryParams<'workers_list'>, signal),
+    /** Every live worker process (idle ones too) and what each of its threads runs. */
+    getWorkers: (signal?: AbortSignal) => get<LiveWorkers>('workers/', undefined, signal),
 
-    getJob: (id: string, signal?: AbortSignal) => get<Job>(`jobs/${encodeURIComponent(id)}/`, undefined, signal),
+    getJob: (id: string, signal?: AbortSignal) =>
+      get<JobDetail>(`jobs/${encodeURIComponent(id)}/`, undefined, signal),
+
+    /** A job's attempts across every manual-retry round, oldest first. */
+    getJobAttempts: (id: string, signal?: AbortSignal) =>
+      get<JobAttempt[]>(`jobs/${encodeURIComponent(id)}/attempts/`, undefined, signal),
+
+    /** The job an id, a unique id prefix (8+ hex characters) or an idempotency key names. */
+    lookupJob: (q: string, signal?: AbortSignal) => get<JobLookup>('jobs/lookup/', { q: q.trim() }, signal),
 
     /**
      * One response of a job's timeline: the spec's array of events, oldest first, and the
@@ -271,7 +286,10 @@ export function createApiClient(options: ClientOptions) {
      */
     async getJobEvents(id: string, params: TimelineParams = {}, signal?: AbortSignal): Promise<TimelinePage> {
       const res = await request<JobEvent[]>(`jobs/${encodeURIComponent(id)}/events/`, {
-        query: { cursor: params.cursor, limit: params.limit } satisfies QueryParams<'jobs_events_list'>,
+        query: {
+          ...({ cursor: params.cursor, limit: params.limit } satisfies QueryParams<'jobs_events_list'>),
+          heartbeats: params.heartbeats,
+        },
         signal,
       });
       return { events: res.data, next: linkTarget(res.headers.get('Link'), 'next') };
@@ -292,11 +310,14 @@ export function createApiClient(options: ClientOptions) {
       get<EventPage>(
         'job-events/',
         {
-          cursor: params.cursor,
-          limit: params.limit,
-          type: params.type,
-          job_id: params.jobId?.trim(),
-        } satisfies QueryParams<'job_events_list'>,
+          ...({
+            cursor: params.cursor,
+            limit: params.limit,
+            type: params.type,
+            job_id: params.jobId?.trim(),
+          } satisfies QueryParams<'job_events_list'>),
+          heartbeats: params.heartbeats,
+        },
         signal,
       ),
 
@@ -304,6 +325,11 @@ export function createApiClient(options: ClientOptions) {
     async createJob(input: JobCreateInput): Promise<{ job: Job; created: boolean }> {
       const res = await request<Job>('jobs/', { method: 'POST', body: input });
       return { job: res.data, created: res.status === 201 };
+    },
+
+    /** POST up to `bulk_create_max` jobs at once; any bad item refuses the whole request. */
+    async bulkCreate(input: BulkCreateInput): Promise<BulkCreateResult> {
+      return (await request<BulkCreateResult>('jobs/bulk/', { method: 'POST', body: input })).data;
     },
 
     async retryJob(id: string): Promise<Job> {

@@ -112,6 +112,9 @@ export type Session = Schema['Session'];
 export type LoginInput = Schema['LoginRequest'];
 
 export type JobCreateInput = Schema['JobCreateRequest'];
+/** `POST /api/jobs/bulk/`: up to `bulk_create_max` jobs at once, and what it wrote. */
+export type BulkCreateInput = Schema['JobBulkCreateRequest'];
+export type BulkCreateResult = Schema['JobBulkCreateResult'];
 
 /** The body of the bulk actions: the list's filters and/or ids (never all empty). */
 export type JobSelection = Schema['JobSelectionRequest'];
@@ -131,6 +134,8 @@ export interface JobListParams {
   /** Omitted: the API's default page size. */
   limit?: number | undefined;
   offset: number;
+  /** Omitted: the API's default order (newest first). */
+  ordering?: JobOrdering | undefined;
 }
 
 /** The filters of a job count: one status, with the list's type and queue filters. */
@@ -146,7 +151,14 @@ export interface EventFeedParams {
   limit?: number | undefined;
   type?: JobEventType | undefined;
   jobId?: string | undefined;
+  /** `exclude` drops `lease_renewed` and `progress`; the API's default includes them. */
+  heartbeats?: HeartbeatFilter | undefined;
 }
+
+export type HeartbeatFilter = 'include' | 'exclude';
+
+/** The events a worker writes while an attempt runs: collapsed or hidden by default. */
+export const HEARTBEAT_EVENT_TYPES: readonly JobEventType[] = ['lease_renewed', 'progress'];
 
 /**
  * One response of a job's timeline (`GET /api/jobs/{id}/events/`): the events, oldest
@@ -161,6 +173,7 @@ export interface TimelinePage {
 /** A page of one job's timeline: oldest first, `next` leads to later events. */
 export interface TimelineParams {
   cursor?: string | undefined;
+  heartbeats?: HeartbeatFilter | undefined;
   /** Omitted: the API's default page size. */
   limit?: number | undefined;
 }
@@ -172,3 +185,92 @@ export interface ThroughputParams {
 
 /** DRF validation error body: field name to messages, plus `detail`/`non_field_errors`. */
 export type FieldErrors = Record<string, string[]>;
+
+/*
+ * Issue 27 (contract27.md). Written by hand until the backend's schema carries them;
+ * then each becomes an alias of ./schema.d.ts like the types above.
+ */
+
+/** How one attempt ended, or `running` while it runs. */
+export type AttemptOutcome =
+  | 'running'
+  | 'succeeded'
+  | 'retried'
+  | 'failed'
+  | 'timed_out'
+  | 'cancelled'
+  | 'lease_expired';
+
+/** One attempt of a job (`GET /api/jobs/{id}/attempts/`, oldest first). */
+export interface JobAttempt {
+  /** Manual-retry round, 1-based: each manual retry starts a new round. */
+  round: number;
+  /** Attempt number within its round (the events' `attempt`). */
+  attempt: number;
+  /** Overall ordinal across rounds. */
+  number: number;
+  worker_id: string | null;
+  queued_at: IsoDateTime;
+  claimed_at: IsoDateTime;
+  started_at: IsoDateTime | null;
+  finished_at: IsoDateTime | null;
+  wait_ms: number | null;
+  run_ms: number | null;
+  outcome: AttemptOutcome;
+  error: string | null;
+  exception_class: string | null;
+  traceback: string | null;
+}
+
+/** Where a job's effective timeout comes from. */
+export type TimeoutSource = 'job' | 'type' | 'worker';
+
+/** What the job detail adds to the list's job (attempts across rounds, the last traceback, the timeout in force). */
+export interface JobDetailExtras {
+  total_attempts?: number;
+  round?: number;
+  last_exception_class?: string | null;
+  last_traceback?: string | null;
+  effective_timeout_seconds?: number | null;
+  timeout_source?: TimeoutSource | null;
+}
+
+export type JobDetail = Job & JobDetailExtras;
+
+/** `GET /api/jobs/lookup/?q=`: the job an id, a unique id prefix or an idempotency key names. */
+export interface JobLookup {
+  match: 'id' | 'id_prefix' | 'idempotency_key';
+  job: Job;
+}
+
+/** One live worker process (`GET /api/workers/`, from presence, idle ones too). */
+export interface LiveWorkerThread {
+  /** host:pid:n */
+  worker_id: string;
+  job: { id: string; type: string; started_at: IsoDateTime | null } | null;
+}
+
+export interface LiveWorkerProcess {
+  /** host:pid */
+  worker_id: string;
+  hostname: string;
+  pid: number;
+  queues: string[];
+  threads_configured: number;
+  threads_live: number;
+  threads_busy: number;
+  started_at: IsoDateTime;
+  last_seen_at: IsoDateTime;
+  heartbeat_interval_seconds: number;
+  threads: LiveWorkerThread[];
+}
+
+export interface LiveWorkers {
+  processes: LiveWorkerProcess[];
+}
+
+
+/** The Jobs list's sortable columns (the API's `ordering`, `-` for newest/largest first). */
+export const JOB_ORDERINGS = ['created_at', 'started_at', 'finished_at', 'priority', 'type'] as const;
+export type JobOrderingField = (typeof JOB_ORDERINGS)[number];
+export type JobOrdering = JobOrderingField | `-${JobOrderingField}`;

@@ -2,54 +2,62 @@ import { screen, waitFor } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import { http, HttpResponse } from 'msw';
 import { describe, expect, it } from 'vitest';
-import { API, JOB_ID, jobsPage, makeJob } from '../test/fixtures';
+import { API, JOB_ID, makeJob } from '../test/fixtures';
 import { renderApp } from '../test/render';
 import { server, timelineResponse } from '../test/server';
 
+const box = () => screen.getByRole('searchbox', { name: 'Job id, short id or idempotency key' });
+
 describe('Header search', () => {
-  it('opens the job created with an idempotency key, found through the list filter', async () => {
-    const seen: Record<string, string>[] = [];
+  it('opens the job a short id names, through the lookup', async () => {
+    const seen: string[] = [];
     server.use(
-      http.get(`${API}/jobs/`, ({ request }) => {
-        const query = Object.fromEntries(new URL(request.url).searchParams);
-        seen.push(query);
-        return HttpResponse.json(jobsPage(query.idempotency_key === 'order-42' ? [makeJob()] : []));
+      http.get(`${API}/jobs/lookup/`, ({ request }) => {
+        seen.push(new URL(request.url).searchParams.get('q') ?? '');
+        return HttpResponse.json({ match: 'id_prefix', job: makeJob() });
       }),
       http.get(`${API}/jobs/${JOB_ID}/`, () => HttpResponse.json(makeJob())),
       http.get(`${API}/jobs/${JOB_ID}/events/`, () => timelineResponse([])),
     );
     const { router } = renderApp('/');
-    const search = screen.getByRole('search', { name: 'Find a job' });
-    await userEvent.type(screen.getByRole('searchbox', { name: 'Job id or idempotency key' }), 'order-42');
+    await userEvent.type(box(), '8421aca2');
     await userEvent.click(screen.getByRole('button', { name: 'Find' }));
     await waitFor(() => expect(router.state.location.pathname).toBe(`/jobs/${JOB_ID}`));
-    expect(seen[0]).toEqual({ idempotency_key: 'order-42', limit: '1', offset: '0' });
-    expect(search).toBeInTheDocument();
+    expect(seen).toEqual(['8421aca2']);
+    expect(screen.getByRole('search', { name: 'Find a job' })).toBeInTheDocument();
   });
 
   it('says so when nothing matches', async () => {
-    server.use(
-      http.get(`${API}/jobs/${JOB_ID}/`, () => HttpResponse.json({ detail: 'Not found.' }, { status: 404 })),
-      http.get(`${API}/jobs/`, () => HttpResponse.json(jobsPage([]))),
-    );
+    server.use(http.get(`${API}/jobs/lookup/`, () => HttpResponse.json({ detail: 'No job.' }, { status: 404 })));
     const { router } = renderApp('/');
-    await userEvent.type(screen.getByRole('searchbox', { name: 'Job id or idempotency key' }), `${JOB_ID}{Enter}`);
-    expect(await screen.findByRole('alert')).toHaveTextContent(`No job has the id or idempotency key “${JOB_ID}”.`);
+    await userEvent.type(box(), `${JOB_ID}{Enter}`);
+    expect(await screen.findByRole('alert')).toHaveTextContent(
+      `No job has the id, id prefix or idempotency key “${JOB_ID}”.`,
+    );
     expect(router.state.location.pathname).toBe('/');
+  });
+
+  it('says a short id is ambiguous, in the API words', async () => {
+    server.use(
+      http.get(`${API}/jobs/lookup/`, () =>
+        HttpResponse.json({ q: ["'fe7c1234' matches 3 jobs: type more characters."] }, { status: 400 }),
+      ),
+    );
+    renderApp('/');
+    await userEvent.type(box(), 'fe7c1234{Enter}');
+    expect(await screen.findByRole('alert')).toHaveTextContent("'fe7c1234' matches 3 jobs: type more characters.");
   });
 
   it("shows the API's error when a lookup fails, and clears it on typing", async () => {
     server.use(
-      http.get(`${API}/jobs/`, () => HttpResponse.json({ detail: 'Database unavailable.' }, { status: 503 })),
+      http.get(`${API}/jobs/lookup/`, () => HttpResponse.json({ detail: 'Database unavailable.' }, { status: 503 })),
     );
     const { router } = renderApp('/');
-    const input = screen.getByRole('searchbox', { name: 'Job id or idempotency key' });
-    await userEvent.type(input, 'order-42{Enter}');
+    await userEvent.type(box(), 'order-42{Enter}');
     expect(await screen.findByRole('alert')).toHaveTextContent('503: Database unavailable.');
     expect(router.state.location.pathname).toBe('/');
-    await userEvent.type(input, '3');
+    await userEvent.type(box(), '3');
     expect(screen.queryByRole('alert')).not.toBeInTheDocument();
     expect(screen.getByRole('button', { name: 'Find' })).toBeEnabled();
   });
 });
-

@@ -3,7 +3,7 @@ import { useNavigate } from 'react-router';
 import { useFindJob } from '../api/hooks';
 import { errorMessage } from '../lib/errors';
 
-/** Go to a job by its id or its idempotency key. */
+/** Go to a job by its id, a unique id prefix (as the lists show: 8 characters) or its idempotency key. */
 export function HeaderSearch() {
   const navigate = useNavigate();
   const find = useFindJob();
@@ -19,7 +19,7 @@ export function HeaderSearch() {
         setQuery('');
         void navigate(`/jobs/${found.id}`);
       } else {
-        setProblem(`No job has the id or idempotency key “${found.query}”.`);
+        setProblem(found.message);
       }
     } catch (error) {
       setProblem(errorMessage(error));
@@ -37,13 +37,13 @@ export function HeaderSearch() {
       }}
     >
       <label htmlFor="header-search-input" className="sr-only">
-        Job id or idempotency key
+        Job id, short id or idempotency key
       </label>
       <input
         id="header-search-input"
         type="search"
         className="mono"
-        placeholder="Job id or idempotency key"
+        placeholder="Job id, short id or key"
         autoComplete="off"
         spellCheck={false}
         maxLength={255}

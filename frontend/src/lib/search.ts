@@ -1,32 +1,36 @@
 /**
- * The header's job search: a job id, else an idempotency key (which may itself look
- * like a UUID). The lookups are passed in so the rule can be tested without the API.
+ * The header's job search: one call to `GET /api/jobs/lookup/?q=`, which takes a job id,
+ * a unique id prefix (8+ hex characters, dashes ignored) or an exact idempotency key.
+ * The lookup is passed in so the reading of its answers can be tested without the API.
  */
 import { ApiError } from '../api/client';
-import type { Job } from '../api/types';
-import { isUuid } from './params';
+import type { JobLookup } from '../api/types';
 
 export type SearchOutcome =
-  | { kind: 'job'; id: string; via: 'id' | 'idempotency_key' }
-  | { kind: 'not_found'; query: string };
+  | { kind: 'job'; id: string; via: JobLookup['match'] }
+  | { kind: 'not_found'; query: string; message: string }
+  | { kind: 'ambiguous'; query: string; message: string };
 
-export interface JobLookups {
-  getJob(id: string): Promise<Job>;
-  /** The job created with this key, if any (the list's exact `idempotency_key` filter). */
-  byIdempotencyKey(key: string): Promise<Job | undefined>;
+export type LookupFn = (query: string) => Promise<JobLookup>;
+
+/** The first message of a DRF 400 body's `q` field, else the error's own message. */
+function queryProblem(error: ApiError): string {
+  return error.fieldErrors.q?.[0] ?? error.message;
 }
 
-export async function findJob(raw: string, lookups: JobLookups): Promise<SearchOutcome> {
+export async function findJob(raw: string, lookup: LookupFn): Promise<SearchOutcome> {
   const query = raw.trim();
-  if (isUuid(query)) {
-    try {
-      const job = await lookups.getJob(query.toLowerCase());
-      return { kind: 'job', id: job.id, via: 'id' };
-    } catch (error) {
-      // No job with that id: it may still be someone's idempotency key.
-      if (!(error instanceof ApiError && error.status === 404)) throw error;
+  try {
+    const found = await lookup(query);
+    return { kind: 'job', id: found.job.id, via: found.match };
+  } catch (error) {
+    if (error instanceof ApiError && error.kind === 'http') {
+      if (error.status === 404) {
+        return { kind: 'not_found', query, message: `No job has the id, id prefix or idempotency key “${query}”.` };
+      }
+      // A prefix several jobs share: the API says how many and to type more.
+      if (error.status === 400) return { kind: 'ambiguous', query, message: queryProblem(error) };
     }
+    throw error;
   }
-  const job = await lookups.byIdempotencyKey(query);
-  return job ? { kind: 'job', id: job.id, via: 'idempotency_key' } : { kind: 'not_found', query };
 }

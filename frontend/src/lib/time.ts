@@ -1,4 +1,13 @@
-/** Time formatting used across the dashboard. Pure functions: `now` is always passed in. */
+/**
+ * Time formatting used across the dashboard. Pure functions: `now` is always passed in.
+ *
+ * The dashboard's one time-zone rule: times are shown in the browser's zone, and every
+ * time a person reads says which zone that is. A clock time shown as text carries the
+ * zone's short name (`14:05:09 CET`, `formatTimeOfDay` + `zoneName`); a relative time
+ * ("3m ago") carries the exact time with its UTC offset in its tooltip and accessible
+ * name (`formatExact`). The API's own timestamps (TIME_ZONE offset) are parsed as
+ * instants, so the API's zone never leaks into what is shown.
+ */
 
 /** "45s", "3m 05s", "2h 07m", "3d 4h". Negative durations are formatted by magnitude. */
 export function formatDuration(ms: number): string {
@@ -45,7 +54,27 @@ export function formatExact(iso: string): string {
   );
 }
 
-/** "14:05" in local time, for chart axes. */
+/**
+ * The browser zone's short name at `iso` ("CET", "UTC", "GMT+3:30": whatever the
+ * browser's locale calls it), so a clock time can say which clock it is.
+ */
+export function zoneName(iso?: string): string {
+  const date = iso === undefined ? new Date() : new Date(iso);
+  if (Number.isNaN(date.getTime())) return '';
+  const part = new Intl.DateTimeFormat(undefined, { timeZoneName: 'short' })
+    .formatToParts(date)
+    .find((p) => p.type === 'timeZoneName');
+  return part?.value ?? '';
+}
+
+/** "14:05:09 CET": the local clock time and the zone it is in. */
+export function formatTimeWithZone(iso: string): string {
+  const time = formatTimeOfDay(iso);
+  const zone = zoneName(iso);
+  return zone ? `${time} ${zone}` : time;
+}
+
+/** "14:05" in local time, for chart axes (the chart names the zone once). */
 export function formatClock(iso: string): string {
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return '';

@@ -1,41 +1,43 @@
-/** The Workers page's reading of one process (the API groups threads by process). */
-import type { WorkerProcess, WorkerThread } from '../api/types';
+/** The Workers page's reading of one live worker process (`GET /api/workers/`). */
+import type { LiveWorkerProcess, LiveWorkerThread } from '../api/types';
 
-export interface ProcessSummary {
-  /** Threads that claim jobs (the maintenance thread aside). */
-  threads: number;
-  busy: number;
-  idle: number;
-  /** Running jobs of this process whose lease has expired: it is gone or stuck. */
-  overdue: number;
+/** The thread number at the end of a thread's worker id (host:pid:n), or null. */
+export function threadNumber(thread: LiveWorkerThread): number | null {
+  const last = thread.worker_id.split(':').pop() ?? '';
+  return /^\d+$/.test(last) ? Number(last) : null;
 }
 
-export function isMaintenance(worker: WorkerThread): boolean {
-  return worker.role === 'maintenance';
+/** "thread 3", or the worker id when it names no thread number. */
+export function threadLabel(thread: LiveWorkerThread): string {
+  const n = threadNumber(thread);
+  return n === null ? thread.worker_id : `thread ${n}`;
 }
 
-export function summarizeProcess(process: WorkerProcess): ProcessSummary {
-  const threads = process.workers.filter((w) => !isMaintenance(w));
-  const busy = threads.filter((w) => w.current_job !== null).length;
-  const overdue = process.workers.filter((w) => w.current_job?.lease_overdue).length;
-  return { threads: threads.length, busy, idle: threads.length - busy, overdue };
+/** Threads by number (10 after 2). */
+export function orderThreads(threads: readonly LiveWorkerThread[]): LiveWorkerThread[] {
+  return [...threads].sort(
+    (a, b) => (threadNumber(a) ?? Number.MAX_SAFE_INTEGER) - (threadNumber(b) ?? Number.MAX_SAFE_INTEGER),
+  );
 }
 
-/** "box · pid 4242", or the raw process name when the worker id was not host:pid:…. */
-export function processTitle(process: WorkerProcess): string {
-  return process.host !== null && process.pid !== null ? `${process.host} · pid ${process.pid}` : process.process;
+/** "box · pid 4242". */
+export function processTitle(process: LiveWorkerProcess): string {
+  return `${process.hostname} · pid ${process.pid}`;
 }
 
-/** "thread 3", "maintenance", or the worker id when it names no thread. */
-export function threadLabel(worker: WorkerThread): string {
-  if (isMaintenance(worker)) return 'maintenance';
-  return worker.thread === null ? worker.worker_id : `thread ${worker.thread}`;
+/**
+ * "1 of 4 threads busy", and "3 of 4 threads live" when some configured threads are gone
+ * (a thread replaced after a timeout is not counted twice).
+ */
+export function describeThreads(process: LiveWorkerProcess): string {
+  const busy = `${process.threads_busy} of ${process.threads_live} threads busy`;
+  return process.threads_live === process.threads_configured
+    ? busy
+    : `${busy} · ${process.threads_live} of ${process.threads_configured} configured threads live`;
 }
 
-/** Worker threads first by number, the maintenance thread last: it runs no jobs. */
-export function orderThreads(workers: readonly WorkerThread[]): WorkerThread[] {
-  return [...workers].sort((a, b) => {
-    if (isMaintenance(a) !== isMaintenance(b)) return isMaintenance(a) ? 1 : -1;
-    return (a.thread ?? Number.MAX_SAFE_INTEGER) - (b.thread ?? Number.MAX_SAFE_INTEGER);
-  });
+/** "all queues" for `*`, else the names. */
+export function describeQueues(queues: readonly string[]): string {
+  if (queues.length === 0 || queues.includes('*')) return 'all queues';
+  return `${queues.length === 1 ? 'queue' : 'queues'} ${queues.join(', ')}`;
 }

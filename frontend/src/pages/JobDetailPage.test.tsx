@@ -3,7 +3,7 @@ import userEvent from '@testing-library/user-event';
 import { http, HttpResponse } from 'msw';
 import { describe, expect, it } from 'vitest';
 import type { Job, JobEvent } from '../api/types';
-import { API, JOB_ID, makeEvent, makeJob } from '../test/fixtures';
+import { API, JOB_ID, makeAttempt, makeEvent, makeJob } from '../test/fixtures';
 import { renderApp } from '../test/render';
 import { server, timelineResponse } from '../test/server';
 
@@ -208,7 +208,7 @@ describe('Job detail page', () => {
     await userEvent.click(within(dialog).getByRole('button', { name: 'Cancel job' }));
 
     const notice = await screen.findByText(/waiting for the worker/);
-    expect(notice).toHaveTextContent('Cancel requested at 14:05:09, waiting for the worker');
+    expect(notice).toHaveTextContent('Cancel requested at 14:05:09 UTC, waiting for the worker');
     expect(notice).toHaveAttribute('role', 'status');
     expect(screen.queryByRole('button', { name: 'Cancel job' })).not.toBeInTheDocument();
     expect(screen.getByText('Cancel requested', { selector: 'dt' })).toBeInTheDocument();
@@ -307,5 +307,94 @@ describe('Job detail timeline paging', () => {
     );
     expect(screen.queryByRole('button', { name: /more events/ })).not.toBeInTheDocument();
     expect(cursors).toEqual([null, 'p2']);
+  });
+});
+
+describe('Job detail attempts and errors', () => {
+  const traceback = [
+    'Traceback (most recent call last):',
+    '  File "/app/jobs/demo.py", line 12, in fail',
+    '    raise ValueError("Intentional demo failure")',
+    'ValueError: Intentional demo failure',
+  ].join('\n');
+
+  it('shows the last error with its class and traceback as code, and one row per attempt by round', async () => {
+    serve(
+      makeJob({
+        status: 'failed',
+        attempts: 1,
+        max_attempts: 1,
+        last_error: 'Intentional demo failure',
+        finished_at: '2026-06-21T02:33:05+03:30',
+        ...{ total_attempts: 3, round: 2, last_exception_class: 'ValueError', last_traceback: traceback },
+      }),
+      [],
+    );
+    server.use(
+      http.get(`${API}/jobs/${JOB_ID}/attempts/`, () =>
+        HttpResponse.json([
+          makeAttempt({ number: 1, round: 1, attempt: 1, outcome: 'retried', exception_class: 'ValueError', traceback }),
+          makeAttempt({ number: 2, round: 1, attempt: 2, outcome: 'failed', exception_class: 'ValueError' }),
+          makeAttempt({ number: 3, round: 2, attempt: 1, outcome: 'timed_out', error: 'Timed out after 10 s' }),
+        ]),
+      ),
+    );
+    renderApp(`/jobs/${JOB_ID}`);
+    const lastError = await screen.findByRole('region', { name: 'Last error' });
+    expect(within(lastError).getByText('ValueError')).toBeInTheDocument();
+    expect(within(lastError).getByLabelText('Traceback of the last error')).toHaveTextContent(
+      'File "/app/jobs/demo.py", line 12, in fail',
+    );
+    expect(screen.getByText('1 of 1', { exact: false }).closest('dd')).toHaveTextContent('1 of 1 · 3 in all (round 2)');
+
+    const table = await screen.findByRole('table', { name: 'Attempts' });
+    const rounds = within(table).getAllByRole('rowgroup').slice(1);
+    expect(rounds.map((r) => r.getAttribute('data-round'))).toEqual(['1', '2']);
+    expect(within(rounds[1]!).getByText('Round 2 (after a manual retry)')).toBeInTheDocument();
+    expect(table.querySelectorAll('tr[data-attempt]')).toHaveLength(3);
+    expect(table.querySelector('tr[data-attempt="3"]')).toHaveTextContent('timed out');
+    expect(table.querySelector('tr[data-attempt="3"]')).toHaveTextContent('Timed out after 10 s');
+    expect(within(table).getByText('Traceback of attempt 1')).toBeInTheDocument();
+  });
+
+  it('shows the timeout in force with its source, and nothing available about a finished job', async () => {
+    serve(
+      makeJob({
+        status: 'cancelled',
+        finished_at: '2026-06-21T02:33:05+03:30',
+        ...{ effective_timeout_seconds: 10, timeout_source: 'type' as const },
+      }),
+      [],
+    );
+    renderApp(`/jobs/${JOB_ID}`);
+    expect(await screen.findByText('10 s (the job type’s default)')).toBeInTheDocument();
+    expect(screen.queryByText('Available', { selector: 'dt' })).not.toBeInTheDocument();
+    expect(await screen.findByText('Cancelled before it ran.')).toBeInTheDocument();
+  });
+
+  it('asks for the timeline without heartbeats until they are asked for', async () => {
+    const filters: (string | null)[] = [];
+    server.use(
+      http.get(`${API}/jobs/${JOB_ID}/`, () => HttpResponse.json(makeJob({ status: 'succeeded' }))),
+      http.get(`${API}/jobs/${JOB_ID}/events/`, ({ request }) => {
+        const heartbeats = new URL(request.url).searchParams.get('heartbeats');
+        filters.push(heartbeats);
+        return timelineResponse(
+          heartbeats === 'exclude' ? [makeEvent()] : [makeEvent(), makeEvent({ id: 2, type: 'lease_renewed', attempt: 1 })],
+        );
+      }),
+    );
+    renderApp(`/jobs/${JOB_ID}`);
+    const timeline = await screen.findByRole('list', { name: 'Event timeline' });
+    expect(within(timeline).getAllByRole('listitem')).toHaveLength(1);
+    await userEvent.click(screen.getByRole('checkbox', { name: /Show heartbeats/ }));
+    await waitFor(() =>
+      expect(
+        within(screen.getByRole('list', { name: 'Event timeline' }))
+          .getAllByRole('listitem')
+          .map((i) => i.getAttribute('data-event-type')),
+      ).toEqual(['created', 'lease_renewed']),
+    );
+    expect(filters).toEqual(['exclude', 'include']);
   });
 });

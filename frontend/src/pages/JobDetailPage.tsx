@@ -1,7 +1,11 @@
 import { useState, type ReactNode } from 'react';
 import { Link, useParams } from 'react-router';
-import { useCancelJob, useConfig, useJob, useJobEvents, usePageLimits, useRetryJob } from '../api/hooks';
-import { isCancellable, isLive, isRetryable, type Job, type WorkerSettings } from '../api/types';
+import { useCancelJob, useConfig, useJob, useJobAttempts, useJobEvents, usePageLimits, useRetryJob } from '../api/hooks';
+import { isCancellable, isLive, isRetryable, type Job, type JobDetail, type WorkerSettings } from '../api/types';
+import { AttemptsTable } from '../components/AttemptsTable';
+import { ClockTime } from '../components/ClockTime';
+import { Traceback } from '../components/Traceback';
+import { describeTimeout } from '../lib/attempts';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { EventTimeline } from '../components/EventTimeline';
 import { JsonView } from '../components/JsonView';
@@ -9,7 +13,6 @@ import { LeaseCountdown } from '../components/LeaseCountdown';
 import { RelativeTime } from '../components/RelativeTime';
 import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
 import { errorMessage } from '../lib/errors';
-import { formatExact, formatTimeOfDay } from '../lib/time';
 import { traceIdOf } from '../lib/trace';
 import { StatusBadge } from '../components/StatusBadge';
 import { ApiError } from '../api/client';
@@ -23,8 +26,10 @@ function Field({ label, children }: { label: string; children: ReactNode }) {
   );
 }
 
-/** The job's own timeout, or which default applies when it has none. */
-function Timeout({ job, worker }: { job: Job; worker: WorkerSettings | undefined }) {
+/** The timeout in force and where it comes from (job, type or worker), as the API says. */
+function Timeout({ job, worker }: { job: JobDetail; worker: WorkerSettings | undefined }) {
+  const effective = describeTimeout(job.effective_timeout_seconds, job.timeout_source);
+  if (effective !== null) return <>{effective}</>;
   if (job.timeout_seconds !== null) return <>{job.timeout_seconds} s</>;
   const fallback = worker === undefined ? '' : worker.timeout_seconds > 0 ? `${worker.timeout_seconds} s` : 'no limit';
   return (
@@ -34,7 +39,23 @@ function Timeout({ job, worker }: { job: Job; worker: WorkerSettings | undefined
   );
 }
 
-function JobFields({ job, worker }: { job: Job; worker: WorkerSettings | undefined }) {
+/** "2 of 3 · 5 in all (round 2)": this round's count, and every attempt since the job was created. */
+function Attempts({ job }: { job: JobDetail }) {
+  const total = job.total_attempts;
+  return (
+    <>
+      {job.attempts} of {job.max_attempts}
+      {total !== undefined && total !== job.attempts && (
+        <span className="muted">
+          {' '}
+          · {total} in all{job.round !== undefined && job.round > 1 ? ` (round ${job.round})` : ''}
+        </span>
+      )}
+    </>
+  );
+}
+
+function JobFields({ job, worker }: { job: JobDetail; worker: WorkerSettings | undefined }) {
   return (
     <dl className="dl">
       <Field label="ID">
@@ -51,7 +72,7 @@ function JobFields({ job, worker }: { job: Job; worker: WorkerSettings | undefin
       </Field>
       <Field label="Priority">{job.priority}</Field>
       <Field label="Attempts">
-        {job.attempts} of {job.max_attempts}
+        <Attempts job={job} />
       </Field>
       <Field label="Timeout">
         <Timeout job={job} worker={worker} />
@@ -59,9 +80,12 @@ function JobFields({ job, worker }: { job: Job; worker: WorkerSettings | undefin
       <Field label="Idempotency key">
         {job.idempotency_key ? <span className="mono">{job.idempotency_key}</span> : <span className="muted">none</span>}
       </Field>
-      <Field label="Available at">
-        <RelativeTime value={job.available_at} />
-      </Field>
+      {/* A finished job will not be claimed again (until a retry): nothing is "available" about it. */}
+      {isLive(job.status) && (
+        <Field label={job.status === 'queued' ? 'Available' : 'Became available'}>
+          <RelativeTime value={job.available_at} />
+        </Field>
+      )}
       <Field label="Locked by">
         {job.locked_by ? <span className="mono">{job.locked_by}</span> : <span className="muted">—</span>}
       </Field>
@@ -152,9 +176,7 @@ function JobActions({ job, worker }: { job: Job; worker: WorkerSettings | undefi
       {waiting && job.cancel_requested_at && (
         <p className="notice notice--info" role="status">
           Cancel requested at{' '}
-          <time dateTime={job.cancel_requested_at} title={formatExact(job.cancel_requested_at)}>
-            {formatTimeOfDay(job.cancel_requested_at)}
-          </time>
+          <ClockTime value={job.cancel_requested_at} />
           , waiting for the worker: it sees the request within one heartbeat{heartbeat} and the attempt ends as
           cancelled when the handler next checks in.
         </p>
@@ -195,10 +217,24 @@ function JobActions({ job, worker }: { job: Job; worker: WorkerSettings | undefi
   );
 }
 
+/** The latest failure: its exception class, message and traceback, readable as code. */
+function LastError({ job }: { job: JobDetail }) {
+  if (!job.last_error && !job.last_traceback) return <p className="muted">No error recorded.</p>;
+  return (
+    <>
+      {job.last_exception_class && <p className="last-error__class">{job.last_exception_class}</p>}
+      {job.last_error && <pre className="error-text">{job.last_error}</pre>}
+      {job.last_traceback && <Traceback text={job.last_traceback} label="Traceback of the last error" />}
+    </>
+  );
+}
+
 export function JobDetailPage() {
   const { id = '' } = useParams();
   const job = useJob(id);
-  const events = useJobEvents(id, job.data);
+  const [showHeartbeats, setShowHeartbeats] = useState(false);
+  const events = useJobEvents(id, job.data, showHeartbeats ? 'include' : 'exclude');
+  const attempts = useJobAttempts(id, job.data);
   const worker = useConfig().data?.worker;
   const timelinePage = usePageLimits('job_timeline');
 
@@ -242,10 +278,16 @@ export function JobDetailPage() {
         </section>
 
         <section className="panel" aria-labelledby="timeline-heading">
-          <h2 id="timeline-heading">
-            Timeline{' '}
-            {isLive(data.status) && <span className="live-pill">live</span>}
-          </h2>
+          <div className="panel__head">
+            <h2 id="timeline-heading">
+              Timeline{' '}
+              {isLive(data.status) && <span className="live-pill">live</span>}
+            </h2>
+            <label className="toggle">
+              <input type="checkbox" checked={showHeartbeats} onChange={(e) => setShowHeartbeats(e.target.checked)} />
+              Show heartbeats (lease renewals, progress)
+            </label>
+          </div>
           {events.isPending ? (
             <Loading label="Loading events…" />
           ) : events.isError && !events.data ? (
@@ -273,10 +315,19 @@ export function JobDetailPage() {
 
         <section className="panel" aria-labelledby="error-heading">
           <h2 id="error-heading">Last error</h2>
-          {data.last_error ? (
-            <pre className="error-text">{data.last_error}</pre>
+          <LastError job={data} />
+        </section>
+
+        <section className="panel panel--wide" aria-labelledby="attempts-heading">
+          <h2 id="attempts-heading">Attempts</h2>
+          {attempts.isPending ? (
+            <Loading label="Loading attempts…" />
+          ) : attempts.isError && !attempts.data ? (
+            <ErrorState error={attempts.error} onRetry={() => void attempts.refetch()} />
+          ) : attempts.data && attempts.data.length > 0 ? (
+            <AttemptsTable attempts={attempts.data} />
           ) : (
-            <p className="muted">No error recorded.</p>
+            <Empty>{data.status === 'cancelled' ? 'Cancelled before it ran.' : 'Not claimed yet.'}</Empty>
           )}
         </section>
 

@@ -6,16 +6,17 @@ import type {
   ApiConfig,
   EventPage,
   Job,
+  JobAttempt,
   JobEvent,
   JobPage,
   JobStats,
   JobTypeHealth,
   JobTypes,
   Session,
+  LiveWorkerProcess,
+  LiveWorkerThread,
+  LiveWorkers,
   Throughput,
-  WorkerProcess,
-  WorkerThread,
-  Workers,
 } from '../api/types';
 
 export const API = 'http://localhost:8000/api';
@@ -180,33 +181,47 @@ export function makeJobTypes(types: JobTypeHealth[], minutes = 60): JobTypes {
   };
 }
 
-export function makeWorker(overrides: Partial<WorkerThread> = {}): WorkerThread {
+export function makeThread(n: number, job: LiveWorkerThread['job'] = null, process = 'box:4242'): LiveWorkerThread {
+  return { worker_id: `${process}:${n}`, job };
+}
+
+export function makeProcess(threads: LiveWorkerThread[], overrides: Partial<LiveWorkerProcess> = {}): LiveWorkerProcess {
   return {
-    worker_id: 'box:4242:thread-1:00c0ffee',
-    host: 'box',
+    worker_id: 'box:4242',
+    hostname: 'box',
     pid: 4242,
-    thread: 1,
-    role: 'worker',
-    current_job: null,
-    finished: 0,
-    last_seen: '2026-06-21T10:59:58Z',
+    queues: ['*'],
+    threads_configured: threads.length,
+    threads_live: threads.length,
+    threads_busy: threads.filter((t) => t.job !== null).length,
+    started_at: '2026-06-21T10:00:00Z',
+    last_seen_at: '2026-06-21T10:59:58Z',
+    heartbeat_interval_seconds: 10,
+    threads,
     ...overrides,
   };
 }
 
-export function makeProcess(workers: WorkerThread[], overrides: Partial<WorkerProcess> = {}): WorkerProcess {
-  return {
-    process: 'box:4242',
-    host: 'box',
-    pid: 4242,
-    last_seen: '2026-06-21T10:59:58Z',
-    running: workers.filter((w) => w.current_job !== null).length,
-    finished: workers.reduce((n, w) => n + w.finished, 0),
-    workers,
-    ...overrides,
-  };
+export function makeWorkers(processes: LiveWorkerProcess[]): LiveWorkers {
+  return { processes };
 }
 
-export function makeWorkers(processes: WorkerProcess[]): Workers {
-  return { minutes: 15, start: '2026-06-21T10:45:00Z', end: '2026-06-21T11:00:00Z', processes };
+export function makeAttempt(overrides: Partial<JobAttempt> = {}): JobAttempt {
+  return {
+    round: 1,
+    attempt: 1,
+    number: 1,
+    worker_id: 'box:4242:1',
+    queued_at: '2026-06-21T02:32:46.176967+03:30',
+    claimed_at: '2026-06-21T02:32:47.000000+03:30',
+    started_at: '2026-06-21T02:32:47.000000+03:30',
+    finished_at: '2026-06-21T02:32:48.000000+03:30',
+    wait_ms: 823,
+    run_ms: 1000,
+    outcome: 'succeeded',
+    error: null,
+    exception_class: null,
+    traceback: null,
+    ...overrides,
+  };
 }

@@ -12,6 +12,7 @@ export const defaultHandlers = [
   http.get(`${API}/jobs/throughput/`, () => HttpResponse.json(makeThroughput([[0, 0]]))),
   http.get(`${API}/jobs/types/`, () => HttpResponse.json(makeJobTypes([]))),
   http.get(`${API}/workers/`, () => HttpResponse.json(makeWorkers([]))),
+  http.get(`${API}/jobs/:id/attempts/`, () => HttpResponse.json([])),
 ];
 
 export const server = setupServer(...defaultHandlers);

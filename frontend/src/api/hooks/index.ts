@@ -15,8 +15,8 @@ export {
 export { useConfig, usePageLimits } from './config';
 export { useLogin, useLogout, useSession } from './session';
 export { useActiveQueues, useStats, useThroughput } from './stats';
-export { useJob, useJobCounts, useJobEvents, useJobs } from './jobs';
-export { useBulkCancel, useBulkRetry, useCancelJob, useCreateJob, useRetryJob } from './jobActions';
+export { useJob, useJobAttempts, useJobCounts, useJobEvents, useJobs } from './jobs';
+export { useBulkCancel, useBulkCreate, useBulkRetry, useCancelJob, useCreateJob, useRetryJob } from './jobActions';
 export { useJobTypes } from './jobTypes';
 export { useWorkers } from './workers';
 export { useEventFeed } from './events';

@@ -4,7 +4,7 @@
  */
 import { useMutation, useQueryClient, type QueryClient } from '@tanstack/react-query';
 import { api, type ApiError } from '../client';
-import type { CancelOutcome, Job, JobCreateInput, JobSelection, RetryOutcome } from '../types';
+import type { BulkCreateInput, BulkCreateResult, CancelOutcome, Job, JobCreateInput, JobSelection, RetryOutcome } from '../types';
 import { queryKeys } from './keys';
 
 export function useCreateJob() {
@@ -19,9 +19,22 @@ export function useCreateJob() {
   });
 }
 
-/** After one job changed: its timeline, the lists, counts and stats, and the feed. */
+/** Create up to `bulk_create_max` jobs in one request; the lists, stats and feed reload. */
+export function useBulkCreate() {
+  const queryClient = useQueryClient();
+  return useMutation<BulkCreateResult, ApiError, BulkCreateInput>({
+    mutationFn: (input) => api.bulkCreate(input),
+    onSuccess: () => {
+      void queryClient.invalidateQueries({ queryKey: queryKeys.allJobs });
+      void queryClient.invalidateQueries({ queryKey: queryKeys.allEvents });
+    },
+  });
+}
+
+/** After one job changed: its timeline and attempts, the lists, counts and stats, and the feed. */
 function refreshAfterJobChange(queryClient: QueryClient, id: string) {
-  void queryClient.invalidateQueries({ queryKey: queryKeys.jobEvents(id) });
+  void queryClient.invalidateQueries({ queryKey: queryKeys.allJobEvents(id) });
+  void queryClient.invalidateQueries({ queryKey: queryKeys.jobAttempts(id) });
   void queryClient.invalidateQueries({ queryKey: queryKeys.jobLists });
   void queryClient.invalidateQueries({ queryKey: queryKeys.jobCounts });
   void queryClient.invalidateQueries({ queryKey: queryKeys.stats });

@@ -1,9 +1,9 @@
 /** The job list, its per-status counts, one job and its timeline (`/jobs/…`). */
-import { keepPreviousData, useInfiniteQuery, useQueries, useQueryClient } from '@tanstack/react-query';
+import { keepPreviousData, useInfiniteQuery, useQueries, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef } from 'react';
 import { usePolledQuery, usePollOptions } from '../../polling/usePolledQuery';
 import { api, cursorFromLink } from '../client';
-import { isLive, type Job, type JobCountParams, type JobListParams, type JobStatus } from '../types';
+import { isLive, type HeartbeatFilter, type Job, type JobCountParams, type JobListParams, type JobStatus } from '../types';
 import { queryKeys } from './keys';
 
 export function useJobs(params: JobListParams) {
@@ -53,6 +53,40 @@ export function useJob(id: string) {
 }
 
 /**
+ * Invalidate `key` whenever the job row changes (status, attempts, updated_at): what hangs
+ * off a job (its timeline, its attempts) then shows its last change even though polling
+ * stops once the job is finished.
+ */
+function useRefetchOnJobChange(key: readonly unknown[], job: Job | undefined) {
+  const queryClient = useQueryClient();
+  const version = job ? `${job.status}|${job.attempts}|${job.updated_at}` : null;
+  const lastVersion = useRef<string | null>(null);
+  const keyHash = JSON.stringify(key);
+
+  useEffect(() => {
+    if (version === null) return;
+    if (lastVersion.current !== null && lastVersion.current !== version) {
+      void queryClient.invalidateQueries({ queryKey: JSON.parse(keyHash) as unknown[] });
+    }
+    lastVersion.current = version;
+  }, [keyHash, version, queryClient]);
+}
+
+/**
+ * A job's attempts across every manual-retry round, oldest first; polled while the job
+ * can still change, and reloaded whenever the job row changes.
+ */
+export function useJobAttempts(id: string, job: Job | undefined) {
+  const poll = usePollOptions(job === undefined || isLive(job.status));
+  useRefetchOnJobChange(queryKeys.jobAttempts(id), job);
+  return useQuery({
+    queryKey: queryKeys.jobAttempts(id),
+    queryFn: ({ signal }) => api.getJobAttempts(id, signal),
+    ...poll,
+  });
+}
+
+/**
  * A job's timeline, oldest first, one API response at a time (`fetchNextPage` when
  * `hasNextPage`: the last response's `Link` header announced a next page); `data` is
  * the events of every page loaded so far. It polls while
@@ -61,24 +95,15 @@ export function useJob(id: string) {
  * the job is finished. A refetch reloads every loaded page, so events that arrive
  * fill the last page and then offer the next one.
  */
-export function useJobEvents(id: string, job: Job | undefined) {
-  const queryClient = useQueryClient();
+export function useJobEvents(id: string, job: Job | undefined, heartbeats: HeartbeatFilter = 'include') {
   const live = job === undefined || isLive(job.status);
   const poll = usePollOptions(live);
-  const version = job ? `${job.status}|${job.attempts}|${job.updated_at}` : null;
-  const lastVersion = useRef<string | null>(null);
-
-  useEffect(() => {
-    if (version === null) return;
-    if (lastVersion.current !== null && lastVersion.current !== version) {
-      void queryClient.invalidateQueries({ queryKey: queryKeys.jobEvents(id) });
-    }
-    lastVersion.current = version;
-  }, [id, version, queryClient]);
+  useRefetchOnJobChange(queryKeys.allJobEvents(id), job);
 
   return useInfiniteQuery({
-    queryKey: queryKeys.jobEvents(id),
-    queryFn: ({ signal, pageParam }) => api.getJobEvents(id, { cursor: pageParam ?? undefined }, signal),
+    queryKey: queryKeys.jobEvents(id, heartbeats),
+    queryFn: ({ signal, pageParam }) =>
+      api.getJobEvents(id, { cursor: pageParam ?? undefined, heartbeats }, signal),
     initialPageParam: null as string | null,
     // The next page is the one the response's Link header announced (rel="next").
     getNextPageParam: (last) => cursorFromLink(last.next),

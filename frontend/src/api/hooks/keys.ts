@@ -4,7 +4,7 @@
  * `queryKeys.allJobs` after a write reloads each of them. The hooks and the cache
  * invalidations read keys from here, never spell them out.
  */
-import type { EventFeedParams, JobCountParams, JobListParams, ThroughputParams } from '../types';
+import type { EventFeedParams, HeartbeatFilter, JobCountParams, JobListParams, ThroughputParams } from '../types';
 
 export const queryKeys = {
   health: ['health'] as const,
@@ -23,11 +23,14 @@ export const queryKeys = {
   jobCounts: ['jobs', 'count'] as const,
   jobCount: (p: JobCountParams) => ['jobs', 'count', p] as const,
   job: (id: string) => ['jobs', 'detail', id] as const,
-  jobEvents: (id: string) => ['jobs', 'detail', id, 'events'] as const,
+  /** Every loaded view of a job's timeline (with and without heartbeats). */
+  allJobEvents: (id: string) => ['jobs', 'detail', id, 'events'] as const,
+  jobEvents: (id: string, heartbeats: HeartbeatFilter) => ['jobs', 'detail', id, 'events', heartbeats] as const,
+  jobAttempts: (id: string) => ['jobs', 'detail', id, 'attempts'] as const,
 
   /** Every page of the event feed, whatever its filters. */
   allEvents: ['events'] as const,
   eventFeed: (p: EventFeedParams) => ['events', p] as const,
 
-  workers: (minutes: number) => ['workers', minutes] as const,
+  workers: ['workers'] as const,
 };

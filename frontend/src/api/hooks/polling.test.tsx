@@ -14,7 +14,7 @@ import { sleep } from '../../test/sleep';
 import { useConfig } from './config';
 import { useEventFeed } from './events';
 import { useHealth } from './health';
-import { useJob, useJobCounts, useJobEvents, useJobs } from './jobs';
+import { useJob, useJobAttempts, useJobCounts, useJobEvents, useJobs } from './jobs';
 import { useJobTypes } from './jobTypes';
 import { useSession } from './session';
 import { useActiveQueues, useStats, useThroughput } from './stats';
@@ -101,8 +101,9 @@ describe('which hooks poll', () => {
     ['useJobCounts', () => useJobCounts({ type: 'demo' }, ['failed']), 'jobs/'],
     ['useJob', () => useJob(JOB_ID), `jobs/${JOB_ID}/`],
     ['useJobEvents', () => useJobEvents(JOB_ID, makeJob({ status: 'running' })), `jobs/${JOB_ID}/events/`],
+    ['useJobAttempts', () => useJobAttempts(JOB_ID, makeJob({ status: 'running' })), `jobs/${JOB_ID}/attempts/`],
     ['useJobTypes', () => useJobTypes(60), 'jobs/types/'],
-    ['useWorkers', () => useWorkers(15), 'workers/'],
+    ['useWorkers', () => useWorkers(), 'workers/'],
     ['useEventFeed', () => useEventFeed({}), 'job-events/'],
   ] as const)('%s polls on the chosen interval and stops while paused', async (_name, hook, path) => {
     const requests = countRequests();

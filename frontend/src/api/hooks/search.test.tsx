@@ -1,80 +1,69 @@
 import { act, waitFor } from '@testing-library/react';
 import { delay, http, HttpResponse } from 'msw';
 import { describe, expect, it } from 'vitest';
-import { API, JOB_ID, jobsPage, makeJob } from '../../test/fixtures';
+import { API, JOB_ID, makeJob } from '../../test/fixtures';
 import { renderHookWithClient } from '../../test/render';
 import { server } from '../../test/server';
 import { ApiError } from '../client';
 import { useFindJob } from './search';
 
-const OTHER_ID = '0b7f3c1e-5d2a-4c8e-9f10-2a3b4c5d6e7f';
-
-/** Answers the two lookups; records the list's query strings. */
-function serveLookups({ byId, byKey }: { byId: 'found' | 'missing' | 'broken'; byKey: Record<string, string> }) {
-  const listQueries: Record<string, string>[] = [];
+/** Answers the lookup from `jobs` (query → job id); records the queries. */
+function serveLookup(jobs: Record<string, string>, status = 404) {
+  const queries: string[] = [];
   server.use(
-    http.get(`${API}/jobs/:id/`, ({ params }) => {
-      if (byId === 'broken') return HttpResponse.json({ detail: 'Database unavailable.' }, { status: 503 });
-      if (byId === 'missing') return HttpResponse.json({ detail: 'Not found.' }, { status: 404 });
-      return HttpResponse.json(makeJob({ id: String(params.id) }));
-    }),
-    http.get(`${API}/jobs/`, ({ request }) => {
-      const query = Object.fromEntries(new URL(request.url).searchParams);
-      listQueries.push(query);
-      const id = byKey[query.idempotency_key ?? ''];
-      return HttpResponse.json(jobsPage(id ? [makeJob({ id })] : []));
+    http.get(`${API}/jobs/lookup/`, ({ request }) => {
+      const q = new URL(request.url).searchParams.get('q') ?? '';
+      queries.push(q);
+      const id = jobs[q];
+      if (id) return HttpResponse.json({ match: 'id_prefix', job: makeJob({ id }) });
+      if (status === 400) return HttpResponse.json({ q: [`'${q}' matches 2 jobs: type more characters.`] }, { status });
+      return HttpResponse.json({ detail: 'No job.' }, { status });
     }),
   );
-  return listQueries;
+  return queries;
 }
 
 describe('useFindJob', () => {
-  it('finds a job by its id, whatever its case and spaces, without asking for keys', async () => {
-    const listQueries = serveLookups({ byId: 'found', byKey: {} });
+  it('finds a job by a short id through one lookup, trimmed', async () => {
+    const queries = serveLookup({ '8421aca2': JOB_ID });
     const { result } = renderHookWithClient(() => useFindJob());
-    const found = await act(() => result.current.mutateAsync(`  ${JOB_ID.toUpperCase()} `));
-    expect(found).toEqual({ kind: 'job', id: JOB_ID, via: 'id' });
-    expect(listQueries).toEqual([]);
+    const found = await act(() => result.current.mutateAsync(' 8421aca2 '));
+    expect(found).toEqual({ kind: 'job', id: JOB_ID, via: 'id_prefix' });
+    expect(queries).toEqual(['8421aca2']);
   });
 
-  it('finds a job by its idempotency key through the exact list filter, one row', async () => {
-    const listQueries = serveLookups({ byId: 'missing', byKey: { 'order-42': OTHER_ID } });
+  it('resolves to not found on a 404', async () => {
+    serveLookup({});
     const { result } = renderHookWithClient(() => useFindJob());
     const found = await act(() => result.current.mutateAsync('order-42'));
-    expect(found).toEqual({ kind: 'job', id: OTHER_ID, via: 'idempotency_key' });
-    expect(listQueries).toEqual([{ idempotency_key: 'order-42', limit: '1', offset: '0' }]);
-  });
-
-  it('tries a UUID as an idempotency key when no job has that id', async () => {
-    const listQueries = serveLookups({ byId: 'missing', byKey: { [JOB_ID]: OTHER_ID } });
-    const { result } = renderHookWithClient(() => useFindJob());
-    const found = await act(() => result.current.mutateAsync(JOB_ID));
-    expect(found).toEqual({ kind: 'job', id: OTHER_ID, via: 'idempotency_key' });
-    expect(listQueries).toHaveLength(1);
-  });
-
-  it('resolves to not found when neither matches', async () => {
-    serveLookups({ byId: 'missing', byKey: {} });
-    const { result } = renderHookWithClient(() => useFindJob());
-    const found = await act(() => result.current.mutateAsync(` ${JOB_ID} `));
-    expect(found).toEqual({ kind: 'not_found', query: JOB_ID });
+    expect(found).toMatchObject({ kind: 'not_found', query: 'order-42' });
     await waitFor(() => expect(result.current.isSuccess).toBe(true));
   });
 
-  it('rejects with the API error when a lookup fails, instead of saying not found', async () => {
-    const listQueries = serveLookups({ byId: 'broken', byKey: {} });
+  it('resolves to ambiguous on a 400 with the API message', async () => {
+    serveLookup({}, 400);
+    const { result } = renderHookWithClient(() => useFindJob());
+    const found = await act(() => result.current.mutateAsync('fe7c1234'));
+    expect(found).toEqual({
+      kind: 'ambiguous',
+      query: 'fe7c1234',
+      message: "'fe7c1234' matches 2 jobs: type more characters.",
+    });
+  });
+
+  it('rejects with the API error when the lookup fails, instead of saying not found', async () => {
+    serveLookup({}, 503);
     const { result } = renderHookWithClient(() => useFindJob());
     const failure = await act(() => result.current.mutateAsync(JOB_ID).catch((error: unknown) => error));
     expect(failure).toBeInstanceOf(ApiError);
-    expect(failure).toMatchObject({ status: 503, message: 'Database unavailable.' });
-    expect(listQueries).toEqual([]); // a broken id lookup is not a missing job
+    expect(failure).toMatchObject({ status: 503 });
     await waitFor(() => expect(result.current.error).toBe(failure));
   });
 
   it('is pending while it looks up, and asks the API once', async () => {
     let calls = 0;
     server.use(
-      http.get(`${API}/jobs/`, async () => {
+      http.get(`${API}/jobs/lookup/`, async () => {
         calls += 1;
         await delay(100);
         return HttpResponse.json({ detail: 'Server error.' }, { status: 500 });

@@ -1,14 +1,14 @@
-/** Worker threads and what they run (`/workers/`). */
+/** Live worker processes and what their threads run (`/workers/`). */
 import { keepPreviousData } from '@tanstack/react-query';
 import { usePolledQuery } from '../../polling/usePolledQuery';
 import { api } from '../client';
 import { queryKeys } from './keys';
 
-/** Worker threads seen over the last `minutes`, polled. */
-export function useWorkers(minutes: number) {
+/** Every live worker process, idle ones too, polled. */
+export function useWorkers() {
   return usePolledQuery({
-    queryKey: queryKeys.workers(minutes),
-    queryFn: ({ signal }) => api.getWorkers(minutes, signal),
+    queryKey: queryKeys.workers,
+    queryFn: ({ signal }) => api.getWorkers(signal),
     placeholderData: keepPreviousData,
   });
 }
