@@ -21,3 +21,13 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 export function isUuid(value: string): boolean {
   return UUID_RE.test(value.trim());
 }
+
+/**
+ * What a job-id filter of the API takes: a full id, or a prefix of at least 8 hex
+ * characters (dashes ignored), as the lists show ids. The API says when a prefix is
+ * ambiguous.
+ */
+export function isJobIdOrPrefix(value: string): boolean {
+  const hex = value.trim().replace(/-/g, '');
+  return /^[0-9a-f]{8,32}$/i.test(hex);
+}

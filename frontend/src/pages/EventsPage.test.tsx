@@ -46,7 +46,7 @@ describe('Events page', () => {
     await waitFor(() => expect(seen.at(-1)).toMatchObject({ cursor: 'newer-1' }));
   });
 
-  it('filters by event type and by a full job id only', async () => {
+  it('filters by event type and by a job id or a short one, refusing fewer than 8 characters', async () => {
     const seen = serveFeed();
     renderApp('/events');
     await screen.findByRole('table');
@@ -54,13 +54,38 @@ describe('Events page', () => {
     await waitFor(() => expect(seen.at(-1)).toMatchObject({ type: 'failed' }));
 
     const jobInput = screen.getByLabelText('Job ID');
-    await userEvent.type(jobInput, '8421aca2');
+    await userEvent.type(jobInput, '8421ac');
     expect(jobInput).toHaveAttribute('aria-invalid', 'true');
-    expect(screen.getByText('Enter a full job UUID.')).toBeInTheDocument();
+    expect(screen.getByText('Enter a job id or its first 8 characters or more.')).toBeInTheDocument();
+    await userEvent.type(jobInput, 'a2');
+    await waitFor(() => expect(seen.at(-1)).toMatchObject({ type: 'failed', job_id: '8421aca2' }));
     await userEvent.clear(jobInput);
     await userEvent.type(jobInput, JOB_ID);
     await waitFor(() => expect(seen.at(-1)).toMatchObject({ type: 'failed', job_id: JOB_ID }));
-    expect(seen.some((p) => p.job_id === '8421aca2')).toBe(false);
+    expect(seen.some((p) => p.job_id === '8421ac')).toBe(false);
+  });
+
+  it("shows the API's word on an ambiguous short id under the filter", async () => {
+    server.use(
+      http.get(`${API}/job-events/`, () =>
+        HttpResponse.json({ job_id: ["'8421aca2' matches 2 jobs: type more characters."] }, { status: 400 }),
+      ),
+    );
+    renderApp('/events?job_id=8421aca2');
+    expect(await screen.findAllByText("'8421aca2' matches 2 jobs: type more characters.")).not.toHaveLength(0);
+    expect(screen.getByLabelText('Job ID')).toHaveAttribute('aria-invalid', 'true');
+  });
+
+  it('hides heartbeats unless asked for, or filtered on', async () => {
+    const seen = serveFeed();
+    renderApp('/events');
+    await screen.findByRole('table');
+    expect(seen.at(-1)).toEqual({ heartbeats: 'exclude' });
+    await userEvent.click(screen.getByRole('checkbox', { name: /Show heartbeats/ }));
+    await waitFor(() => expect(seen.at(-1)).toEqual({ heartbeats: 'include' }));
+    await userEvent.click(screen.getByRole('checkbox', { name: /Show heartbeats/ }));
+    await userEvent.selectOptions(screen.getByLabelText('Event type'), 'lease_renewed');
+    await waitFor(() => expect(seen.at(-1)).toEqual({ type: 'lease_renewed', heartbeats: 'include' }));
   });
 
   it('offers the page sizes from /config/ and leaves the default to the API', async () => {
@@ -74,12 +99,12 @@ describe('Events page', () => {
     const perPage = await screen.findByLabelText('Per page');
     expect(within(perPage).getAllByRole('option').map((o) => o.textContent)).toEqual(['10', '25', '30', '50', '60']);
     expect(perPage).toHaveValue('30');
-    expect(seen[0]).toEqual({});
+    expect(seen[0]).toEqual({ heartbeats: 'exclude' });
 
     await userEvent.selectOptions(perPage, '60');
-    await waitFor(() => expect(seen.at(-1)).toEqual({ limit: '60' }));
+    await waitFor(() => expect(seen.at(-1)).toEqual({ limit: '60', heartbeats: 'exclude' }));
     await userEvent.selectOptions(screen.getByLabelText('Per page'), '30');
-    await waitFor(() => expect(seen.at(-1)).toEqual({}));
+    await waitFor(() => expect(seen.at(-1)).toEqual({ heartbeats: 'exclude' }));
   });
 
   it('shows an empty state for filters that match nothing', async () => {

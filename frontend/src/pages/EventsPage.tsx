@@ -2,14 +2,15 @@ import { useEffect, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { cursorFromLink } from '../api/client';
 import { useEventFeed, usePageLimits } from '../api/hooks';
-import { JOB_EVENT_TYPES } from '../api/types';
+import { ApiError } from '../api/client';
+import { HEARTBEAT_EVENT_TYPES, JOB_EVENT_TYPES } from '../api/types';
 import { JsonView } from '../components/JsonView';
 import { CursorPager } from '../components/Pagination';
 import { RelativeTime } from '../components/RelativeTime';
 import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
 import { EventTypeBadge } from '../components/StatusBadge';
 import { pageSizeChoices, parsePageSize } from '../lib/paging';
-import { isUuid, parseEventType } from '../lib/params';
+import { isJobIdOrPrefix, parseEventType } from '../lib/params';
 import { useDebounced } from '../lib/useDebounced';
 
 export function EventsPage() {
@@ -23,7 +24,9 @@ export function EventsPage() {
 
   const [jobInput, setJobInput] = useState(jobId);
   const debouncedJob = useDebounced(jobInput.trim(), 300);
-  const jobInputInvalid = jobInput.trim() !== '' && !isUuid(jobInput);
+  const jobInputInvalid = jobInput.trim() !== '' && !isJobIdOrPrefix(jobInput);
+  // Heartbeats (lease renewals, progress) are hidden unless asked for, or filtered on.
+  const showHeartbeats = params.get('heartbeats') === 'include' || (type !== undefined && HEARTBEAT_EVENT_TYPES.includes(type));
 
   function update(changes: Record<string, string | number | undefined>) {
     setParams(
@@ -40,13 +43,22 @@ export function EventsPage() {
   }
 
   useEffect(() => {
-    if ((debouncedJob === '' || isUuid(debouncedJob)) && debouncedJob !== jobId) {
+    if ((debouncedJob === '' || isJobIdOrPrefix(debouncedJob)) && debouncedJob !== jobId) {
       update({ job_id: debouncedJob, cursor: undefined });
     }
     // eslint-disable-next-line react-hooks/exhaustive-deps -- only react to the debounced input
   }, [debouncedJob]);
 
-  const feed = useEventFeed({ cursor, limit, type, jobId: jobId || undefined });
+  const feed = useEventFeed({
+    cursor,
+    limit,
+    type,
+    jobId: jobId || undefined,
+    heartbeats: showHeartbeats ? 'include' : 'exclude',
+  });
+  // An id prefix several jobs share: the API's 400 names it on `job_id`.
+  const jobProblem =
+    feed.error instanceof ApiError && feed.error.status === 400 ? (feed.error.fieldErrors.job_id?.[0] ?? null) : null;
   const page = feed.data;
   const olderCursor = cursorFromLink(page?.next ?? null);
   const newerCursor = cursorFromLink(page?.previous ?? null);
@@ -73,17 +85,26 @@ export function EventsPage() {
             type="search"
             className="mono"
             value={jobInput}
-            placeholder="full job UUID"
-            aria-invalid={jobInputInvalid}
-            aria-describedby={jobInputInvalid ? 'event-job-filter-error' : undefined}
+            placeholder="id or first 8+ characters"
+            aria-invalid={jobInputInvalid || jobProblem !== null}
+            aria-describedby={jobInputInvalid || jobProblem ? 'event-job-filter-error' : undefined}
             onChange={(e) => setJobInput(e.target.value)}
           />
-          {jobInputInvalid && (
+          {(jobInputInvalid || jobProblem) && (
             <span id="event-job-filter-error" className="field__errors">
-              Enter a full job UUID.
+              {jobInputInvalid ? 'Enter a job id or its first 8 characters or more.' : jobProblem}
             </span>
           )}
         </div>
+        <label className="field field--inline toggle">
+          <input
+            type="checkbox"
+            checked={showHeartbeats}
+            disabled={type !== undefined && HEARTBEAT_EVENT_TYPES.includes(type)}
+            onChange={(e) => update({ heartbeats: e.target.checked ? 'include' : undefined, cursor: undefined })}
+          />
+          Show heartbeats (lease renewals, progress)
+        </label>
         {pageLimits && (
           <label className="field field--inline">
             <span>Per page</span>
@@ -108,7 +129,11 @@ export function EventsPage() {
         {feed.isPending ? (
           <Loading label="Loading events…" />
         ) : feed.isError && !page ? (
-          <ErrorState error={feed.error} onRetry={() => void feed.refetch()} />
+          jobProblem ? (
+            <Empty>{jobProblem}</Empty>
+          ) : (
+            <ErrorState error={feed.error} onRetry={() => void feed.refetch()} />
+          )
         ) : page ? (
           <>
             {feed.isError && <StaleNote error={feed.error} />}
