@@ -78,7 +78,10 @@ export const JOB_EVENT_TYPES = enumValues<JobEventType>()([
 /** ISO 8601 timestamp with offset, as the API serialises it. */
 export type IsoDateTime = string;
 
-export type Job = Narrow<Schema['Job'], { payload: JsonObject; result: JsonValue | null }>;
+/** `started_at`: when the current attempt started (issue 27; optional until the schema has it). */
+export type Job = Narrow<Schema['Job'], { payload: JsonObject; result: JsonValue | null }> & {
+  started_at?: IsoDateTime | null;
+};
 export type JobEvent = Narrow<Schema['JobEvent'], { data: JsonObject }>;
 
 /** Limit-offset page of the jobs list. */
@@ -86,7 +89,8 @@ export type JobPage = Narrow<Schema['PaginatedJobList'], { results: Job[] }>;
 /** Cursor page of the global event feed. `next` is older, `previous` is newer. */
 export type EventPage = Narrow<Schema['PaginatedJobEventList'], { results: JobEvent[] }>;
 
-export type JobStats = Schema['JobStats'];
+/** `scheduled`: queued jobs whose `available_at` is still ahead (issue 27; optional until the schema has it). */
+export type JobStats = Schema['JobStats'] & { scheduled?: number };
 export type ThroughputBucket = Schema['ThroughputBucket'];
 export type Throughput = Schema['Throughput'];
 

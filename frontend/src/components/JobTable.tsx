@@ -1,9 +1,60 @@
 import { Link } from 'react-router';
-import type { Job } from '../api/types';
+import { isLive, type Job, type JobOrderingField } from '../api/types';
+import type { JobSort } from '../lib/ordering';
+import { formatDuration } from '../lib/time';
+import { useNow } from '../lib/useNow';
 import { RelativeTime } from './RelativeTime';
 import { StatusBadge } from './StatusBadge';
 
-/** One page of jobs, each row with a checkbox for the bulk actions. */
+/** How long the current attempt ran (finished) or has run so far (running); — before it starts. */
+function Duration({ job }: { job: Job }) {
+  const now = useNow();
+  if (!job.started_at) return <span className="muted">—</span>;
+  const start = Date.parse(job.started_at);
+  if (job.status === 'running') return <span title="so far">{formatDuration(now - start)}</span>;
+  if (!job.finished_at) return <span className="muted">—</span>;
+  return <>{formatDuration(Date.parse(job.finished_at) - start)}</>;
+}
+
+/** A column header that sorts the list by `field` (the API's `ordering`), or plain text without `onSort`. */
+function SortableHeader({
+  field,
+  label,
+  sort,
+  onSort,
+  numeric = false,
+}: {
+  field: JobOrderingField;
+  label: string;
+  sort: JobSort | undefined;
+  onSort: ((field: JobOrderingField) => void) | undefined;
+  numeric?: boolean;
+}) {
+  const active = sort?.field === field;
+  if (!onSort) {
+    return (
+      <th scope="col" className={numeric ? 'num' : undefined}>
+        {label}
+      </th>
+    );
+  }
+  return (
+    <th
+      scope="col"
+      className={numeric ? 'num' : undefined}
+      aria-sort={active ? (sort.descending ? 'descending' : 'ascending') : 'none'}
+    >
+      <button type="button" className="sort-button" onClick={() => onSort(field)}>
+        {label}
+        <span aria-hidden="true" className="sort-button__arrow">
+          {active ? (sort.descending ? '▼' : '▲') : '↕'}
+        </span>
+      </button>
+    </th>
+  );
+}
+
+/** One page of jobs, each row with a checkbox for the bulk actions; headers sort when `onSort` is given. */
 export function JobTable({
   jobs,
   caption,
@@ -11,6 +62,8 @@ export function JobTable({
   selected,
   onSelect,
   onSelectAll,
+  sort,
+  onSort,
 }: {
   jobs: readonly Job[];
   caption: string;
@@ -18,6 +71,8 @@ export function JobTable({
   selected: ReadonlySet<string>;
   onSelect: (id: string, checked: boolean) => void;
   onSelectAll: (checked: boolean) => void;
+  sort?: JobSort | undefined;
+  onSort?: ((field: JobOrderingField) => void) | undefined;
 }) {
   const selectedHere = jobs.filter((job) => selected.has(job.id)).length;
   const all = jobs.length > 0 && selectedHere === jobs.length;
@@ -39,18 +94,20 @@ export function JobTable({
               />
             </th>
             <th scope="col">Job</th>
-            <th scope="col">Type</th>
+            <SortableHeader field="type" label="Type" sort={sort} onSort={onSort} />
             <th scope="col">Queue</th>
             <th scope="col">Status</th>
-            <th scope="col" className="num">
-              Priority
-            </th>
+            <SortableHeader field="priority" label="Priority" sort={sort} onSort={onSort} numeric />
             <th scope="col" className="num">
               Attempts
             </th>
-            <th scope="col">Created</th>
+            <SortableHeader field="created_at" label="Created" sort={sort} onSort={onSort} />
             <th scope="col">Available</th>
-            <th scope="col">Finished</th>
+            <SortableHeader field="started_at" label="Started" sort={sort} onSort={onSort} />
+            <th scope="col" className="num">
+              Duration
+            </th>
+            <SortableHeader field="finished_at" label="Finished" sort={sort} onSort={onSort} />
           </tr>
         </thead>
         <tbody>
@@ -87,7 +144,14 @@ export function JobTable({
                 <RelativeTime value={job.created_at} />
               </td>
               <td>
-                <RelativeTime value={job.available_at} />
+                {/* Nothing is "available" about a finished job. */}
+                {isLive(job.status) ? <RelativeTime value={job.available_at} /> : <span className="muted">—</span>}
+              </td>
+              <td>
+                <RelativeTime value={job.started_at} />
+              </td>
+              <td className="num">
+                <Duration job={job} />
               </td>
               <td>
                 <RelativeTime value={job.finished_at} />

@@ -24,10 +24,9 @@ describe('namedQueues', () => {
 });
 
 describe('queueChoices', () => {
-  it('offers nothing while default is the only queue', () => {
-    expect(queueChoices(['*'], [])).toEqual([]);
-    expect(queueChoices(['*'], ['default'])).toEqual([]);
-    expect(queueChoices(['default'], ['default'], 'default')).toEqual([]);
+  it('always offers default', () => {
+    expect(queueChoices(['*'], [])).toEqual(['default']);
+    expect(queueChoices(['default'], ['default'], 'default')).toEqual(['default']);
   });
 
   it('merges configured, active and filtered queues, sorted, once each', () => {
@@ -36,6 +35,6 @@ describe('queueChoices', () => {
       'emails',
       'reports',
     ]);
-    expect(queueChoices(['*'], [], 'drained')).toEqual(['drained']);
+    expect(queueChoices(['*'], [], 'drained')).toEqual(['default', 'drained']);
   });
 });

@@ -18,13 +18,12 @@ export function namedQueues(queues: readonly string[]): string[] {
 }
 
 /**
- * The queues a selector offers: those workers are configured with and those holding
- * queued jobs now (`/jobs/stats/`), plus the one filtered on, sorted and without repeats.
- * Empty unless a queue other than `default` exists: with one queue there is nothing to pick.
+ * Every queue the dashboard knows of, for the one queue field's suggestions: `default`,
+ * those workers are configured with, those holding queued jobs now (`/jobs/stats/`), and
+ * the one filtered on; sorted, once each.
  */
 export function queueChoices(configured: readonly string[], active: readonly string[], current = ''): string[] {
-  const names = new Set([...namedQueues(configured), ...active]);
+  const names = new Set(['default', ...namedQueues(configured), ...active]);
   if (current !== '') names.add(current);
-  const sorted = [...names].sort((a, b) => a.localeCompare(b));
-  return sorted.some((q) => q !== 'default') ? sorted : [];
+  return [...names].sort((a, b) => a.localeCompare(b));
 }

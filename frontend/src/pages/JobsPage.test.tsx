@@ -34,14 +34,16 @@ describe('Jobs page', () => {
     expect(within(table).getAllByRole('columnheader').map((h) => h.textContent)).toEqual([
       '',
       'Job',
-      'Type',
+      'Type↕',
       'Queue',
       'Status',
-      'Priority',
+      'Priority↕',
       'Attempts',
-      'Created',
+      'Created↕',
       'Available',
-      'Finished',
+      'Started↕',
+      'Duration',
+      'Finished↕',
     ]);
     expect(within(table).getByRole('checkbox', { name: 'Select all jobs on this page' })).not.toBeChecked();
     const row = within(table).getAllByRole('row')[1]!;
@@ -127,24 +129,51 @@ describe('Jobs page', () => {
     expect(input).toHaveValue('');
   });
 
-  it('offers the queues that exist in a selector, and none while default is the only one', async () => {
+  it('offers every queue it knows of in the one queue field', async () => {
     const seen = serveJobs();
-    server.use(http.get(`${API}/jobs/stats/`, () => HttpResponse.json({ ...stats, queues: ['default'] })));
-    const first = renderApp('/jobs');
+    server.use(http.get(`${API}/jobs/stats/`, () => HttpResponse.json({ ...stats, queues: ['emails'] })));
+    const { router } = renderApp('/jobs');
     await screen.findByRole('table');
-    // Only default has queued jobs: once the stats are in, still nothing to pick.
-    await waitFor(() => expect(first.queryClient.getQueryData(['jobs', 'stats'])).toBeDefined());
+    const input = screen.getByLabelText('Queue');
+    await waitFor(() =>
+      expect([...document.querySelectorAll('#job-queue-filter-names option')].map((o) => o.getAttribute('value'))).toEqual([
+        'default',
+        'emails',
+      ]),
+    );
+    expect(input).toHaveAttribute('list', 'job-queue-filter-names');
     expect(screen.queryByLabelText('Pick a queue')).not.toBeInTheDocument();
-    first.unmount();
-
-    server.use(http.get(`${API}/jobs/stats/`, () => HttpResponse.json({ ...stats, queues: ['default', 'emails'] })));
-    const second = renderApp('/jobs');
-    const picker = await screen.findByRole('combobox', { name: 'Pick a queue' });
-    expect(within(picker).getAllByRole('option').map((o) => o.textContent)).toEqual(['All queues', 'default', 'emails']);
-    await userEvent.selectOptions(picker, 'emails');
+    await userEvent.type(input, 'emails');
     await waitFor(() => expect(seen.at(-1)).toEqual({ queue: 'emails', offset: '0' }));
-    expect(second.router.state.location.search).toBe('?queue=emails');
-    expect(screen.getByLabelText('Queue')).toHaveValue('emails');
+    expect(router.state.location.search).toBe('?queue=emails');
+  });
+
+  it('sorts by a column through the API ordering, and shows when each job started and how long it ran', async () => {
+    const seen = serveJobs();
+    server.use(
+      http.get(`${API}/jobs/`, ({ request }) => {
+        seen.push(Object.fromEntries(new URL(request.url).searchParams));
+        return HttpResponse.json(
+          jobsPage([
+            makeJob({
+              status: 'succeeded',
+              ...{ started_at: '2026-06-21T02:33:00+03:30' },
+              finished_at: '2026-06-21T02:35:05+03:30',
+            }),
+          ]),
+        );
+      }),
+    );
+    const { router } = renderApp('/jobs');
+    const table = await screen.findByRole('table');
+    const row = within(table).getAllByRole('row')[1]!;
+    expect(row).toHaveTextContent('2m 05s');
+    await userEvent.click(within(table).getByRole('button', { name: /Started/ }));
+    await waitFor(() => expect(seen.at(-1)).toEqual({ ordering: '-started_at', offset: '0' }));
+    expect(router.state.location.search).toBe('?ordering=-started_at');
+    expect(within(table).getByRole('columnheader', { name: /Started/ })).toHaveAttribute('aria-sort', 'descending');
+    await userEvent.click(within(table).getByRole('button', { name: /Started/ }));
+    await waitFor(() => expect(seen.at(-1)).toEqual({ ordering: 'started_at', offset: '0' }));
   });
 
   it('shows an empty state', async () => {

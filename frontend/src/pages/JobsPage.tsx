@@ -19,8 +19,9 @@ import {
 } from '../lib/bulk';
 import { errorMessage } from '../lib/errors';
 import { pageSizeChoices, parsePageSize } from '../lib/paging';
+import { formatOrdering, nextOrdering, parseOrdering } from '../lib/ordering';
 import { parseIntParam, parseStatus } from '../lib/params';
-import { namedQueues, queueChoices, queueNameProblem } from '../lib/queue';
+import { queueChoices, queueNameProblem } from '../lib/queue';
 import { useDebounced } from '../lib/useDebounced';
 
 const ACTIONS: readonly BulkAction[] = ['retry', 'cancel'];
@@ -33,6 +34,8 @@ export function JobsPage() {
   const status = parseStatus(params.get('status'));
   const type = params.get('type') ?? '';
   const queue = params.get('queue') ?? '';
+  const sort = parseOrdering(params.get('ordering'));
+  const ordering = sort && formatOrdering(sort);
   const config = useConfig().data;
   const pageLimits = config?.pagination.jobs;
   // Without `limit` in the URL the API applies its default, which /config/ tells the pager.
@@ -75,11 +78,11 @@ export function JobsPage() {
 
   const filters: ListFilters = { status, type: type || undefined, queue: queue || undefined };
   const filtered = hasFilter(filters);
-  const jobs = useJobs({ status, type: type || undefined, queue: queue || undefined, limit, offset });
+  const jobs = useJobs({ status, type: type || undefined, queue: queue || undefined, limit, offset, ordering });
   const rows = jobs.data?.results ?? [];
 
   // Selected rows belong to one view: another filter or page starts with none.
-  const view = JSON.stringify([status, type, queue, limit, offset]);
+  const view = JSON.stringify([status, type, queue, limit, offset, ordering]);
   const [selection, setSelection] = useState<{ view: string; ids: ReadonlySet<string> }>({
     view,
     ids: NOTHING_SELECTED,
@@ -137,7 +140,6 @@ export function JobsPage() {
       });
   }
 
-  const knownQueues = config ? namedQueues(config.worker.queues) : [];
   const activeQueues = useActiveQueues().data;
   const choices = queueChoices(config?.worker.queues ?? [], activeQueues ?? [], queue);
   const caption =
@@ -168,25 +170,6 @@ export function JobsPage() {
             onChange={(e) => setTypeInput(e.target.value)}
           />
         </label>
-        {choices.length > 0 && (
-          <label className="field field--inline">
-            <span>Pick a queue</span>
-            <select
-              value={queue}
-              onChange={(e) => {
-                setQueueInput(e.target.value);
-                update({ queue: e.target.value, offset: 0 });
-              }}
-            >
-              <option value="">All queues</option>
-              {choices.map((q) => (
-                <option key={q} value={q}>
-                  {q}
-                </option>
-              ))}
-            </select>
-          </label>
-        )}
         <div className="field field--inline">
           <label htmlFor="job-queue-filter">Queue</label>
           <input
@@ -196,19 +179,18 @@ export function JobsPage() {
             autoComplete="off"
             spellCheck={false}
             value={queueInput}
-            placeholder="exact name"
-            list={knownQueues.length > 0 ? 'job-queue-filter-names' : undefined}
+            placeholder="all queues"
+            list="job-queue-filter-names"
             aria-invalid={queueProblem !== null}
             aria-describedby={queueProblem ? 'job-queue-filter-error' : undefined}
             onChange={(e) => setQueueInput(e.target.value)}
           />
-          {knownQueues.length > 0 && (
-            <datalist id="job-queue-filter-names">
-              {knownQueues.map((q) => (
-                <option key={q} value={q} />
-              ))}
-            </datalist>
-          )}
+          {/* One field: type any queue's exact name, or pick one the dashboard knows of. */}
+          <datalist id="job-queue-filter-names">
+            {choices.map((q) => (
+              <option key={q} value={q} />
+            ))}
+          </datalist>
           {queueProblem && (
             <span id="job-queue-filter-error" className="field__errors">
               {queueProblem}
@@ -260,6 +242,8 @@ export function JobsPage() {
                 jobs={rows}
                 caption={caption}
                 busy={jobs.isPlaceholderData}
+                sort={sort}
+                onSort={(field) => update({ ordering: formatOrdering(nextOrdering(sort, field)), offset: 0 })}
                 selected={selected}
                 onSelect={(id, checked) => select([id], checked)}
                 onSelectAll={(checked) =>

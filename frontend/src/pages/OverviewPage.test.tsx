@@ -45,6 +45,20 @@ describe('Overview page', () => {
     expect(seen[0]).toEqual({ minutes: '15', bucket_seconds: '60' });
   });
 
+  it('shows jobs scheduled for later apart from the due ones', async () => {
+    server.use(
+      http.get(`${API}/jobs/stats/`, () =>
+        HttpResponse.json({ ...stats, by_status: { ...stats.by_status, queued: 7 }, scheduled: 5 }),
+      ),
+    );
+    renderApp('/');
+    const list = await screen.findByRole('list', { name: 'Queue statistics' });
+    const card = (label: string) => within(list).getByText(label).closest('li')!;
+    await waitFor(() => expect(card('Scheduled')).toHaveTextContent('5'));
+    expect(card('Queued')).toHaveTextContent('2');
+    expect(card('Queued')).toHaveTextContent('due now');
+  });
+
   it('marks estimated counts of a very large table with ≈ and says why', async () => {
     server.use(
       http.get(`${API}/jobs/stats/`, () =>

@@ -102,7 +102,22 @@ export function OverviewPage() {
                 hint={stats.data.estimated ? ESTIMATED_HINT : undefined}
                 to="/jobs"
               />
-              <StatCard label="Queued" value={stats.data.by_status.queued} tone="neutral" to="/jobs?status=queued" />
+              <StatCard
+                label="Queued"
+                value={dueCount(stats.data)}
+                tone="neutral"
+                hint={stats.data.scheduled === undefined ? undefined : 'due now, waiting for a worker'}
+                to="/jobs?status=queued"
+              />
+              {stats.data.scheduled !== undefined && (
+                <StatCard
+                  label="Scheduled"
+                  value={stats.data.scheduled}
+                  tone="neutral"
+                  hint="queued to run later"
+                  to="/jobs?status=queued"
+                />
+              )}
               <StatCard label="Running" value={stats.data.by_status.running} tone="running" to="/jobs?status=running" />
               <StatCard
                 label="Succeeded"
@@ -163,6 +178,11 @@ export function OverviewPage() {
       </section>
     </div>
   );
+}
+
+/** Queued jobs that are due: the stats' queued count less those scheduled for later. */
+function dueCount(stats: JobStats): number {
+  return Math.max(0, stats.by_status.queued - (stats.scheduled ?? 0));
 }
 
 const ESTIMATED_HINT = "estimated from the database's statistics";
