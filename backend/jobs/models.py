@@ -272,3 +272,31 @@ class JobEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.type} #{self.id} for {self.job_id}"
+
+
+class WorkerPresence(models.Model):
+    """One live worker process, as it last said: an extension of the spec's "no worker
+    table". The process's maintenance thread writes its row every half heartbeat interval
+    and deletes it on a clean stop; a reader counts it live while ``last_seen_at`` is within
+    one ``heartbeat_interval_seconds``, so a process killed without a word drops out within
+    one interval and its stale row is just ignored (and overwritten or swept later). Nothing
+    about a job's state is ever read from here."""
+
+    # host:pid, the process part of its threads' worker ids.
+    worker_id = models.CharField(max_length=WORKER_ID_MAX_LENGTH, primary_key=True)
+    hostname = models.CharField(max_length=WORKER_ID_MAX_LENGTH)
+    pid = models.IntegerField()
+    queues = models.JSONField(default=list)
+    threads_configured = models.IntegerField()
+    # The worker ids of its live, serving threads (host:pid:thread-N:random).
+    threads = models.JSONField(default=list)
+    heartbeat_interval_seconds = models.FloatField()
+    started_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+
+    class Meta:
+        app_label = "jobs"  # as Job's
+        indexes = [models.Index(fields=["last_seen_at"], name="worker_presence_seen_idx")]
+
+    def __str__(self) -> str:
+        return f"worker {self.worker_id}"

@@ -18,8 +18,6 @@ from uuid import UUID
 from django.core.cache import cache
 from django.db.models import Count, Func, IntegerField, Max, Min, OuterRef, Q, QuerySet, Subquery
 from django.db.models.expressions import Combinable
-from django.db.models.fields.json import KeyTextTransform
-from django.db.models.functions import Cast
 from django.utils import timezone
 
 from . import registry, rollups
@@ -34,6 +32,7 @@ from .models import (
     JobEvent,
     JobEventType,
     JobStatus,
+    WorkerPresence,
 )
 
 
@@ -90,19 +89,28 @@ def job_list(
     return jobs.order_by("-created_at", "-id")
 
 
-def job_timeline(job_id: UUID | str) -> QuerySet[JobEvent]:
-    """One job's events, oldest first; ``JobNotFound`` if the job does not exist."""
+def job_timeline(job_id: UUID | str, *, heartbeats: str = "include") -> QuerySet[JobEvent]:
+    """One job's events, oldest first; ``JobNotFound`` if the job does not exist.
+    ``heartbeats="exclude"`` leaves out ``lease_renewed`` and ``progress``."""
     job = get_job(job_id)
-    return JobEvent.objects.filter(job=job).order_by("id")
+    events = JobEvent.objects.filter(job=job)
+    if heartbeats == "exclude":
+        events = events.exclude(type__in=HEARTBEAT_EVENT_TYPES)
+    return events.order_by("id")
 
 
-def event_feed(*, type: str | None = None, job_id: UUID | None = None) -> QuerySet[JobEvent]:
-    """Events of all jobs (the paginator orders them newest first)."""
+def event_feed(
+    *, type: str | None = None, job_id: UUID | None = None, heartbeats: str = "include"
+) -> QuerySet[JobEvent]:
+    """Events of all jobs (the paginator orders them newest first); ``heartbeats="exclude"``
+    leaves out ``lease_renewed`` and ``progress``."""
     events = JobEvent.objects.all()
     if type:
         events = events.filter(type=type)
     if job_id:
         events = events.filter(job_id=job_id)
+    if heartbeats == "exclude":
+        events = events.exclude(type__in=HEARTBEAT_EVENT_TYPES)
     return events
 
 
@@ -364,10 +372,6 @@ def type_health(*, minutes: int = 60, now: datetime | None = None) -> dict[str, 
     }
 
 
-# hostname:pid:thread-N:random, as jobs.worker.make_worker_id builds it.
-WORKER_ID = re.compile(r"^(?P<host>.+):(?P<pid>\d+):thread-(?P<thread>\d+):[0-9a-f]+$")
-
-
 def _activity_by_worker(start: datetime, end: datetime) -> rollups.MinuteRows:
     rows: rollups.MinuteRows = defaultdict(list)
     for row in (
@@ -389,107 +393,313 @@ def _activity_by_worker(start: datetime, end: datetime) -> rollups.MinuteRows:
     return rows
 
 
-def worker_activity(*, minutes: int = 60, now: datetime | None = None) -> dict[str, Any]:
-    """The worker threads seen in the last ``minutes`` whole minutes, grouped by process.
+# --- One job's attempts, its detail, and lookups by short id ------------------------------
 
-    A thread is seen by the claims and attempt endings it wrote in the window (counted as
-    ``finished``; the maintenance thread, thread 0, writes lease-expiry endings) and by the
-    running job it holds. The heartbeat renews a running job's lease every lease/3 without
-    an event, so a busy thread was last seen at ``locked_until - lease``. An idle thread
-    writes nothing and is listed while its last event is in the window. Two queries however
-    many workers: running jobs (with their claims) and the unsettled minutes' rollup.
-    """
-    now = timezone.now() if now is None else now
-    first, start = _window(now, minutes)
-    workers: dict[str, dict[str, Any]] = {}
+# Events an attempt is read from: its claim, whatever ended it, and the manual retries that
+# start a new round (the spec resets ``attempts`` on a manual retry).
+ATTEMPT_EVENT_TYPES = [JobEventType.CLAIMED, *ATTEMPT_END_EVENT_TYPES, JobEventType.MANUAL_RETRY]
+# Events a client may leave out of a timeline or the feed (``heartbeats=exclude``).
+HEARTBEAT_EVENT_TYPES = [JobEventType.LEASE_RENEWED, JobEventType.PROGRESS]
+# A prefix of a job id names a job when it is at least this many hex digits.
+ID_PREFIX_MIN_LENGTH = 8
+_HEX = re.compile(r"^[0-9a-f]+$")
 
-    def worker(worker_id: str) -> dict[str, Any]:
-        if worker_id not in workers:
-            match = WORKER_ID.match(worker_id)
-            thread = int(match["thread"]) if match else None
-            workers[worker_id] = {
-                "worker_id": worker_id,
-                "host": match["host"] if match else None,
-                "pid": int(match["pid"]) if match else None,
-                "thread": thread,
-                "process": f"{match['host']}:{match['pid']}" if match else worker_id,
-                "role": "maintenance" if thread == 0 else "worker",
-                "current_job": None,
-                "finished": 0,
-                "last_seen": None,
+
+class AmbiguousIdPrefix(Exception):
+    """A short id that is the prefix of more than one job's id."""
+
+    def __init__(self, prefix: str, matches: int) -> None:
+        super().__init__(f"'{prefix}' matches {matches} jobs: type more characters.")
+        self.prefix = prefix
+        self.matches = matches
+
+
+def _outcome(event: JobEvent) -> str:
+    data = event.data if isinstance(event.data, dict) else {}
+    if data.get("reason") == "timeout":
+        return "timed_out"
+    if event.type == JobEventType.TIMEOUT_REQUEUED or "expired_worker_id" in data:
+        # Ended by another process's cleanup: the owner's lease ran out. A cancel that
+        # was pending then still ends as cancelled.
+        return "cancelled" if event.type == JobEventType.CANCELLED else "lease_expired"
+    return {
+        JobEventType.SUCCEEDED: "succeeded",
+        JobEventType.RETRY_SCHEDULED: "retried",
+        JobEventType.FAILED: "failed",
+        JobEventType.CANCELLED: "cancelled",
+    }[JobEventType(event.type)]
+
+
+def exception_name(path: Any) -> str | None:
+    """An exception's class path as the worker records it (``module.Qualname``), without
+    the ``builtins.`` of Python's own exceptions; ``None`` for none."""
+    if not isinstance(path, str) or not path:
+        return None
+    return path.removeprefix("builtins.")
+
+
+def _attempts_from(job: Job, events: list[JobEvent]) -> list[dict[str, Any]]:
+    attempts: list[dict[str, Any]] = []
+    round_number = 1
+    open_attempt: dict[str, Any] | None = None
+    for event in events:
+        if event.type == JobEventType.MANUAL_RETRY:
+            round_number += 1
+            open_attempt = None
+            continue
+        if event.type == JobEventType.CLAIMED:
+            wait_ms = event.wait_ms
+            open_attempt = {
+                "round": round_number,
+                "attempt": event.attempt,
+                "number": len(attempts) + 1,
+                "worker_id": event.worker_id,
+                "queued_at": None
+                if wait_ms is None
+                else event.created_at - timedelta(milliseconds=wait_ms),
+                "claimed_at": event.created_at,
+                "started_at": event.created_at,
+                "finished_at": None,
+                "wait_ms": wait_ms,
+                "run_ms": None,
+                "outcome": "running",
+                "error": None,
+                "exception_class": None,
+                "traceback": None,
             }
-        return workers[worker_id]
+            attempts.append(open_attempt)
+            continue
+        # An attempt ending: only one that follows its claim (a job cancelled while queued
+        # writes ``cancelled`` with no attempt running: not an attempt).
+        if open_attempt is None or event.attempt != open_attempt["attempt"]:
+            continue
+        data = event.data if isinstance(event.data, dict) else {}
+        error = data.get("error") if event.type != JobEventType.SUCCEEDED else None
+        traceback = data.get("traceback")
+        open_attempt.update(
+            finished_at=event.created_at,
+            run_ms=event.run_ms,
+            outcome=_outcome(event),
+            error=error if isinstance(error, str) else None,
+            exception_class=exception_name(data.get("exception_class")),
+            traceback=traceback if isinstance(traceback, str) and traceback else None,
+        )
+        open_attempt = None
+    # An attempt left open is running only while the job is; otherwise its end was not
+    # recorded as an event (never by this code's writers) and it is shown as lease expired.
+    for entry in attempts:
+        if entry["outcome"] == "running" and not (
+            job.status == JobStatus.RUNNING
+            and entry is attempts[-1]
+            and job.attempts == entry["attempt"]
+        ):
+            entry["outcome"] = "lease_expired"
+    return attempts
 
-    def seen(entry: dict[str, Any], at: datetime) -> None:
-        if entry["last_seen"] is None or at > entry["last_seen"]:
-            entry["last_seen"] = at
 
+def job_attempts(job_id: UUID | str) -> list[dict[str, Any]]:
+    """One job's attempts, oldest first, read from its events: each ``claimed`` event opens
+    one and the event that ends it (``succeeded``, ``retry_scheduled``, ``failed``,
+    ``timeout_requeued``, ``cancelled``) closes it; each ``manual_retry`` starts a new round.
+    Two queries (the job, and its attempt events through ``job_event_job_id_idx``);
+    ``JobNotFound`` if the job does not exist."""
+    job = get_job(job_id)
+    return _attempts_from(job, _attempt_events(job.pk))
+
+
+def _attempt_events(job_id: UUID) -> list[JobEvent]:
+    return list(
+        JobEvent.objects.filter(job_id=job_id, type__in=ATTEMPT_EVENT_TYPES)
+        .order_by("id")
+        .only("type", "attempt", "worker_id", "data", "created_at", "wait_ms", "run_ms")
+    )
+
+
+def effective_timeout(job: Job) -> tuple[int | None, str | None]:
+    """The timeout an attempt of ``job`` gets and where it comes from, as a worker with this
+    process's settings resolves it: the job's ``timeout_seconds`` (``"job"``), else its
+    type's default (``"type"``), else ``JOB_WORKER_TIMEOUT_SECONDS`` (``"worker"``);
+    ``(None, None)`` when none applies (0 means none)."""
+    if job.timeout_seconds:
+        return job.timeout_seconds, "job"
+    spec = registry.get_handler(job.type)
+    if spec is not None and spec.timeout_seconds:
+        return spec.timeout_seconds, "type"
+    if app_settings.JOB_WORKER_TIMEOUT_SECONDS:
+        return app_settings.JOB_WORKER_TIMEOUT_SECONDS, "worker"
+    return None, None
+
+
+def job_detail(job_id: UUID | str) -> tuple[Job, dict[str, Any]]:
+    """The job and what its page adds to it: attempts over all rounds, the current round,
+    the latest failure's exception class and traceback, and the effective timeout."""
+    job = get_job(job_id)
+    attempts = _attempts_from(job, _attempt_events(job.pk))
+    rounds = JobEvent.objects.filter(job_id=job.pk, type=JobEventType.MANUAL_RETRY).count()
+    failure = next((attempt for attempt in reversed(attempts) if attempt["exception_class"]), None)
+    timeout, source = effective_timeout(job)
+    return job, {
+        "total_attempts": len(attempts),
+        "round": rounds + 1,
+        "last_exception_class": failure["exception_class"] if failure else None,
+        "last_traceback": failure["traceback"] if failure else None,
+        "effective_timeout_seconds": timeout,
+        "timeout_source": source,
+    }
+
+
+def id_prefix(text: str) -> str | None:
+    """The lower-case hex digits of ``text`` (dashes ignored) when they can be the start of
+    a job id (``ID_PREFIX_MIN_LENGTH`` to 32 of them), else ``None``."""
+    digits = text.strip().replace("-", "").lower()
+    if ID_PREFIX_MIN_LENGTH <= len(digits) <= 32 and _HEX.match(digits):
+        return digits
+    return None
+
+
+def jobs_with_id_prefix(prefix: str) -> QuerySet[Job]:
+    """The jobs whose id starts with the hex digits ``prefix``: a range of the primary key
+    (the first id with the prefix to the last), so the database answers from its index,
+    not by casting every id to text."""
+    low = UUID(prefix.ljust(32, "0"))
+    high = UUID(prefix.ljust(32, "f"))
+    return Job.objects.filter(pk__gte=low, pk__lte=high)
+
+
+def job_id_from_prefix(text: str) -> UUID | None:
+    """The id of the one job whose id starts with ``text`` (a whole id, or at least
+    ``ID_PREFIX_MIN_LENGTH`` hex digits; dashes ignored); ``None`` when no job has it;
+    ``AmbiguousIdPrefix`` when several do; ``ValueError`` when ``text`` cannot be one."""
+    prefix = id_prefix(text)
+    if prefix is None:
+        raise ValueError(text)
+    ids = list(jobs_with_id_prefix(prefix).values_list("pk", flat=True)[:2])
+    if len(ids) > 1:
+        raise AmbiguousIdPrefix(text.strip(), jobs_with_id_prefix(prefix).count())
+    return ids[0] if ids else None
+
+
+def lookup_job(text: str) -> tuple[str, Job] | None:
+    """The job ``text`` names, and how: its whole id (``"id"``), its idempotency key,
+    exact (``"idempotency_key"``), or a unique prefix of its id of at least
+    ``ID_PREFIX_MIN_LENGTH`` hex digits, dashes ignored (``"id_prefix"``). ``None`` when it
+    names none; ``AmbiguousIdPrefix`` when it is the prefix of several ids."""
+    text = text.strip()
+    try:
+        whole = UUID(text)
+    except ValueError:
+        whole = None
+    if whole is not None:
+        job = Job.objects.filter(pk=whole).first()
+        if job is not None:
+            return "id", job
+    if text:
+        job = Job.objects.filter(idempotency_key=text).first()
+        if job is not None:
+            return "idempotency_key", job
+    prefix = id_prefix(text)
+    if prefix is None or len(prefix) == 32:
+        return None
+    jobs = list(jobs_with_id_prefix(prefix)[:2])
+    if len(jobs) > 1:
+        raise AmbiguousIdPrefix(text, jobs_with_id_prefix(prefix).count())
+    return ("id_prefix", jobs[0]) if jobs else None
+
+
+# --- Live workers ------------------------------------------------------------------------
+
+
+def _finished_by_thread(first: int, now: datetime) -> dict[str, int]:
+    finished: dict[str, int] = defaultdict(int)
     for rows in rollups.per_minute(
         "workers", first=first, now=now, compute=_activity_by_worker
     ).values():
-        for worker_id, finished, last_at in rows:
-            entry = worker(worker_id)
-            entry["finished"] += finished
-            seen(entry, last_at)
-    claims = JobEvent.objects.filter(
-        job_id=OuterRef("pk"), type=JobEventType.CLAIMED, attempt=OuterRef("attempts")
-    ).order_by("-id")
-    lease = app_settings.JOB_WORKER_LEASE_SECONDS
-    # A running job always has locked_by and locked_until (job_status_valid_shape).
-    running: list[dict[str, Any]] = [
-        dict(row)
-        for row in Job.objects.filter(status=JobStatus.RUNNING).values(
-            "id",
-            "type",
-            "queue",
-            "attempts",
-            "locked_by",
-            "locked_until",
-            claimed_at=Subquery(claims.values("created_at")[:1]),
-            lease_seconds=Subquery(
-                claims.values(held=Cast(KeyTextTransform("lease_seconds", "data"), IntegerField()))[
-                    :1
-                ]
-            ),
-        )
+        for worker_id, count, _last_at in rows:
+            finished[worker_id] += count
+    return finished
+
+
+def live_workers(*, minutes: int = 60, now: datetime | None = None) -> dict[str, Any]:
+    """Every worker process alive now, idle or busy, from its presence row
+    (``WorkerPresence``): live while its ``last_seen_at`` is within one heartbeat interval
+    of ``now`` (its maintenance thread writes it every half interval, so a process killed
+    without a word drops out within one interval). Each with its serving threads and the
+    job each runs, and the attempt endings its threads wrote in the last ``minutes``. Three
+    queries however many workers: the presence rows, the running jobs, and the unsettled
+    minutes' rollup."""
+    now = timezone.now() if now is None else now
+    first, start = _window(now, minutes)
+    present = [
+        row
+        for row in WorkerPresence.objects.order_by("-started_at", "worker_id")
+        if row.last_seen_at > now - timedelta(seconds=row.heartbeat_interval_seconds)
     ]
-    for job in running:
-        entry = worker(job["locked_by"])
-        held = job["lease_seconds"] if isinstance(job["lease_seconds"], int) else lease
-        renewed = job["locked_until"] - timedelta(seconds=held)
-        seen(entry, max(renewed, job["claimed_at"] or renewed))
-        entry["current_job"] = {
-            "id": job["id"],
-            "type": job["type"],
-            "queue": job["queue"],
-            "attempt": job["attempts"],
-            "since": job["claimed_at"],
-            "locked_until": job["locked_until"],
-            "lease_overdue": job["locked_until"] < now,
+    threads = {thread for row in present for thread in row.threads if isinstance(thread, str)}
+    running = (
+        {
+            job["locked_by"]: job
+            for job in Job.objects.filter(status=JobStatus.RUNNING, locked_by__in=threads).values(
+                "id",
+                "type",
+                "queue",
+                "attempts",
+                "locked_by",
+                "locked_until",
+                claimed_at=Subquery(
+                    JobEvent.objects.filter(
+                        job_id=OuterRef("pk"),
+                        type=JobEventType.CLAIMED,
+                        attempt=OuterRef("attempts"),
+                    )
+                    .order_by("-id")
+                    .values("created_at")[:1]
+                ),
+            )
         }
-    processes: dict[str, dict[str, Any]] = {}
-    for entry in sorted(workers.values(), key=lambda w: (w["thread"] is None, w["thread"] or 0)):
-        process = processes.setdefault(
-            entry["process"],
+        if threads
+        else {}
+    )
+    finished = _finished_by_thread(first, now) if present else {}
+    processes = []
+    for row in present:
+        entries = []
+        for thread in row.threads:
+            job = running.get(thread)
+            entries.append(
+                {
+                    "worker_id": thread,
+                    "job": None
+                    if job is None
+                    else {
+                        "id": job["id"],
+                        "type": job["type"],
+                        "queue": job["queue"],
+                        "attempt": job["attempts"],
+                        "started_at": job["claimed_at"],
+                        "locked_until": job["locked_until"],
+                        # A running job always has a lease (job_status_valid_shape).
+                        "lease_overdue": job["locked_until"] is not None
+                        and job["locked_until"] < now,
+                    },
+                }
+            )
+        prefix = f"{row.worker_id}:"
+        processes.append(
             {
-                "process": entry["process"],
-                "host": entry["host"],
-                "pid": entry["pid"],
-                "last_seen": entry["last_seen"],
-                "running": 0,
-                "finished": 0,
-                "workers": [],
-            },
+                "worker_id": row.worker_id,
+                "hostname": row.hostname,
+                "pid": row.pid,
+                "queues": row.queues,
+                "threads_configured": row.threads_configured,
+                "threads_live": len(entries),
+                "threads_busy": sum(1 for entry in entries if entry["job"] is not None),
+                "started_at": row.started_at,
+                "last_seen_at": row.last_seen_at,
+                "heartbeat_interval_seconds": row.heartbeat_interval_seconds,
+                "finished": sum(
+                    count for thread, count in finished.items() if thread.startswith(prefix)
+                ),
+                "threads": entries,
+            }
         )
-        process["workers"].append(entry)
-        process["running"] += entry["current_job"] is not None
-        process["finished"] += entry["finished"]
-        process["last_seen"] = max(process["last_seen"], entry["last_seen"])
-    return {
-        "minutes": minutes,
-        "start": start,
-        "end": now,
-        "processes": sorted(
-            processes.values(), key=lambda p: (p["last_seen"], p["process"]), reverse=True
-        ),
-    }
+    return {"minutes": minutes, "start": start, "end": now, "processes": processes}

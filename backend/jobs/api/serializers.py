@@ -10,12 +10,13 @@ shape), a ``dict`` a selector built, or, for input-only serializers, nothing (``
 
 from collections.abc import Mapping
 from typing import Any
+from uuid import UUID
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from .. import registry
+from .. import registry, selectors
 from ..limits import (
     ACTIVITY_MINUTES_MAX,
     BULK_CREATE_MAX,
@@ -188,6 +189,96 @@ def job_representation(job: Any) -> dict[str, Any]:
     """What ``JobSerializer(job).data`` gives, without building the serializer again."""
     data: dict[str, Any] = _JOB_REPRESENTATION.to_representation(job)
     return data
+
+
+class JobDetailSerializer(JobSerializer):
+    """The job page's job: the spec's shape and what its attempts and settings tell."""
+
+    total_attempts = serializers.IntegerField(
+        help_text="Attempts over every round (`attempts` restarts at 0 on a manual retry)."
+    )
+    round = serializers.IntegerField(
+        help_text="Manual-retry round, 1-based: each manual retry starts a new one."
+    )
+    last_exception_class = serializers.CharField(
+        allow_null=True,
+        help_text="Exception class of the latest attempt that raised (builtins unprefixed).",
+    )
+    last_traceback = serializers.CharField(
+        allow_null=True, help_text="Its traceback, as text with real newlines."
+    )
+    effective_timeout_seconds = serializers.IntegerField(
+        allow_null=True,
+        help_text="The timeout an attempt gets: the job's, else its type's, else the "
+        "worker's JOB_WORKER_TIMEOUT_SECONDS; null when none applies.",
+    )
+    timeout_source = serializers.ChoiceField(
+        choices=["job", "type", "worker"],
+        allow_null=True,
+        help_text="Where effective_timeout_seconds comes from.",
+    )
+
+    class Meta(JobSerializer.Meta):
+        fields = [
+            *JobSerializer.Meta.fields,
+            "total_attempts",
+            "round",
+            "last_exception_class",
+            "last_traceback",
+            "effective_timeout_seconds",
+            "timeout_source",
+        ]
+        read_only_fields = fields
+
+
+def job_detail_representation(job: Any, extra: Mapping[str, Any]) -> dict[str, Any]:
+    """The job page's job: ``job_representation`` and the fields of ``JobDetailSerializer``
+    beyond the spec's shape."""
+    return {**job_representation(job), **extra}
+
+
+OUTCOMES = ["running", "succeeded", "retried", "failed", "timed_out", "cancelled", "lease_expired"]
+
+
+class AttemptSerializer(serializers.Serializer[dict[str, Any]]):
+    round = serializers.IntegerField(help_text="Manual-retry round, 1-based.")
+    attempt = serializers.IntegerField(help_text="Attempt number within its round.")
+    number = serializers.IntegerField(help_text="Ordinal over every round, 1-based.")
+    worker_id = serializers.CharField(allow_null=True, help_text="The thread that claimed it.")
+    queued_at = serializers.DateTimeField(
+        allow_null=True, help_text="When it became claimable (claimed_at - wait_ms)."
+    )
+    claimed_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    wait_ms = serializers.IntegerField(allow_null=True, help_text="Queue wait before the claim.")
+    run_ms = serializers.IntegerField(allow_null=True, help_text="Claim to the attempt's end.")
+    outcome = serializers.ChoiceField(
+        choices=OUTCOMES,
+        help_text="timed_out: ended at its timeout; lease_expired: its worker stopped "
+        "renewing the lease and cleanup ended it.",
+    )
+    error = serializers.CharField(allow_null=True)
+    exception_class = serializers.CharField(allow_null=True)
+    traceback = serializers.CharField(allow_null=True, help_text="Text with real newlines.")
+
+
+class JobLookupQuerySerializer(serializers.Serializer[Any]):
+    q = serializers.CharField(
+        max_length=IDEMPOTENCY_KEY_MAX_LENGTH,
+        help_text=(
+            "A job id, a unique prefix of one (at least "
+            f"{selectors.ID_PREFIX_MIN_LENGTH} hex digits, dashes ignored), or an "
+            "idempotency key (exact)."
+        ),
+    )
+
+
+class JobLookupSerializer(serializers.Serializer[Any]):
+    match = serializers.ChoiceField(
+        choices=["id", "id_prefix", "idempotency_key"], help_text="What `q` matched."
+    )
+    job = JobSerializer()
 
 
 class JobCreateSerializer(StrictBodySerializer):
@@ -467,20 +558,52 @@ class JobEventSerializer(serializers.ModelSerializer[JobEvent]):
         read_only_fields = fields
 
 
-class JobEventQuerySerializer(serializers.Serializer[Any]):
+HEARTBEATS_HELP = (
+    "`include` (the default): every event. `exclude`: leave out the heartbeat events "
+    "`lease_renewed` and `progress`."
+)
+
+
+class HeartbeatsQuerySerializer(serializers.Serializer[Any]):
+    heartbeats = serializers.ChoiceField(
+        choices=["include", "exclude"], default="include", help_text=HEARTBEATS_HELP
+    )
+
+
+class JobEventQuerySerializer(HeartbeatsQuerySerializer):
     type = serializers.ChoiceField(
         choices=JobEventType.choices,
         required=False,
         allow_blank=True,
         help_text="Exact event type.",
     )
-    job_id = serializers.UUIDField(required=False, help_text="Only this job's events.")
+    job_id = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        help_text=(
+            "Only this job's events: its id, or a unique prefix of it of at least "
+            f"{selectors.ID_PREFIX_MIN_LENGTH} hex digits (dashes ignored)."
+        ),
+    )
 
-    def to_internal_value(self, data: Any) -> dict[str, Any]:
-        if data.get("job_id") == "":
-            data = {key: value for key, value in data.items() if key != "job_id"}
-        validated: dict[str, Any] = super().to_internal_value(data)
-        return validated
+    def validate_job_id(self, value: str) -> UUID | None:
+        if not value.strip():
+            return None
+        try:
+            job_id = selectors.job_id_from_prefix(value)
+        except selectors.AmbiguousIdPrefix as exc:
+            raise serializers.ValidationError(str(exc)) from None
+        except ValueError:
+            raise serializers.ValidationError(
+                f"Must be a job id or at least {selectors.ID_PREFIX_MIN_LENGTH} hex digits of one."
+            ) from None
+        if job_id is None:
+            # No job has the prefix: an id in its range, which no job has either, so the
+            # feed is empty as for an unknown whole id.
+            prefix = selectors.id_prefix(value)
+            assert prefix is not None
+            return UUID(prefix.ljust(32, "0"))
+        return job_id
 
 
 # --- Throughput -------------------------------------------------------------------------
@@ -605,51 +728,57 @@ class JobTypesSerializer(serializers.Serializer[dict[str, Any]]):
     )
 
 
-class CurrentJobSerializer(serializers.Serializer[dict[str, Any]]):
+class ThreadJobSerializer(serializers.Serializer[dict[str, Any]]):
     id = serializers.UUIDField()
     type = serializers.CharField()
     queue = serializers.CharField()
     attempt = serializers.IntegerField()
-    since = serializers.DateTimeField(allow_null=True, help_text="When this attempt was claimed.")
+    started_at = serializers.DateTimeField(
+        allow_null=True, help_text="When this attempt was claimed."
+    )
     locked_until = serializers.DateTimeField()
     lease_overdue = serializers.BooleanField(
-        help_text="The lease has expired: the worker is gone or stuck; cleanup will requeue."
+        help_text="The lease has expired: the thread is stuck; cleanup will requeue the job."
     )
 
 
-class WorkerSerializer(serializers.Serializer[dict[str, Any]]):
-    worker_id = serializers.CharField()
-    host = serializers.CharField(allow_null=True)
-    pid = serializers.IntegerField(allow_null=True)
-    thread = serializers.IntegerField(
-        allow_null=True, help_text="Thread number; 0 is the maintenance thread."
-    )
-    role = serializers.ChoiceField(
-        choices=["worker", "maintenance"],
-        help_text="maintenance: heartbeat, timeouts and expired-lease cleanup.",
-    )
-    current_job = CurrentJobSerializer(allow_null=True)
-    finished = serializers.IntegerField(help_text="Attempt endings it wrote in the window.")
-    last_seen = serializers.DateTimeField(
-        help_text="Its newest event; for a busy thread its last heartbeat (locked_until - lease)."
-    )
+class WorkerThreadSerializer(serializers.Serializer[dict[str, Any]]):
+    worker_id = serializers.CharField(help_text="host:pid:thread-N:random, as in locked_by.")
+    job = ThreadJobSerializer(allow_null=True, help_text="What it runs now; null: idle.")
 
 
 class WorkerProcessSerializer(serializers.Serializer[dict[str, Any]]):
-    process = serializers.CharField(help_text="host:pid (the worker id when not of that form).")
-    host = serializers.CharField(allow_null=True)
-    pid = serializers.IntegerField(allow_null=True)
-    last_seen = serializers.DateTimeField()
-    running = serializers.IntegerField(help_text="Its threads running a job now.")
-    finished = serializers.IntegerField(help_text="Attempt endings its threads wrote.")
-    workers = WorkerSerializer(many=True, help_text="Its threads, by thread number.")
+    worker_id = serializers.CharField(help_text="host:pid, the process part of its threads' ids.")
+    hostname = serializers.CharField()
+    pid = serializers.IntegerField()
+    queues = serializers.ListField(
+        child=serializers.CharField(), help_text="The queues it serves (* : every queue)."
+    )
+    threads_configured = serializers.IntegerField(help_text="Worker threads it was started with.")
+    threads_live = serializers.IntegerField(
+        help_text="Threads serving now (a thread stuck past its timeout is replaced)."
+    )
+    threads_busy = serializers.IntegerField(help_text="Live threads running a job now.")
+    started_at = serializers.DateTimeField()
+    last_seen_at = serializers.DateTimeField(
+        help_text="Its last check-in (every half heartbeat interval)."
+    )
+    heartbeat_interval_seconds = serializers.FloatField(
+        help_text="Listed while last_seen_at is within one interval of now."
+    )
+    finished = serializers.IntegerField(
+        help_text="Attempt endings its threads wrote in the window."
+    )
+    threads = WorkerThreadSerializer(many=True, help_text="Its live threads, by thread number.")
 
 
 class WorkersSerializer(serializers.Serializer[dict[str, Any]]):
-    minutes = serializers.IntegerField()
+    minutes = serializers.IntegerField(help_text="The window `finished` counts over.")
     start = serializers.DateTimeField()
     end = serializers.DateTimeField()
-    processes = WorkerProcessSerializer(many=True, help_text="Most recently seen first.")
+    processes = WorkerProcessSerializer(
+        many=True, help_text="Every live worker process, idle or busy, newest first."
+    )
 
 
 # --- Config and health ------------------------------------------------------------------

@@ -45,16 +45,21 @@ from .parsers import JobJSONParser
 from .serializers import (
     VALIDATION_ERROR_SCHEMA,
     ActivityWindowQuerySerializer,
+    AttemptSerializer,
     CancelOutcomeSerializer,
     ConfigSerializer,
     ErrorSerializer,
     HealthSerializer,
+    HeartbeatsQuerySerializer,
     JobBulkCreateResultSerializer,
     JobBulkCreateSerializer,
     JobCreateSerializer,
+    JobDetailSerializer,
     JobEventQuerySerializer,
     JobEventSerializer,
     JobListQuerySerializer,
+    JobLookupQuerySerializer,
+    JobLookupSerializer,
     JobSelectionSerializer,
     JobSerializer,
     JobStatsSerializer,
@@ -66,6 +71,7 @@ from .serializers import (
     ThroughputQuerySerializer,
     ThroughputSerializer,
     WorkersSerializer,
+    job_detail_representation,
     job_representation,
     validated_job_create,
 )
@@ -287,11 +293,56 @@ class JobDetailView(DomainErrorsMixin, APIView):
         operation_id="jobs_retrieve",
         tags=["jobs"],
         parameters=[JOB_ID_PARAMETER],
-        responses={200: JobSerializer, 404: NOT_FOUND},
+        responses={200: JobDetailSerializer, 404: NOT_FOUND},
     )
     def get(self, request: Request, id: str) -> Response:
-        """One job's current state."""
-        return Response(job_representation(selectors.get_job(parse_job_id(id))))
+        """One job's current state, with its attempts over every round, its latest
+        exception and traceback, and its effective timeout."""
+        job, extra = selectors.job_detail(parse_job_id(id))
+        return Response(job_detail_representation(job, extra))
+
+
+class JobAttemptsView(DomainErrorsMixin, APIView):
+    @extend_schema(
+        operation_id="jobs_attempts_list",
+        tags=["jobs"],
+        parameters=[JOB_ID_PARAMETER],
+        responses={200: AttemptSerializer(many=True), 404: NOT_FOUND},
+    )
+    def get(self, request: Request, id: str) -> Response:
+        """The job's attempts, oldest first, from its events: one per claim, with its
+        worker, queue wait, run time, outcome, error, exception class and traceback; each
+        manual retry starts a new round."""
+        attempts = selectors.job_attempts(parse_job_id(id))
+        return Response([AttemptSerializer(attempt).data for attempt in attempts])
+
+
+class JobLookupView(DomainErrorsMixin, APIView):
+    @extend_schema(
+        operation_id="jobs_lookup",
+        tags=["jobs"],
+        parameters=[JobLookupQuerySerializer],
+        responses={
+            200: JobLookupSerializer,
+            400: OpenApiResponse(
+                VALIDATION_ERROR_SCHEMA, description="No q, or a prefix of several jobs' ids."
+            ),
+            404: OpenApiResponse(ErrorSerializer, description="No job matches."),
+        },
+    )
+    def get(self, request: Request) -> Response:
+        """The job a search box names: its id, a unique prefix of its id (at least 8 hex
+        digits, dashes ignored), or its idempotency key (exact)."""
+        text = validated_query(JobLookupQuerySerializer, request)["q"]
+        try:
+            found = selectors.lookup_job(text)
+        except selectors.AmbiguousIdPrefix as exc:
+            raise serializers.ValidationError({"q": [str(exc)]}) from None
+        if found is None:
+            detail = f"No job has the id, id prefix or idempotency key '{text.strip()}'."
+            return Response({"detail": detail}, status=status.HTTP_404_NOT_FOUND)
+        match, job = found
+        return Response({"match": match, "job": job_representation(job)})
 
 
 TIMELINE_LINK_HEADER = OpenApiParameter(
@@ -320,7 +371,7 @@ class TimelineSchema(AutoSchema):
     get=extend_schema(
         operation_id="jobs_events_list",
         tags=["events"],
-        parameters=[JOB_ID_PARAMETER, TIMELINE_LINK_HEADER],
+        parameters=[JOB_ID_PARAMETER, HeartbeatsQuerySerializer, TIMELINE_LINK_HEADER],
         responses={200: JobEventSerializer(many=True), 400: BAD_REQUEST, 404: NOT_FOUND},
     )
 )
@@ -334,7 +385,8 @@ class JobEventsView(DomainErrorsMixin, generics.ListAPIView[Any]):
     schema = TimelineSchema()
 
     def get_queryset(self) -> QuerySet[Any]:
-        return selectors.job_timeline(parse_job_id(self.kwargs["id"]))
+        query = validated_query(HeartbeatsQuerySerializer, self.request)
+        return selectors.job_timeline(parse_job_id(self.kwargs["id"]), **query)
 
 
 class JobRetryView(DomainErrorsMixin, APIView):
@@ -454,12 +506,15 @@ class JobTypesView(SelectorView):
 
 @read_schema("workers_list", "workers")
 class WorkersView(SelectorView):
-    """Worker threads seen in the last minutes, grouped by process: current job, attempts
-    finished, last seen."""
+    """Every live worker process, idle or busy: its queues, configured, live and busy
+    threads, what each thread runs, and when it last checked in. A process checks in every
+    half heartbeat interval and is listed while its last check-in is within one interval,
+    so a process that died drops out within one interval. `finished` counts its threads'
+    attempt endings over the last `minutes`."""
 
     query_serializer = ActivityWindowQuerySerializer
     response_serializer = WorkersSerializer
-    selector = selectors.worker_activity
+    selector = selectors.live_workers
 
 
 # --- Events -----------------------------------------------------------------------------

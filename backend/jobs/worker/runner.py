@@ -38,7 +38,11 @@ class WorkerRunner:
         self.in_flight = InFlight()
         self.queues = QueueSet(config.queues, refresh_seconds=config.poll_interval_seconds)
         self.maintenance = Maintenance(
-            config, self.in_flight, stopping=self.stop_event, abandon=self.abandon
+            config,
+            self.in_flight,
+            stopping=self.stop_event,
+            abandon=self.abandon,
+            threads=lambda: [thread.worker_id for thread in self.serving()],
         )
         self.waker = Waker()
         self.listener: Listener | None = None

@@ -136,8 +136,32 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description One job's current state. */
+        /**
+         * @description One job's current state, with its attempts over every round, its latest
+         *     exception and traceback, and its effective timeout.
+         */
         get: operations["jobs_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/jobs/{id}/attempts/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description The job's attempts, oldest first, from its events: one per claim, with its
+         *     worker, queue wait, run time, outcome, error, exception class and traceback; each
+         *     manual retry starts a new round.
+         */
+        get: operations["jobs_attempts_list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -238,6 +262,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/jobs/lookup/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description The job a search box names: its id, a unique prefix of its id (at least 8 hex
+         *     digits, dashes ignored), or its idempotency key (exact).
+         */
+        get: operations["jobs_lookup"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/jobs/retry/": {
         parameters: {
             query?: never;
@@ -323,8 +367,11 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * @description Worker threads seen in the last minutes, grouped by process: current job, attempts
-         *     finished, last seen.
+         * @description Every live worker process, idle or busy: its queues, configured, live and busy
+         *     threads, what each thread runs, and when it last checked in. A process checks in every
+         *     half heartbeat interval and is listed while its last check-in is within one interval,
+         *     so a process that died drops out within one interval. `finished` counts its threads'
+         *     attempt endings over the last `minutes`.
          */
         get: operations["workers_list"];
         put?: never;
@@ -339,6 +386,47 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        Attempt: {
+            /** @description Manual-retry round, 1-based. */
+            round: number;
+            /** @description Attempt number within its round. */
+            attempt: number;
+            /** @description Ordinal over every round, 1-based. */
+            number: number;
+            /** @description The thread that claimed it. */
+            worker_id: string | null;
+            /**
+             * Format: date-time
+             * @description When it became claimable (claimed_at - wait_ms).
+             */
+            queued_at: string | null;
+            /** Format: date-time */
+            claimed_at: string;
+            /** Format: date-time */
+            started_at: string | null;
+            /** Format: date-time */
+            finished_at: string | null;
+            /** @description Queue wait before the claim. */
+            wait_ms: number | null;
+            /** @description Claim to the attempt's end. */
+            run_ms: number | null;
+            /**
+             * @description timed_out: ended at its timeout; lease_expired: its worker stopped renewing the lease and cleanup ended it.
+             *
+             *     * `running` - running
+             *     * `succeeded` - succeeded
+             *     * `retried` - retried
+             *     * `failed` - failed
+             *     * `timed_out` - timed_out
+             *     * `cancelled` - cancelled
+             *     * `lease_expired` - lease_expired
+             */
+            outcome: components["schemas"]["OutcomeEnum"];
+            error: string | null;
+            exception_class: string | null;
+            /** @description Text with real newlines. */
+            traceback: string | null;
+        };
         /** @enum {unknown} */
         BlankEnum: "";
         BulkCreatedJob: {
@@ -358,22 +446,6 @@ export interface components {
             worker: components["schemas"]["WorkerConfig"];
             limits: components["schemas"]["Limits"];
             pagination: components["schemas"]["PaginationConfig"];
-        };
-        CurrentJob: {
-            /** Format: uuid */
-            id: string;
-            type: string;
-            queue: string;
-            attempt: number;
-            /**
-             * Format: date-time
-             * @description When this attempt was claimed.
-             */
-            since: string | null;
-            /** Format: date-time */
-            locked_until: string;
-            /** @description The lease has expired: the worker is gone or stuck; cleanup will requeue. */
-            lease_overdue: boolean;
         };
         /**
          * @description * `ok` - ok
@@ -474,6 +546,59 @@ export interface components {
                 [key: string]: string;
             };
         };
+        /** @description The job page's job: the spec's shape and what its attempts and settings tell. */
+        JobDetail: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly type: string;
+            readonly payload: {
+                [key: string]: unknown;
+            };
+            readonly status: components["schemas"]["JobStatusEnum"];
+            readonly priority: number;
+            /** Format: date-time */
+            readonly available_at: string;
+            readonly attempts: number;
+            readonly max_attempts: number;
+            readonly idempotency_key: string | null;
+            readonly locked_by: string | null;
+            /** Format: date-time */
+            readonly locked_until: string | null;
+            readonly last_error: string;
+            readonly result: unknown;
+            /** Format: date-time */
+            readonly created_at: string;
+            /** Format: date-time */
+            readonly updated_at: string;
+            /** Format: date-time */
+            readonly finished_at: string | null;
+            readonly queue: string;
+            readonly timeout_seconds: number | null;
+            /** Format: date-time */
+            readonly cancel_requested_at: string | null;
+            /** @description String keys and values given at creation, and the trace context (traceparent, tracestate, baggage) the tracing adds. */
+            readonly metadata: {
+                [key: string]: string;
+            };
+            /** @description Attempts over every round (`attempts` restarts at 0 on a manual retry). */
+            total_attempts: number;
+            /** @description Manual-retry round, 1-based: each manual retry starts a new one. */
+            round: number;
+            /** @description Exception class of the latest attempt that raised (builtins unprefixed). */
+            last_exception_class: string | null;
+            /** @description Its traceback, as text with real newlines. */
+            last_traceback: string | null;
+            /** @description The timeout an attempt gets: the job's, else its type's, else the worker's JOB_WORKER_TIMEOUT_SECONDS; null when none applies. */
+            effective_timeout_seconds: number | null;
+            /**
+             * @description Where effective_timeout_seconds comes from.
+             *
+             *     * `job` - job
+             *     * `type` - type
+             *     * `worker` - worker
+             */
+            timeout_source: (components["schemas"]["TimeoutSourceEnum"] | components["schemas"]["NullEnum"]) | null;
+        };
         JobEvent: {
             readonly id: number;
             /**
@@ -507,6 +632,17 @@ export interface components {
          * @enum {string}
          */
         JobEventTypeEnum: "created" | "claimed" | "progress" | "lease_renewed" | "succeeded" | "retry_scheduled" | "failed" | "timeout_requeued" | "manual_retry" | "cancel_requested" | "cancelled";
+        JobLookup: {
+            /**
+             * @description What `q` matched.
+             *
+             *     * `id` - id
+             *     * `id_prefix` - id_prefix
+             *     * `idempotency_key` - idempotency_key
+             */
+            match: components["schemas"]["MatchEnum"];
+            job: components["schemas"]["Job"];
+        };
         JobPermissions: {
             /** @description jobs.view_job: read jobs, events and stats. */
             view: boolean;
@@ -663,6 +799,26 @@ export interface components {
             username: string;
             password: string;
         };
+        /**
+         * @description * `id` - id
+         *     * `id_prefix` - id_prefix
+         *     * `idempotency_key` - idempotency_key
+         * @enum {string}
+         */
+        MatchEnum: "id" | "id_prefix" | "idempotency_key";
+        /** @enum {unknown} */
+        NullEnum: null;
+        /**
+         * @description * `running` - running
+         *     * `succeeded` - succeeded
+         *     * `retried` - retried
+         *     * `failed` - failed
+         *     * `timed_out` - timed_out
+         *     * `cancelled` - cancelled
+         *     * `lease_expired` - lease_expired
+         * @enum {string}
+         */
+        OutcomeEnum: "running" | "succeeded" | "retried" | "failed" | "timed_out" | "cancelled" | "lease_expired";
         PageLimits: {
             /** @description Page size when `limit` is omitted. */
             default_limit: number;
@@ -728,12 +884,6 @@ export interface components {
             /** @description Failed or cancelled jobs queued again. */
             retried: number;
         };
-        /**
-         * @description * `worker` - worker
-         *     * `maintenance` - maintenance
-         * @enum {string}
-         */
-        RoleEnum: "worker" | "maintenance";
         Session: {
             /** @description False on the open local demo (DEBUG=true): the API needs no sign-in. */
             login_required: boolean;
@@ -741,6 +891,22 @@ export interface components {
             username: string | null;
             /** @description What this user may do through the API. */
             permissions: components["schemas"]["JobPermissions"];
+        };
+        ThreadJob: {
+            /** Format: uuid */
+            id: string;
+            type: string;
+            queue: string;
+            attempt: number;
+            /**
+             * Format: date-time
+             * @description When this attempt was claimed.
+             */
+            started_at: string | null;
+            /** Format: date-time */
+            locked_until: string;
+            /** @description The lease has expired: the thread is stuck; cleanup will requeue the job. */
+            lease_overdue: boolean;
         };
         Throughput: {
             bucket_seconds: number;
@@ -778,6 +944,13 @@ export interface components {
             /** @description Where the next page is announced: "link_header", the `Link` header's `rel="next"` (the body is the plain array of events). */
             next_page_in: string;
         };
+        /**
+         * @description * `job` - job
+         *     * `type` - type
+         *     * `worker` - worker
+         * @enum {string}
+         */
+        TimeoutSourceEnum: "job" | "type" | "worker";
         TypeEventCounts: {
             /** @description Attempts started. */
             claimed: number;
@@ -790,28 +963,6 @@ export interface components {
             timeout_requeued: number;
             /** @description Jobs cancelled, queued or running. */
             cancelled: number;
-        };
-        Worker: {
-            worker_id: string;
-            host: string | null;
-            pid: number | null;
-            /** @description Thread number; 0 is the maintenance thread. */
-            thread: number | null;
-            /**
-             * @description maintenance: heartbeat, timeouts and expired-lease cleanup.
-             *
-             *     * `worker` - worker
-             *     * `maintenance` - maintenance
-             */
-            role: components["schemas"]["RoleEnum"];
-            current_job: components["schemas"]["CurrentJob"] | null;
-            /** @description Attempt endings it wrote in the window. */
-            finished: number;
-            /**
-             * Format: date-time
-             * @description Its newest event; for a busy thread its last heartbeat (locked_until - lease).
-             */
-            last_seen: string;
         };
         /** @description The worker settings in force; each field is the JOB_WORKER_ setting of its name. */
         WorkerConfig: {
@@ -842,26 +993,49 @@ export interface components {
             queues: string[];
         };
         WorkerProcess: {
-            /** @description host:pid (the worker id when not of that form). */
-            process: string;
-            host: string | null;
-            pid: number | null;
+            /** @description host:pid, the process part of its threads' ids. */
+            worker_id: string;
+            hostname: string;
+            pid: number;
+            /** @description The queues it serves (* : every queue). */
+            queues: string[];
+            /** @description Worker threads it was started with. */
+            threads_configured: number;
+            /** @description Threads serving now (a thread stuck past its timeout is replaced). */
+            threads_live: number;
+            /** @description Live threads running a job now. */
+            threads_busy: number;
             /** Format: date-time */
-            last_seen: string;
-            /** @description Its threads running a job now. */
-            running: number;
-            /** @description Attempt endings its threads wrote. */
+            started_at: string;
+            /**
+             * Format: date-time
+             * @description Its last check-in (every half heartbeat interval).
+             */
+            last_seen_at: string;
+            /**
+             * Format: double
+             * @description Listed while last_seen_at is within one interval of now.
+             */
+            heartbeat_interval_seconds: number;
+            /** @description Attempt endings its threads wrote in the window. */
             finished: number;
-            /** @description Its threads, by thread number. */
-            workers: components["schemas"]["Worker"][];
+            /** @description Its live threads, by thread number. */
+            threads: components["schemas"]["WorkerThread"][];
+        };
+        WorkerThread: {
+            /** @description host:pid:thread-N:random, as in locked_by. */
+            worker_id: string;
+            /** @description What it runs now; null: idle. */
+            job: components["schemas"]["ThreadJob"] | null;
         };
         Workers: {
+            /** @description The window `finished` counts over. */
             minutes: number;
             /** Format: date-time */
             start: string;
             /** Format: date-time */
             end: string;
-            /** @description Most recently seen first. */
+            /** @description Every live worker process, idle or busy, newest first. */
             processes: components["schemas"]["WorkerProcess"][];
         };
     };
@@ -1016,7 +1190,14 @@ export interface operations {
             query?: {
                 /** @description The pagination cursor value. */
                 cursor?: string;
-                /** @description Only this job's events. */
+                /**
+                 * @description `include` (the default): every event. `exclude`: leave out the heartbeat events `lease_renewed` and `progress`.
+                 *
+                 *     * `include` - include
+                 *     * `exclude` - exclude
+                 */
+                heartbeats?: "include" | "exclude";
+                /** @description Only this job's events: its id, or a unique prefix of it of at least 8 hex digits (dashes ignored). */
                 job_id?: string;
                 /** @description Events per page (default 50, at most 200). */
                 limit?: number;
@@ -1200,7 +1381,38 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Job"];
+                    "application/json": components["schemas"]["JobDetail"];
+                };
+            };
+            /** @description No job with this id. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    jobs_attempts_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Attempt"][];
                 };
             };
             /** @description No job with this id. */
@@ -1269,6 +1481,13 @@ export interface operations {
             query?: {
                 /** @description The pagination cursor value. */
                 cursor?: string;
+                /**
+                 * @description `include` (the default): every event. `exclude`: leave out the heartbeat events `lease_renewed` and `progress`.
+                 *
+                 *     * `include` - include
+                 *     * `exclude` - exclude
+                 */
+                heartbeats?: "include" | "exclude";
                 /** @description Events per page (default 100, at most 500). */
                 limit?: number;
             };
@@ -1443,6 +1662,50 @@ export interface operations {
                     } & {
                         [key: string]: string[];
                     };
+                };
+            };
+        };
+    };
+    jobs_lookup: {
+        parameters: {
+            query: {
+                /** @description A job id, a unique prefix of one (at least 8 hex digits, dashes ignored), or an idempotency key (exact). */
+                q: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobLookup"];
+                };
+            };
+            /** @description No q, or a prefix of several jobs' ids. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail?: string | string[];
+                    } & {
+                        [key: string]: string[];
+                    };
+                };
+            };
+            /** @description No job matches. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

@@ -11,8 +11,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from jobs import handlers, rollups, services
-from jobs.drivers import Owner
-from jobs.tests.factories import WORKER, running_job
+from jobs.tests.factories import running_job
 
 pytestmark = pytest.mark.django_db
 
@@ -144,82 +143,53 @@ def test_queries_stay_bounded_however_many_types_and_workers(
     for n in range(12):
         attempt(f"t.{n}", worker=f"box:{n}:thread-1:0a0a", claimed_at=now, ended_at=now)
         running_job(f"t.{n}", worker_id=f"box:{n}:thread-2:0b0b")
+        present(f"box:{n}", [f"box:{n}:thread-1:0a0a", f"box:{n}:thread-2:0b0b"])
     cache.clear()
     # Types: the unsettled minutes' rollup and the samples (the ORM driver takes two, runs
-    # and failures); workers: running jobs and the rollup. The PostgreSQL driver's
-    # statements count too (they are logged).
+    # and failures); workers: presence rows, running jobs and the rollup. The PostgreSQL
+    # driver's statements count too (they are logged).
     orm_samples = path == "/api/jobs/types/" and connection.vendor != "postgresql"
-    with django_assert_max_num_queries(3 if orm_samples else 2):
+    with django_assert_max_num_queries(3 if orm_samples or path == "/api/workers/" else 2):
         assert api.get(path, {"minutes": 1440}).status_code == 200
 
 
 # --- workers --------------------------------------------------------------------------
 
 
-def test_workers_are_grouped_by_process_with_current_job_and_finished_count(api, settings):
-    # The API's own lease setting differs: the worker's lease is read from the claim.
-    settings.JOB_WORKER_LEASE_SECONDS = 99
+def present(worker_id, threads):
+    host, pid = worker_id.rsplit(":", 1)
+    services.record_worker_presence(
+        worker_id=worker_id,
+        hostname=host,
+        pid=int(pid),
+        queues=["*"],
+        threads_configured=len(threads),
+        threads=threads,
+        heartbeat_interval_seconds=10,
+        started_at=timezone.now(),
+    )
+
+
+def test_a_live_worker_counts_the_attempt_endings_of_its_threads_in_the_window(api):
     now = timezone.now()
+    present("box:4242", [THREAD_1, THREAD_2])
     for seconds in (50, 40):
         at = now - timedelta(seconds=seconds)
         attempt("demo.success", worker=THREAD_1, claimed_at=at, ended_at=at)
+    at = now - timedelta(minutes=20)
+    attempt("demo.fail", worker=THREAD_2, claimed_at=at, ended_at=at, fail="x")
     attempt("demo.fail", worker=OTHER_PROCESS, claimed_at=now, ended_at=now, fail="x")
-    # Claimed 20 s ago with a 30 s lease, renewed by the heartbeat 5 s ago.
-    claimed_at = now - timedelta(seconds=20)
-    busy = running_job(worker_id=THREAD_2, now=claimed_at, lease_seconds=30)
-    services.heartbeat(
-        attempts=[Owner(busy.pk, THREAD_2, 1)],
-        lease_seconds=30,
-        now=now - timedelta(seconds=5),
-    )
-    response = api.get("/api/workers/")
-    assert response.status_code == 200
-    processes = {p["process"]: p for p in response.json()["processes"]}
-    assert set(processes) == {"box:4242", "other-host:7"}
-    box = processes["box:4242"]
-    assert (box["host"], box["pid"], box["running"], box["finished"]) == ("box", 4242, 1, 2)
-    first, second = box["workers"]
-    assert (first["worker_id"], first["thread"], first["role"]) == (THREAD_1, 1, "worker")
-    assert (first["finished"], first["current_job"]) == (2, None)
-    assert second["worker_id"] == THREAD_2 and second["finished"] == 0
-    current = second["current_job"]
-    assert (current["id"], current["type"], current["attempt"]) == (str(busy.pk), busy.type, 1)
-    assert current["lease_overdue"] is False
-    assert _time(current["since"]) == claimed_at
-    assert _time(second["last_seen"]) == now - timedelta(seconds=5)
-    assert _time(box["last_seen"]) == now - timedelta(seconds=5)
-    assert processes["other-host:7"]["workers"][0]["finished"] == 1
+    (process,) = api.get("/api/workers/", {"minutes": 10}).json()["processes"]
+    assert (process["worker_id"], process["finished"]) == ("box:4242", 2)
+    (process,) = api.get("/api/workers/", {"minutes": 30}).json()["processes"]
+    assert process["finished"] == 3
 
 
-def test_a_worker_id_of_another_shape_is_its_own_process(api):
-    running_job(worker_id=WORKER.replace("tests:1:", "tests-1-"))
-    (process,) = api.get("/api/workers/").json()["processes"]
-    assert process["process"] == process["workers"][0]["worker_id"]
-    assert (process["host"], process["pid"], process["workers"][0]["thread"]) == (
-        None,
-        None,
-        None,
-    )
-
-
-def test_the_maintenance_thread_is_told_apart_and_an_expired_lease_is_flagged(api):
+def test_a_worker_seen_only_in_events_is_not_listed(api):
     now = timezone.now()
-    job = running_job(worker_id=THREAD_1, now=now - timedelta(seconds=40), lease_seconds=30)
-    body = api.get("/api/workers/").json()
-    (worker,) = body["processes"][0]["workers"]
-    assert worker["current_job"]["lease_overdue"] is True
-    services.cleanup_expired_jobs(now=now, worker_id="box:4242:thread-0:0000aaaa")
-    (process,) = api.get("/api/workers/").json()["processes"]
-    cleaner = next(w for w in process["workers"] if w["thread"] == 0)
-    assert (cleaner["role"], cleaner["finished"]) == ("maintenance", 1)
-    assert job.pk and process["running"] == 0
-
-
-def test_workers_outside_the_window_are_not_listed(api):
-    old = timezone.now() - timedelta(minutes=20)
-    attempt("demo.success", worker=THREAD_1, claimed_at=old, ended_at=old)
-    assert api.get("/api/workers/", {"minutes": 10}).json()["processes"] == []
-    assert len(api.get("/api/workers/", {"minutes": 30}).json()["processes"]) == 1
+    attempt("demo.success", worker=THREAD_1, claimed_at=now, ended_at=now)
+    running_job(worker_id=THREAD_2)
+    assert api.get("/api/workers/").json()["processes"] == []
 
 
 def _time(text):

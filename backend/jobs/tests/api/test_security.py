@@ -246,6 +246,8 @@ ROUTES = [
     ("GET", "/api/workers/", "view_job"),
     ("GET", "/api/jobs/{id}/", "view_job"),
     ("GET", "/api/jobs/{id}/events/", "view_job"),
+    ("GET", "/api/jobs/{id}/attempts/", "view_job"),
+    ("GET", "/api/jobs/lookup/", "view_job"),
     ("POST", "/api/jobs/{id}/retry/", "change_job"),
     ("POST", "/api/jobs/{id}/cancel/", "change_job"),
     ("POST", "/api/jobs/retry/", "change_job"),
@@ -331,6 +333,8 @@ def _target(method: str, template: str) -> tuple[str, dict | None, Job | None, i
         job = queued_job()
     else:
         job = failed_job()  # retry succeeds on it; reads find it
+    if template == "/api/jobs/lookup/":
+        return f"{template}?q={job.pk}", None, job, 200
     if method == "GET":
         return template.format(id=job.pk), None, job, 200
     bodies = {

@@ -4,7 +4,8 @@ that must not wait for a free worker thread. Each duty is a small part of its ow
 
 * ``heartbeat.Heartbeat``: renews the leases of this process's attempts;
 * ``timeouts.TimeoutEnforcer``: ends attempts past their deadline, replaces their threads;
-* ``rescuer.LeaseRescuer``: takes back the jobs of processes that died (expired leases).
+* ``rescuer.LeaseRescuer``: takes back the jobs of processes that died (expired leases);
+* ``presence.Presence``: says the process is alive, every half heartbeat interval.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..recovery import (
     error_message,
 )
 from .heartbeat import Heartbeat
+from .presence import Presence
 from .rescuer import LeaseRescuer
 from .timeouts import TimeoutEnforcer
 
@@ -34,13 +36,14 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("jobs.worker")
 
-__all__ = ["Heartbeat", "LeaseRescuer", "Maintenance", "TimeoutEnforcer"]
+__all__ = ["Heartbeat", "LeaseRescuer", "Maintenance", "Presence", "TimeoutEnforcer"]
 
 
 class Maintenance(threading.Thread):
-    """Runs the three duties on their cadences: the heartbeat every heartbeat interval,
+    """Runs the four duties on their cadences: the heartbeat every heartbeat interval,
     timeouts at each deadline, lease rescue every cleanup interval (not once the process
-    is stopping). A database error is logged and retried with capped backoff."""
+    is stopping), presence every half heartbeat interval (its row is taken back when the
+    thread ends). A database error is logged and retried with capped backoff."""
 
     def __init__(
         self,
@@ -49,6 +52,7 @@ class Maintenance(threading.Thread):
         *,
         stopping: threading.Event,
         abandon: Callable[[WorkerThread], None],
+        threads: Callable[[], list[str]] = list,
     ) -> None:
         super().__init__(name="job-maintenance", daemon=True)
         self.config = config
@@ -58,6 +62,12 @@ class Maintenance(threading.Thread):
         self.heartbeat = Heartbeat(in_flight, lease_seconds=config.lease_seconds)
         self.timeouts = TimeoutEnforcer(in_flight, abandon=abandon)
         self.rescuer = LeaseRescuer(batch_size=config.cleanup_batch_size, worker_id=self.worker_id)
+        self.presence = Presence(
+            queues=config.queues,
+            threads_configured=config.threads,
+            heartbeat_interval_seconds=config.heartbeat_interval_seconds,
+            threads=threads,
+        )
         self.finished = threading.Event()  # the runner sets it once no attempt is left
         self.first_pass = threading.Event()  # set after the first loop, done or failed
 
@@ -66,6 +76,7 @@ class Maintenance(threading.Thread):
         now = time.monotonic()
         next_beat = now + self.config.heartbeat_interval_seconds
         next_cleanup = now
+        next_presence = now
         failures = 0
         try:
             while not self.finished.is_set():
@@ -78,6 +89,9 @@ class Maintenance(threading.Thread):
                     if now >= next_cleanup and not self.stopping.is_set():
                         self.rescuer.run_once()
                         next_cleanup = now + self.config.cleanup_interval_seconds
+                    if now >= next_presence:
+                        self.presence.run_once()
+                        next_presence = now + self.presence.interval_seconds
                     failures = 0
                 except (DatabaseError, InterfaceError) as exc:
                     announce_database_error("maintenance", exc)
@@ -100,9 +114,10 @@ class Maintenance(threading.Thread):
                     # Set during this pass, with a wake-up the clear above just swallowed:
                     # waiting now would hold the runner's shutdown until the next deadline.
                     break
-                wake = min(next_beat, next_cleanup, *self.timeouts.deadlines())
+                wake = min(next_beat, next_cleanup, next_presence, *self.timeouts.deadlines())
                 self.in_flight.changed.wait(max(wake - time.monotonic(), 0.01))
         finally:
             self.first_pass.set()
+            self.presence.remove()
             drop_connection()
             logger.info("action=maintenance_stopped worker_id=%s", self.worker_id)
