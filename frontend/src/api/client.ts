@@ -278,7 +278,8 @@ export function createApiClient(options: ClientOptions) {
       get<JobAttempt[]>(`jobs/${encodeURIComponent(id)}/attempts/`, undefined, signal),
 
     /** The job an id, a unique id prefix (8+ hex characters) or an idempotency key names. */
-    lookupJob: (q: string, signal?: AbortSignal) => get<JobLookup>('jobs/lookup/', { q: q.trim() }, signal),
+    lookupJob: (q: string, signal?: AbortSignal) =>
+      get<JobLookup>('jobs/lookup/', { q: q.trim() } satisfies QueryParams<'jobs_lookup'>, signal),
 
     /**
      * One response of a job's timeline: the spec's array of events, oldest first, and the
@@ -287,9 +288,10 @@ export function createApiClient(options: ClientOptions) {
     async getJobEvents(id: string, params: TimelineParams = {}, signal?: AbortSignal): Promise<TimelinePage> {
       const res = await request<JobEvent[]>(`jobs/${encodeURIComponent(id)}/events/`, {
         query: {
-          ...({ cursor: params.cursor, limit: params.limit } satisfies QueryParams<'jobs_events_list'>),
+          cursor: params.cursor,
+          limit: params.limit,
           heartbeats: params.heartbeats,
-        },
+        } satisfies QueryParams<'jobs_events_list'>,
         signal,
       });
       return { events: res.data, next: linkTarget(res.headers.get('Link'), 'next') };
@@ -310,14 +312,12 @@ export function createApiClient(options: ClientOptions) {
       get<EventPage>(
         'job-events/',
         {
-          ...({
-            cursor: params.cursor,
-            limit: params.limit,
-            type: params.type,
-            job_id: params.jobId?.trim(),
-          } satisfies QueryParams<'job_events_list'>),
+          cursor: params.cursor,
+          limit: params.limit,
+          type: params.type,
+          job_id: params.jobId?.trim(),
           heartbeats: params.heartbeats,
-        },
+        } satisfies QueryParams<'job_events_list'>,
         signal,
       ),
 

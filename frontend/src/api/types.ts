@@ -97,10 +97,6 @@ export type Throughput = Schema['Throughput'];
 /** Per-type health over a window (`GET /api/jobs/types/`). */
 export type JobTypes = Schema['JobTypes'];
 export type JobTypeHealth = Schema['JobTypeHealth'];
-/** Worker threads seen in a window, grouped by process (`GET /api/workers/`). */
-export type Workers = Schema['Workers'];
-export type WorkerProcess = Schema['WorkerProcess'];
-export type WorkerThread = Schema['Worker'];
 
 export type JobTypeInfo = Narrow<Schema['JobType'], { example_payload: JsonObject }>;
 export type WorkerSettings = Schema['WorkerConfig'];
@@ -190,89 +186,25 @@ export interface ThroughputParams {
 /** DRF validation error body: field name to messages, plus `detail`/`non_field_errors`. */
 export type FieldErrors = Record<string, string[]>;
 
-/*
- * Issue 27 (contract27.md). Written by hand until the backend's schema carries them;
- * then each becomes an alias of ./schema.d.ts like the types above.
- */
-
 /** How one attempt ended, or `running` while it runs. */
-export type AttemptOutcome =
-  | 'running'
-  | 'succeeded'
-  | 'retried'
-  | 'failed'
-  | 'timed_out'
-  | 'cancelled'
-  | 'lease_expired';
-
-/** One attempt of a job (`GET /api/jobs/{id}/attempts/`, oldest first). */
-export interface JobAttempt {
-  /** Manual-retry round, 1-based: each manual retry starts a new round. */
-  round: number;
-  /** Attempt number within its round (the events' `attempt`). */
-  attempt: number;
-  /** Overall ordinal across rounds. */
-  number: number;
-  worker_id: string | null;
-  queued_at: IsoDateTime;
-  claimed_at: IsoDateTime;
-  started_at: IsoDateTime | null;
-  finished_at: IsoDateTime | null;
-  wait_ms: number | null;
-  run_ms: number | null;
-  outcome: AttemptOutcome;
-  error: string | null;
-  exception_class: string | null;
-  traceback: string | null;
-}
+export type AttemptOutcome = Schema['Attempt']['outcome'];
+/** One attempt of a job (`GET /api/jobs/{id}/attempts/`, oldest first, every manual-retry round). */
+export type JobAttempt = Schema['Attempt'];
 
 /** Where a job's effective timeout comes from. */
-export type TimeoutSource = 'job' | 'type' | 'worker';
+export type TimeoutSource = Schema['TimeoutSourceEnum'];
 
-/** What the job detail adds to the list's job (attempts across rounds, the last traceback, the timeout in force). */
-export interface JobDetailExtras {
-  total_attempts?: number;
-  round?: number;
-  last_exception_class?: string | null;
-  last_traceback?: string | null;
-  effective_timeout_seconds?: number | null;
-  timeout_source?: TimeoutSource | null;
-}
-
-export type JobDetail = Job & JobDetailExtras;
+/** The job detail: the list's job, plus attempts across rounds, the last traceback and the timeout in force. */
+export type JobDetail = Narrow<Schema['JobDetail'], { payload: JsonObject; result: JsonValue | null }> &
+  Pick<Job, 'started_at'>;
 
 /** `GET /api/jobs/lookup/?q=`: the job an id, a unique id prefix or an idempotency key names. */
-export interface JobLookup {
-  match: 'id' | 'id_prefix' | 'idempotency_key';
-  job: Job;
-}
+export type JobLookup = Narrow<Schema['JobLookup'], { job: Job }>;
 
-/** One live worker process (`GET /api/workers/`, from presence, idle ones too). */
-export interface LiveWorkerThread {
-  /** host:pid:n */
-  worker_id: string;
-  job: { id: string; type: string; started_at: IsoDateTime | null } | null;
-}
-
-export interface LiveWorkerProcess {
-  /** host:pid */
-  worker_id: string;
-  hostname: string;
-  pid: number;
-  queues: string[];
-  threads_configured: number;
-  threads_live: number;
-  threads_busy: number;
-  started_at: IsoDateTime;
-  last_seen_at: IsoDateTime;
-  heartbeat_interval_seconds: number;
-  threads: LiveWorkerThread[];
-}
-
-export interface LiveWorkers {
-  processes: LiveWorkerProcess[];
-}
-
+/** Live worker processes, idle ones too (`GET /api/workers/`, from presence rows). */
+export type LiveWorkers = Schema['Workers'];
+export type LiveWorkerProcess = Schema['WorkerProcess'];
+export type LiveWorkerThread = Schema['WorkerThread'];
 
 /** The Jobs list's sortable columns (the API's `ordering`, `-` for newest/largest first). */
 export const JOB_ORDERINGS = ['created_at', 'started_at', 'finished_at', 'priority', 'type'] as const;

@@ -1,10 +1,10 @@
 /** The Workers page's reading of one live worker process (`GET /api/workers/`). */
 import type { LiveWorkerProcess, LiveWorkerThread } from '../api/types';
 
-/** The thread number at the end of a thread's worker id (host:pid:n), or null. */
+/** The thread number a worker id names (host:pid:thread-N:random), or null. */
 export function threadNumber(thread: LiveWorkerThread): number | null {
-  const last = thread.worker_id.split(':').pop() ?? '';
-  return /^\d+$/.test(last) ? Number(last) : null;
+  const match = /:thread-(\d+)(?::|$)/.exec(thread.worker_id);
+  return match ? Number(match[1]) : null;
 }
 
 /** "thread 3", or the worker id when it names no thread number. */

@@ -7,7 +7,7 @@ import { server } from '../test/server';
 
 describe('Workers page', () => {
   it('shows each live process, idle threads too, and what its busy threads run', async () => {
-    const busy = makeThread(1, { id: JOB_ID, type: 'demo.slow', started_at: new Date().toISOString() });
+    const busy = makeThread(1, { id: JOB_ID, type: 'demo.slow', queue: 'reports', attempt: 2, started_at: new Date().toISOString() });
     server.use(
       http.get(`${API}/workers/`, () =>
         HttpResponse.json(
@@ -21,12 +21,13 @@ describe('Workers page', () => {
     renderApp('/workers');
     const box = await screen.findByRole('region', { name: 'box · pid 4242' });
     expect(screen.getByRole('region', { name: 'other · pid 7' })).toHaveTextContent('0 of 1 threads busy');
-    expect(box).toHaveTextContent('1 of 2 threads busy · queue reports');
+    expect(box).toHaveTextContent('1 of 2 threads busy · 0 finished · queue reports');
 
     const rows = within(box).getAllByRole('row').slice(1);
     expect(rows.map((row) => within(row).getByRole('rowheader').textContent)).toEqual(['thread 1', 'thread 2']);
     expect(within(rows[0]!).getByRole('link', { name: JOB_ID.slice(0, 8) })).toHaveAttribute('href', `/jobs/${JOB_ID}`);
     expect(rows[0]).toHaveTextContent('demo.slow');
+    expect(rows[0]).toHaveTextContent('queue reports · attempt 2');
     expect(rows[1]).toHaveTextContent('idle');
   });
 

@@ -15,7 +15,7 @@ function ProcessPanel({ process }: { process: LiveWorkerProcess }) {
           {title}
         </h2>
         <p className="muted">
-          {describeThreads(process)} · {describeQueues(process.queues)} · started{' '}
+          {describeThreads(process)} · {process.finished} finished · {describeQueues(process.queues)} · started{' '}
           <RelativeTime value={process.started_at} /> · last checked in <RelativeTime value={process.last_seen_at} />{' '}
           (every {Number(process.heartbeat_interval_seconds.toFixed(1))} s)
         </p>
@@ -43,6 +43,10 @@ function ProcessPanel({ process }: { process: LiveWorkerProcess }) {
                         {thread.job.id.slice(0, 8)}
                       </Link>{' '}
                       <span className="mono">{thread.job.type}</span>
+                      <span className="cell-detail">
+                        queue {thread.job.queue} · attempt {thread.job.attempt}
+                      </span>
+                      {thread.job.lease_overdue && <span className="cell-note">lease overdue</span>}
                     </>
                   ) : (
                     <span className="muted">idle</span>

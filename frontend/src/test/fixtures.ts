@@ -181,8 +181,24 @@ export function makeJobTypes(types: JobTypeHealth[], minutes = 60): JobTypes {
   };
 }
 
-export function makeThread(n: number, job: LiveWorkerThread['job'] = null, process = 'box:4242'): LiveWorkerThread {
-  return { worker_id: `${process}:${n}`, job };
+export function makeThread(
+  n: number,
+  job: Partial<NonNullable<LiveWorkerThread['job']>> | null = null,
+  process = 'box:4242',
+): LiveWorkerThread {
+  return {
+    worker_id: `${process}:thread-${n}:00c0ffee`,
+    job: job && {
+      id: JOB_ID,
+      type: 'demo.slow',
+      queue: 'default',
+      attempt: 1,
+      started_at: '2026-06-21T10:59:00Z',
+      locked_until: '2026-06-21T11:00:30Z',
+      lease_overdue: false,
+      ...job,
+    },
+  };
 }
 
 export function makeProcess(threads: LiveWorkerThread[], overrides: Partial<LiveWorkerProcess> = {}): LiveWorkerProcess {
@@ -197,13 +213,14 @@ export function makeProcess(threads: LiveWorkerThread[], overrides: Partial<Live
     started_at: '2026-06-21T10:00:00Z',
     last_seen_at: '2026-06-21T10:59:58Z',
     heartbeat_interval_seconds: 10,
+    finished: 0,
     threads,
     ...overrides,
   };
 }
 
 export function makeWorkers(processes: LiveWorkerProcess[]): LiveWorkers {
-  return { processes };
+  return { minutes: 15, start: '2026-06-21T10:45:00Z', end: '2026-06-21T11:00:00Z', processes };
 }
 
 export function makeAttempt(overrides: Partial<JobAttempt> = {}): JobAttempt {
