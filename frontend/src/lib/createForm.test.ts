@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { config } from '../test/fixtures';
-import { buildCreateRequest, initialValues, splitServerErrors, type CreateFormValues } from './createForm';
+import {
+  buildCreateRequest,
+  bulkFieldErrors,
+  bulkFromTemplate,
+  initialValues,
+  parseCount,
+  splitServerErrors,
+  type CreateFormValues,
+} from './createForm';
 
 const NOW = Date.UTC(2026, 0, 1, 12, 0, 0);
 
@@ -133,5 +141,29 @@ describe('splitServerErrors', () => {
       fields: { priority: ['Ensure this value is less than or equal to 32767.'], type: ['Unknown job type "x".'] },
       general: ['Something is off.', 'Body too large.', 'surprise: Unexpected.'],
     });
+  });
+});
+
+describe('bulk create from the form', () => {
+  it('takes a count from 1 to the published maximum', () => {
+    expect(parseCount(' 25 ', 1000)).toEqual({ ok: true, count: 25 });
+    expect(parseCount('0', 1000)).toEqual({ ok: false, error: 'A whole number from 1 to 1000.' });
+    expect(parseCount('1001', 1000).ok).toBe(false);
+    expect(parseCount('2.5', 1000).ok).toBe(false);
+  });
+
+  it('copies the template, numbering its idempotency key', () => {
+    const jobs = bulkFromTemplate({ type: 'demo.success', payload: {}, idempotency_key: 'batch' }, 3);
+    expect(jobs.map((j) => j.idempotency_key)).toEqual(['batch-1', 'batch-2', 'batch-3']);
+    expect(bulkFromTemplate({ type: 'demo.success', payload: {} }, 2)).toEqual([
+      { type: 'demo.success', payload: {} },
+      { type: 'demo.success', payload: {} },
+    ]);
+  });
+
+  it("reads the bulk API's per-item errors as the form's fields", () => {
+    expect(
+      bulkFieldErrors({ 'jobs[0].payload': ['Bad.'], 'jobs[1].payload': ['Bad.'], detail: ['Refused.'] }),
+    ).toEqual({ payload: ['Bad.'], detail: ['Refused.'] });
   });
 });

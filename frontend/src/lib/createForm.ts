@@ -142,3 +142,38 @@ export function splitServerErrors(fieldErrors: Record<string, string[]>): { fiel
   }
   return { fields, general };
 }
+
+/** How many jobs the form creates: a whole number from 1 to `max`, or the message that says why not. */
+export function parseCount(text: string, max: number): { ok: true; count: number } | { ok: false; error: string } {
+  const trimmed = text.trim();
+  const count = Number(trimmed);
+  if (trimmed === '' || !Number.isInteger(count) || count < 1 || count > max) {
+    return { ok: false, error: `A whole number from 1 to ${max}.` };
+  }
+  return { ok: true, count };
+}
+
+/**
+ * `count` copies of one job for `POST /api/jobs/bulk/`. An idempotency key names one job,
+ * so each copy gets the key with its number (`key-1`, `key-2`, …): sending the same batch
+ * again creates nothing new.
+ */
+export function bulkFromTemplate(input: JobCreateInput, count: number): JobCreateInput[] {
+  return Array.from({ length: count }, (_, i) =>
+    input.idempotency_key ? { ...input, idempotency_key: `${input.idempotency_key}-${i + 1}` } : { ...input },
+  );
+}
+
+/**
+ * A bulk create's errors (`jobs[<index>].<field>`) as the form's: every copy comes from
+ * one template, so the first item's message for a field is the field's message.
+ */
+export function bulkFieldErrors(fieldErrors: Record<string, string[]>): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const [key, messages] of Object.entries(fieldErrors)) {
+    const match = /^jobs\[\d+\]\.(.+)$/.exec(key);
+    const field = match ? match[1]! : key;
+    out[field] ??= messages;
+  }
+  return out;
+}

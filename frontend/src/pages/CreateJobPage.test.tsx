@@ -145,4 +145,42 @@ describe('Create page', () => {
     renderApp('/create');
     expect(await screen.findByText('Could not load the job types')).toBeInTheDocument();
   });
+
+  it('creates many copies of the form in one bulk request and says how many', async () => {
+    const bodies: { jobs: JobCreateInput[] }[] = [];
+    server.use(
+      http.post(`${API}/jobs/bulk/`, async ({ request }) => {
+        const body = (await request.json()) as { jobs: JobCreateInput[] };
+        bodies.push(body);
+        return HttpResponse.json(
+          { created: 2, existing: 1, jobs: body.jobs.map((_, i) => ({ id: `id-${i}`, created: i > 0 })) },
+          { status: 201 },
+        );
+      }),
+    );
+    renderApp('/create');
+    await userEvent.selectOptions(await screen.findByLabelText('Type'), 'demo.fail');
+    await userEvent.type(screen.getByLabelText('Idempotency key (optional)'), 'batch');
+    const count = screen.getByLabelText('How many');
+    await userEvent.clear(count);
+    await userEvent.type(count, '3');
+    await userEvent.click(screen.getByRole('button', { name: 'Create 3 jobs' }));
+    expect(await screen.findByRole('status')).toHaveTextContent('Created 2 jobs (1 already existed with their keys)');
+    expect(screen.getByRole('link', { name: 'see demo.fail jobs' })).toHaveAttribute('href', '/jobs?type=demo.fail');
+    expect(bodies).toHaveLength(1);
+    expect(bodies[0]!.jobs.map((j) => [j.type, j.idempotency_key])).toEqual([
+      ['demo.fail', 'batch-1'],
+      ['demo.fail', 'batch-2'],
+      ['demo.fail', 'batch-3'],
+    ]);
+  });
+
+  it('refuses a count above the published maximum without sending anything', async () => {
+    renderApp('/create');
+    const count = await screen.findByLabelText('How many');
+    await userEvent.clear(count);
+    await userEvent.type(count, '1001');
+    await userEvent.click(screen.getByRole('button', { name: 'Create 1001 jobs' }));
+    expect(await screen.findByText('A whole number from 1 to 1000.')).toBeInTheDocument();
+  });
 });

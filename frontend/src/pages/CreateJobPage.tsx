@@ -1,8 +1,8 @@
 import { useState, type FormEvent } from 'react';
 import { Link } from 'react-router';
 import { api } from '../api/client';
-import { useConfig, useCreateJob } from '../api/hooks';
-import type { ApiConfig, Job, JobTypeInfo } from '../api/types';
+import { useBulkCreate, useConfig, useCreateJob } from '../api/hooks';
+import type { ApiConfig, BulkCreateResult, Job, JobTypeInfo } from '../api/types';
 import { DemoLauncher, type LaunchedJob } from '../components/DemoLauncher';
 import { FormField } from '../components/FormField';
 import { JsonEditor } from '../components/JsonEditor';
@@ -10,7 +10,10 @@ import { ErrorState, Loading } from '../components/States';
 import { errorMessage } from '../lib/errors';
 import {
   buildCreateRequest,
+  bulkFieldErrors,
+  bulkFromTemplate,
   initialValues,
+  parseCount,
   splitServerErrors,
   type CreateFormValues,
   type FormErrors,
@@ -24,10 +27,21 @@ function CreateForm({ config }: { config: ApiConfig }) {
   const [payloadEdited, setPayloadEdited] = useState(false);
   const [clientErrors, setClientErrors] = useState<FormErrors>({});
   const [created, setCreated] = useState<{ job: Job; created: boolean } | null>(null);
+  const [count, setCount] = useState('1');
+  const [countError, setCountError] = useState<string | null>(null);
+  const [bulkCreated, setBulkCreated] = useState<{ result: BulkCreateResult; type: string } | null>(null);
   const create = useCreateJob();
+  const bulk = useBulkCreate();
+  const bulkMax = config.limits.bulk_create_max;
 
-  const server = create.error ? splitServerErrors(create.error.fieldErrors) : { fields: {}, general: [] };
-  const unreachable = create.error?.unreachable ?? false;
+  const failure = create.error ?? bulk.error;
+  const server = create.error
+    ? splitServerErrors(create.error.fieldErrors)
+    : bulk.error
+      ? splitServerErrors(bulkFieldErrors(bulk.error.fieldErrors))
+      : { fields: {}, general: [] };
+  const unreachable = failure?.unreachable ?? false;
+  const pending = create.isPending || bulk.isPending;
   const errorsFor = (field: keyof FormErrors) => [...(clientErrors[field] ?? []), ...(server.fields[field] ?? [])];
   const selectedType = config.job_types.find((t) => t.type === values.type);
   const knownQueues = namedQueues(config.worker.queues);
@@ -49,20 +63,41 @@ function CreateForm({ config }: { config: ApiConfig }) {
   function onSubmit(e: FormEvent) {
     e.preventDefault();
     setCreated(null);
+    setBulkCreated(null);
     const built = buildCreateRequest(values, config.limits, Date.now());
+    const howMany = parseCount(count, bulkMax);
+    setCountError(howMany.ok ? null : howMany.error);
     if (!built.ok) {
       setClientErrors(built.errors);
       return;
     }
     setClientErrors({});
-    create.mutate(built.input, { onSuccess: (res) => setCreated(res) });
+    if (!howMany.ok) return;
+    create.reset();
+    bulk.reset();
+    if (howMany.count === 1) {
+      create.mutate(built.input, { onSuccess: (res) => setCreated(res) });
+    } else {
+      const type = built.input.type;
+      bulk.mutate(
+        { jobs: bulkFromTemplate(built.input, howMany.count) },
+        { onSuccess: (result) => setBulkCreated({ result, type }) },
+      );
+    }
   }
 
   return (
     <form className="form" noValidate onSubmit={onSubmit} aria-labelledby="create-heading">
       {(server.general.length > 0 || unreachable) && (
         <div className="form-error" role="alert">
-          {unreachable ? errorMessage(create.error) : server.general.map((m) => <p key={m}>{m}</p>)}
+          {unreachable ? errorMessage(failure) : server.general.map((m) => <p key={m}>{m}</p>)}
+        </div>
+      )}
+      {bulkCreated && (
+        <div className="notice" role="status">
+          Created {bulkCreated.result.created} {bulkCreated.result.created === 1 ? 'job' : 'jobs'}
+          {bulkCreated.result.existing > 0 && ` (${bulkCreated.result.existing} already existed with their keys)`}:{' '}
+          <Link to={`/jobs?type=${encodeURIComponent(bulkCreated.type)}`}>see {bulkCreated.type} jobs</Link>
         </div>
       )}
       {created && (
@@ -267,8 +302,27 @@ function CreateForm({ config }: { config: ApiConfig }) {
       />
 
       <div className="actions">
-        <button type="submit" className="button button--primary" disabled={create.isPending}>
-          {create.isPending ? 'Creating…' : 'Create job'}
+        <FormField
+          id="job-count"
+          label="How many"
+          errors={countError ? [countError] : []}
+          hint={`1 to ${bulkMax} copies of this job, in one request; a key gets -1, -2, … per copy.`}
+        >
+          {(p) => (
+            <input
+              {...p}
+              type="number"
+              inputMode="numeric"
+              min={1}
+              max={bulkMax}
+              className="input--short"
+              value={count}
+              onChange={(e) => setCount(e.target.value)}
+            />
+          )}
+        </FormField>
+        <button type="submit" className="button button--primary" disabled={pending}>
+          {pending ? 'Creating…' : count.trim() === '1' || count.trim() === '' ? 'Create job' : `Create ${count.trim()} jobs`}
         </button>
       </div>
     </form>
