@@ -111,7 +111,7 @@ test('a running demo.slow job is cancelled from its page and ends as cancelled',
 
   // 202: the job still runs until its worker's next heartbeat tells the handler.
   await expect(page.getByRole('status').filter({ hasText: 'waiting for the worker' })).toContainText(
-    /Cancel requested at \d\d:\d\d:\d\d, waiting for the worker/,
+    /Cancel requested at \d\d:\d\d:\d\d \S+, waiting for the worker/,
   );
   await expect(page.getByRole('button', { name: 'Cancel job' })).toHaveCount(0);
   await expect(status).toHaveAttribute('data-status', 'cancelled', { timeout: 20_000 });
@@ -205,7 +205,7 @@ test('the header finds a job by its idempotency key', async ({ page, request }) 
   const id = await createViaApi(request, { type: 'demo.success', idempotency_key: key });
   await page.goto('/');
   const search = page.getByRole('search', { name: 'Find a job' });
-  await search.getByRole('searchbox', { name: 'Job id or idempotency key' }).fill(key);
+  await search.getByRole('searchbox', { name: 'Job id, short id or idempotency key' }).fill(key);
   await search.getByRole('button', { name: 'Find' }).click();
   await expect(page).toHaveURL(new RegExp(`/jobs/${id}$`));
   await expect(page.getByText(id, { exact: true })).toBeVisible();

@@ -4,7 +4,7 @@
 # (scripts/nginx_conf.py, as the Compose `web` service runs it: CSP and all), Playwright
 # driving the system Chromium, in two phases:
 #  1. the open local demo: nginx in front of `runserver` with DEBUG=true
-#     (e2e/dashboard.spec.ts);
+#     (e2e/dashboard.spec.ts, then e2e/operator.spec.ts: issue 27's operator checks);
 #  2. production: nginx in front of gunicorn with DEBUG=false, signed in with a session
 #     (e2e/front-door.spec.ts).
 # Every process started here is stopped on exit.
@@ -153,7 +153,7 @@ say "playwright with $CHROMIUM ($("$CHROMIUM" --version 2>/dev/null | head -n1))
 cd "$FRONTEND"
 E2E_BASE_URL="$WEB_URL" E2E_API_URL="$API_URL" CHROMIUM_PATH="$CHROMIUM" \
   SCREENSHOT_DIR="${SCREENSHOT_DIR:-$ROOT/assets/screenshots}" \
-  node node_modules/@playwright/test/cli.js test e2e/dashboard.spec.ts --pass-with-no-tests "$@"
+  node node_modules/@playwright/test/cli.js test e2e/dashboard.spec.ts e2e/operator.spec.ts --pass-with-no-tests "$@"
 
 # --- Phase 2: production behind nginx -----------------------------------------------------
 PROD_API_PORT="$(free_port)"

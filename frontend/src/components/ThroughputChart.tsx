@@ -1,6 +1,6 @@
 import type { Throughput } from '../api/types';
 import { shapeThroughput } from '../lib/throughput';
-import { formatExact } from '../lib/time';
+import { formatExact, zoneName } from '../lib/time';
 import { useElementWidth } from '../lib/useElementWidth';
 
 const HEIGHT = 240;
@@ -106,7 +106,9 @@ export function ThroughputChart({ data }: { data: Throughput }) {
         <span className="legend legend--succeeded">Succeeded {model.totals.succeeded}</span>
         <span className="legend legend--failed">Failed {model.totals.failed}</span>
         <span className="legend legend--cancelled">Cancelled {model.totals.cancelled}</span>
-        <span className="muted">per {data.bucket_seconds}s</span>
+        <span className="muted" data-zone>
+          per {data.bucket_seconds}s · times in {zoneName(data.end)}
+        </span>
       </figcaption>
       <details className="chart__table">
         <summary>Show as table</summary>
