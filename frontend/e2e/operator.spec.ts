@@ -141,7 +141,7 @@ test('every time on the pages says its zone', async ({ page, request }) => {
   const id = await createViaApi(request, { type: 'demo.fail', max_attempts: 1 });
   await expect.poll(() => jobStatus(request, id), { timeout: 30_000 }).toBe('failed');
   for (const route of ['/', '/jobs', '/job-types', '/workers', '/events', `/jobs/${id}`]) {
-    await page.goto(route);
+    await openPaused(page, route);
     await expect(page.locator('h1')).toBeVisible();
     await page.waitForLoadState('networkidle');
     const times = await page

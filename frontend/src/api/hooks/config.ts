@@ -7,7 +7,7 @@ import { queryKeys } from './keys';
 export function useConfig() {
   return useQuery({
     queryKey: queryKeys.config,
-    queryFn: ({ signal }) => api.getConfig(signal),
+    queryFn: () => api.getConfig(),
     staleTime: 5 * 60_000,
   });
 }

@@ -8,7 +8,7 @@ import { queryKeys } from './keys';
 export function useEventFeed(params: EventFeedParams) {
   return usePolledQuery({
     queryKey: queryKeys.eventFeed(params),
-    queryFn: ({ signal }) => api.listEvents(params, signal),
+    queryFn: () => api.listEvents(params),
     placeholderData: keepPreviousData,
   });
 }

@@ -18,7 +18,7 @@ export function useHealth() {
   const poll = usePollOptions();
   return useQuery({
     queryKey: queryKeys.health,
-    queryFn: ({ signal }) => api.getHealth(signal),
+    queryFn: () => api.getHealth(),
     ...poll,
     refetchInterval: (query) => {
       const down = query.state.status === 'error' || query.state.data?.ok === false;

@@ -2,6 +2,13 @@
  * Data hooks, one file per resource of the API: the only place that knows query keys
  * (./keys.ts), polling and cache invalidation. Components receive plain data from these
  * and import them from here.
+ *
+ * No query function takes TanStack's abort `signal`. A query that reads it is cancelled
+ * as soon as its last observer unmounts, and React's StrictMode (on under `make run`)
+ * unmounts and remounts every component once on its first mount: each first request was
+ * aborted and sent again (issue 27). Without the signal, the remount joins the request in
+ * flight, and a request a page left behind finishes into the cache (the client's own
+ * timeout still bounds it). App.test.tsx renders the app under StrictMode and counts.
  */
 export { queryKeys } from './keys';
 export {

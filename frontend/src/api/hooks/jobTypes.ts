@@ -8,7 +8,7 @@ import { queryKeys } from './keys';
 export function useJobTypes(minutes: number) {
   return usePolledQuery({
     queryKey: queryKeys.jobTypes(minutes),
-    queryFn: ({ signal }) => api.getJobTypes(minutes, signal),
+    queryFn: () => api.getJobTypes(minutes),
     placeholderData: keepPreviousData,
   });
 }

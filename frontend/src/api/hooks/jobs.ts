@@ -9,7 +9,7 @@ import { queryKeys } from './keys';
 export function useJobs(params: JobListParams) {
   return usePolledQuery({
     queryKey: queryKeys.jobs(params),
-    queryFn: ({ signal }) => api.listJobs(params, signal),
+    queryFn: () => api.listJobs(params),
     placeholderData: keepPreviousData,
   });
 }
@@ -30,8 +30,7 @@ export function useJobCounts(
       const params: JobCountParams = { status, type: filters.type, queue: filters.queue };
       return {
         queryKey: queryKeys.jobCount(params),
-        queryFn: ({ signal }: { signal: AbortSignal }) =>
-          api.listJobs({ ...params, limit: 1, offset: 0 }, signal).then((page) => page.count),
+        queryFn: () => api.listJobs({ ...params, limit: 1, offset: 0 }).then((page) => page.count),
         ...poll,
         enabled,
       };
@@ -48,7 +47,7 @@ export function useJobCounts(
 export function useJob(id: string) {
   return usePolledQuery({
     queryKey: queryKeys.job(id),
-    queryFn: ({ signal }) => api.getJob(id, signal),
+    queryFn: () => api.getJob(id),
   });
 }
 
@@ -81,7 +80,7 @@ export function useJobAttempts(id: string, job: Job | undefined) {
   useRefetchOnJobChange(queryKeys.jobAttempts(id), job);
   return useQuery({
     queryKey: queryKeys.jobAttempts(id),
-    queryFn: ({ signal }) => api.getJobAttempts(id, signal),
+    queryFn: () => api.getJobAttempts(id),
     ...poll,
   });
 }
@@ -102,8 +101,7 @@ export function useJobEvents(id: string, job: Job | undefined, heartbeats: Heart
 
   return useInfiniteQuery({
     queryKey: queryKeys.jobEvents(id, heartbeats),
-    queryFn: ({ signal, pageParam }) =>
-      api.getJobEvents(id, { cursor: pageParam ?? undefined, heartbeats }, signal),
+    queryFn: ({ pageParam }) => api.getJobEvents(id, { cursor: pageParam ?? undefined, heartbeats }),
     initialPageParam: null as string | null,
     // The next page is the one the response's Link header announced (rel="next").
     getNextPageParam: (last) => cursorFromLink(last.next),

@@ -8,7 +8,7 @@ import { queryKeys } from './keys';
 export function useSession() {
   return useQuery({
     queryKey: queryKeys.session,
-    queryFn: ({ signal }) => api.getSession(signal),
+    queryFn: () => api.getSession(),
     staleTime: 60_000,
     retry: false,
   });

@@ -8,7 +8,7 @@ import { queryKeys } from './keys';
 export function useStats() {
   return usePolledQuery({
     queryKey: queryKeys.stats,
-    queryFn: ({ signal }) => api.getStats(signal),
+    queryFn: () => api.getStats(),
   });
 }
 
@@ -20,7 +20,7 @@ export function useStats() {
 export function useActiveQueues() {
   return useQuery({
     queryKey: queryKeys.stats,
-    queryFn: ({ signal }) => api.getStats(signal),
+    queryFn: () => api.getStats(),
     select: (stats) => stats.queues,
     staleTime: 60_000,
     refetchInterval: 60_000,
@@ -31,7 +31,7 @@ export function useActiveQueues() {
 export function useThroughput(params: ThroughputParams) {
   return usePolledQuery({
     queryKey: queryKeys.throughput(params),
-    queryFn: ({ signal }) => api.getThroughput(params, signal),
+    queryFn: () => api.getThroughput(params),
     placeholderData: keepPreviousData,
   });
 }

@@ -8,7 +8,7 @@ import { queryKeys } from './keys';
 export function useWorkers() {
   return usePolledQuery({
     queryKey: queryKeys.workers,
-    queryFn: ({ signal }) => api.getWorkers(signal),
+    queryFn: () => api.getWorkers(),
     placeholderData: keepPreviousData,
   });
 }
