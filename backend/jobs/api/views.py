@@ -57,6 +57,7 @@ from .serializers import (
     JobDetailSerializer,
     JobEventQuerySerializer,
     JobEventSerializer,
+    JobListItemSerializer,
     JobListQuerySerializer,
     JobLookupQuerySerializer,
     JobLookupSerializer,
@@ -224,11 +225,12 @@ def list_schema(operation_id: str, tag: str, query: type, item: type, descriptio
     "jobs_list",
     "jobs",
     JobListQuerySerializer,
-    JobSerializer,
-    "Jobs, newest first, limit-offset paginated, filtered by status, type and queue.",
+    JobListItemSerializer,
+    "Jobs, newest first unless `ordering` says otherwise, limit-offset paginated, filtered "
+    "by status, type and queue.",
 )
 class JobListCreateView(FilteredListView):
-    serializer_class = JobSerializer
+    serializer_class = JobListItemSerializer
     pagination_class = JobPagination
     throttle_classes = [JobCreateThrottle]
     query_serializer = JobListQuerySerializer
