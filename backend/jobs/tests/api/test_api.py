@@ -916,6 +916,7 @@ def test_schema_documents_every_endpoint(api):
     assert response.status_code == 200
     schema = json.loads(response.content)
     assert set(schema["paths"]) == {
+        "/api/",
         "/api/health/",
         "/api/config/",
         "/api/jobs/",

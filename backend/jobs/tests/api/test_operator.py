@@ -363,3 +363,32 @@ def test_the_list_sorts_by_finished_at_with_unfinished_last(api):
 def test_an_unknown_ordering_is_a_field_error(api, ordering):
     response = api.get("/api/jobs/", {"ordering": ordering})
     assert response.status_code == 400 and "ordering" in response.json()
+
+
+# --- One time-zone story ------------------------------------------------------------------
+
+
+def test_event_data_times_read_like_the_jobs_own_fields(api, settings):
+    job = running_job("demo.fail", max_attempts=2)
+    services.fail_job(**owner(job), error="boom")
+    body = api.get(f"/api/jobs/{job.pk}/").json()
+    events = {e["type"]: e for e in api.get(f"/api/jobs/{job.pk}/events/").json()}
+    assert events["retry_scheduled"]["data"]["available_at"] == body["available_at"]
+    offset = body["available_at"][-6:]
+    assert offset == events["claimed"]["created_at"][-6:]
+    assert events["claimed"]["data"]["locked_until"].endswith(offset)
+
+
+# --- The API's index ----------------------------------------------------------------------
+
+
+def test_the_index_lists_every_endpoint_and_the_schema_without_credentials(settings):
+    settings.DEBUG = False
+    response = APIClient().get("/api/")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["job-list"] == "http://testserver/api/jobs/"
+    assert body["job-lookup"] == "http://testserver/api/jobs/lookup/"
+    assert body["worker-list"] == "http://testserver/api/workers/"
+    assert body["schema"] == "http://testserver/api/schema/"
+    assert body["docs"] == "http://testserver/api/docs/"
