@@ -199,6 +199,39 @@ def test_malformed_proxy_ssl_header_is_refused():
 # --- The API in production mode: a real server ------------------------------------------
 
 
+TOOLBAR_SHOWN = """
+import json, django
+django.setup()
+from django.conf import settings
+from django.test import RequestFactory
+show = settings.DEBUG_TOOLBAR_CONFIG["SHOW_TOOLBAR_CALLBACK"]
+paths = ["/admin/", "/admin/jobs/job/", "/api/docs/", "/api/jobs/", "/elsewhere/"]
+print(json.dumps({p: show(RequestFactory().get(p, REMOTE_ADDR="127.0.0.1")) for p in paths}))
+"""
+
+
+def test_the_debug_toolbar_stays_off_the_admin_and_the_api_under_make_run():
+    result = subprocess.run(
+        [sys.executable, "-c", TOOLBAR_SHOWN],
+        cwd=BACKEND_DIR,
+        env={
+            **child_env(DEBUG="true", ENABLE_DJANGO_DEBUG_TOOLBAR="true"),
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "/admin/": False,
+        "/admin/jobs/job/": False,
+        "/api/docs/": False,
+        "/api/jobs/": False,
+        "/elsewhere/": True,  # any other HTML page of the project keeps it
+    }
+
+
 @pytest.fixture(scope="module")
 def production_server_env() -> dict[str, str]:
     """The dashboard's origin for CORS; the Debug Toolbar asked for, and must stay off;
