@@ -99,8 +99,8 @@ run: venv ## Run API (:8000), worker and dashboard (:5173); SQLite unless Postgr
 	@$(ROOT)/scripts/run.sh
 
 .PHONY: superuser
-superuser: venv ## Create an admin login (manage.py createsuperuser)
-	cd $(BACKEND) && $(PY) manage.py createsuperuser
+superuser: venv ## Create an admin login: asks at a terminal, else DJANGO_SUPERUSER_USERNAME/PASSWORD[/EMAIL]
+	@PY=$(PY) $(ROOT)/scripts/superuser.sh
 
 # Dashboard: `npm ci` when node_modules is missing or older than package-lock.json.
 NPM_DEPS = cd $(FRONTEND) && { test -d node_modules && test ! package-lock.json -nt node_modules/.package-lock.json || PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund; }

@@ -128,14 +128,23 @@ if ENABLE_DJANGO_DEBUG_TOOLBAR:
 
     # Only HTML pages get the toolbar; the JSON API stays untouched (the toolbar's panels
     # would otherwise re-read request bodies the API refused, e.g. one over the size limit).
+    # The admin does not either: the toolbar covered its pages under `make run` (issue 27).
     def _show_debug_toolbar(request: "HttpRequest") -> bool:
         from debug_toolbar.middleware import show_toolbar
+        from django.urls import reverse
 
         from jobs.middleware import is_api_request
 
+        if request.path.startswith(reverse("admin:index")):
+            return False
         return not is_api_request(request) and show_toolbar(request)
 
-    DEBUG_TOOLBAR_CONFIG = {"IS_RUNNING_TESTS": False, "SHOW_TOOLBAR_CALLBACK": _show_debug_toolbar}
+    DEBUG_TOOLBAR_CONFIG = {
+        "IS_RUNNING_TESTS": False,
+        "SHOW_TOOLBAR_CALLBACK": _show_debug_toolbar,
+        # Where it shows, it starts as a handle at the edge, not as a panel over the page.
+        "SHOW_COLLAPSED": True,
+    }
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"

@@ -16,7 +16,23 @@ from typing import Any
 from uuid import UUID
 
 from django.core.cache import cache
-from django.db.models import Count, Func, IntegerField, Max, Min, OuterRef, Q, QuerySet, Subquery
+from django.db.models import (
+    Case,
+    CharField,
+    Count,
+    DateTimeField,
+    F,
+    Func,
+    IntegerField,
+    Max,
+    Min,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.db.models.expressions import Combinable
 from django.utils import timezone
 
@@ -26,7 +42,6 @@ from .drivers import get_driver
 from .models import (
     ACTIVITY_EVENT_TYPES,
     ATTEMPT_END_EVENT_TYPES,
-    FAILURE_EVENT_TYPES,
     FINISHED_STATUSES,
     Job,
     JobEvent,
@@ -73,20 +88,50 @@ def active_queues() -> list[str]:
     return get_driver().active_queues()
 
 
+# The job list's orders (``ordering``, a leading ``-`` for descending); ties are broken by
+# newest first. Only created_at is served by an index; the others sort the filtered rows.
+JOB_ORDERINGS = ["created_at", "started_at", "finished_at", "priority", "type"]
+DEFAULT_JOB_ORDERING = "-created_at"
+
+
+def started_at_expression() -> Any:
+    """When the job's current attempt started (its ``claimed`` event); null while it is
+    queued, as it is not running any attempt then."""
+    claims = JobEvent.objects.filter(
+        job_id=OuterRef("pk"), type=JobEventType.CLAIMED, attempt=OuterRef("attempts")
+    ).order_by("-id")
+    return Case(
+        When(status=JobStatus.QUEUED, then=Value(None)),
+        default=Subquery(claims.values("created_at")[:1]),
+        output_field=DateTimeField(),
+    )
+
+
 def job_list(
     *,
     status: str | None = None,
     type: str | None = None,
     queue: str | None = None,
     idempotency_key: str | None = None,
+    ordering: str = DEFAULT_JOB_ORDERING,
 ) -> QuerySet[Job]:
-    """Jobs newest first; ``status`` and ``queue`` exact, ``type`` a case-insensitive
-    substring (the same selection the bulk actions take); ``idempotency_key`` exact, served
-    by its unique index."""
+    """Jobs in ``ordering`` (newest first by default), each with ``started_at``; ``status``
+    and ``queue`` exact, ``type`` a case-insensitive substring (the same selection the bulk
+    actions take); ``idempotency_key`` exact, served by its unique index."""
     jobs = Job.objects.matching(status=status, type=type, queue=queue)
     if idempotency_key:
         jobs = jobs.filter(idempotency_key=idempotency_key)
-    return jobs.order_by("-created_at", "-id")
+    jobs = jobs.annotate(started_at=started_at_expression())
+    field = ordering.removeprefix("-")
+    if field not in JOB_ORDERINGS:
+        raise ValueError(f"unknown ordering {ordering!r}")
+    if field == "created_at":
+        order = F(field).desc() if ordering.startswith("-") else F(field).asc()
+    elif ordering.startswith("-"):
+        order = F(field).desc(nulls_last=True)
+    else:
+        order = F(field).asc(nulls_last=True)
+    return jobs.order_by(order, "-created_at", "-id")
 
 
 def job_timeline(job_id: UUID | str, *, heartbeats: str = "include") -> QuerySet[JobEvent]:
@@ -115,8 +160,9 @@ def event_feed(
 
 
 def job_stats(*, now: datetime | None = None) -> dict[str, Any]:
-    """Queue counts: total, per status, overdue leases, pending retries, backlog age, and
-    the queues that have queued jobs.
+    """Queue counts: total, per status, overdue leases, pending retries, queued jobs
+    scheduled for later apart from those due, backlog age, and the queues that have queued
+    jobs.
 
     Queued and running counts (and everything derived from them) are always exact: they
     read only the live rows, through the status index. Finished counts and the total are
@@ -132,6 +178,7 @@ def job_stats(*, now: datetime | None = None) -> dict[str, Any]:
         JobStatus.RUNNING.value: Count("pk", filter=Q(status=JobStatus.RUNNING)),
         "overdue_running": Count("pk", filter=Q(status=JobStatus.RUNNING, locked_until__lt=now)),
         "retries_pending": Count("pk", filter=Q(status=JobStatus.QUEUED, attempts__gt=0)),
+        "scheduled": Count("pk", filter=Q(status=JobStatus.QUEUED, available_at__gt=now)),
         "oldest_queued_at": Min("created_at", filter=Q(status=JobStatus.QUEUED)),
         "oldest_due_at": Min(
             "available_at", filter=Q(status=JobStatus.QUEUED, available_at__lte=now)
@@ -158,6 +205,8 @@ def job_stats(*, now: datetime | None = None) -> dict[str, Any]:
         "by_status": by_status,
         "overdue_running": row["overdue_running"],
         "retries_pending": row["retries_pending"],
+        "scheduled": row["scheduled"],
+        "due": by_status[JobStatus.QUEUED.value] - row["scheduled"],
         "oldest_queued_at": row["oldest_queued_at"],
         "oldest_due_at": row["oldest_due_at"],
         "estimated": estimated,
@@ -289,34 +338,66 @@ def _window(now: datetime, minutes: int) -> tuple[int, datetime]:
     return first, rollups.minute_start(first)
 
 
+# What the job types page counts: the activity events, with two told apart by what they
+# carry. An attempt ended at its timeout writes retry_scheduled or failed with
+# ``reason: timeout`` (counted as timed_out); a cancel of a job that never ran writes
+# cancelled without run_ms (counted as cancelled_queued: not an attempt).
+TYPE_COUNT_KINDS = [
+    JobEventType.CLAIMED.value,
+    JobEventType.SUCCEEDED.value,
+    JobEventType.RETRY_SCHEDULED.value,
+    JobEventType.FAILED.value,
+    "timed_out",
+    JobEventType.TIMEOUT_REQUEUED.value,
+    JobEventType.CANCELLED.value,
+    "cancelled_queued",
+]
+# The kinds that end an attempt, and the failures among them.
+TYPE_ATTEMPT_KINDS = TYPE_COUNT_KINDS[1:7]
+TYPE_FAILURE_KINDS = TYPE_COUNT_KINDS[2:6]
+
+
 def _activity_by_type(start: datetime, end: datetime) -> rollups.MinuteRows:
     rows: rollups.MinuteRows = defaultdict(list)
+    kind = Case(
+        When(
+            Q(type__in=[JobEventType.RETRY_SCHEDULED, JobEventType.FAILED], data__reason="timeout"),
+            then=Value("timed_out"),
+        ),
+        When(Q(type=JobEventType.CANCELLED, run_ms__isnull=True), then=Value("cancelled_queued")),
+        default=F("type"),
+        output_field=CharField(),
+    )
     for row in (
         JobEvent.objects.filter(
             type__in=ACTIVITY_EVENT_TYPES, created_at__gte=start, created_at__lte=end
         )
-        .annotate(minute=EpochSeconds("created_at") / 60)
-        .values("minute", "job_type", "type")
-        .annotate(events=Count("*"))  # count(*): the covering index answers it alone
+        .annotate(minute=EpochSeconds("created_at") / 60, kind=kind)
+        .values("minute", "job_type", "kind")
+        .annotate(events=Count("*"))
         .order_by()
     ):
-        rows[row["minute"]].append((row["job_type"], row["type"], row["events"]))
+        rows[row["minute"]].append((row["job_type"], row["kind"], row["events"]))
     return rows
 
 
 def type_health(*, minutes: int = 60, now: datetime | None = None) -> dict[str, Any]:
-    """Per job type over the last ``minutes`` whole minutes (the newest partial): events
-    by outcome, failure rate, run time and queue wait percentiles, last error, and failures
-    per sparkline bucket. Registered types are listed even without activity.
+    """Per job type over the last ``minutes`` whole minutes (the newest partial): attempts
+    by outcome (``TYPE_COUNT_KINDS``: timeouts and cancels of running attempts counted as
+    such, cancels of jobs that never ran apart and not as attempts), failure rate, run time
+    and queue wait percentiles, last error, and failures per sparkline bucket. Registered
+    types are listed even without activity.
 
-    Counts are exact, from per-minute rollups of ``job_event_activity_idx`` (settled
-    minutes cached, see ``jobs.rollups``). Percentiles are nearest-rank over each type's
-    newest ``TYPE_SAMPLE_SIZE`` ended attempts in the window (``sample_size`` says how many).
-    At most two queries however many types: the unsettled minutes' rollup and the samples.
+    Counts are exact, from per-minute rollups of the events ``job_event_activity_idx``
+    finds (settled minutes cached, see ``jobs.rollups``). Percentiles are nearest-rank over
+    each type's newest ``TYPE_SAMPLE_SIZE`` ended attempts in the window (``sample_size``
+    says how many). At most two queries however many types: the unsettled minutes' rollup
+    and the samples.
     """
     now = timezone.now() if now is None else now
     first, start = _window(now, minutes)
-    per_minute = rollups.per_minute("types", first=first, now=now, compute=_activity_by_type)
+    # "type-kinds": the rows hold TYPE_COUNT_KINDS (the cache's "types" held event types).
+    per_minute = rollups.per_minute("type-kinds", first=first, now=now, compute=_activity_by_type)
     bucket_minutes = -(-minutes // SPARKLINE_POINTS)
     points = -(-minutes // bucket_minutes)
     counts: dict[str, dict[str, int]] = {}
@@ -325,9 +406,9 @@ def type_health(*, minutes: int = 60, now: datetime | None = None) -> dict[str, 
         for job_type, event_type, events in rows:
             if job_type is None:  # written before events carried their job's type
                 continue
-            by_type = counts.setdefault(job_type, dict.fromkeys(ACTIVITY_EVENT_TYPES, 0))
+            by_type = counts.setdefault(job_type, dict.fromkeys(TYPE_COUNT_KINDS, 0))
             by_type[event_type] += events
-            if event_type in FAILURE_EVENT_TYPES:
+            if event_type in TYPE_FAILURE_KINDS:
                 series = failures.setdefault(job_type, [0] * points)
                 series[(minute - first) // bucket_minutes] += events
     registered = set(registry.registered_types())
@@ -338,9 +419,9 @@ def type_health(*, minutes: int = 60, now: datetime | None = None) -> dict[str, 
     }
     types = []
     for name in names:
-        by_type = counts.get(name, dict.fromkeys(ACTIVITY_EVENT_TYPES, 0))
-        failed = sum(by_type[event_type] for event_type in FAILURE_EVENT_TYPES)
-        ended = failed + by_type[JobEventType.SUCCEEDED]
+        by_type = counts.get(name, dict.fromkeys(TYPE_COUNT_KINDS, 0))
+        failed = sum(by_type[kind] for kind in TYPE_FAILURE_KINDS)
+        ended = sum(by_type[kind] for kind in TYPE_ATTEMPT_KINDS)
         sample = samples[name]
         types.append(
             {
@@ -538,7 +619,9 @@ def job_detail(job_id: UUID | str) -> tuple[Job, dict[str, Any]]:
     rounds = JobEvent.objects.filter(job_id=job.pk, type=JobEventType.MANUAL_RETRY).count()
     failure = next((attempt for attempt in reversed(attempts) if attempt["exception_class"]), None)
     timeout, source = effective_timeout(job)
+    current = attempts[-1] if attempts and job.status != JobStatus.QUEUED else None
     return job, {
+        "started_at": current["started_at"] if current else None,
         "total_attempts": len(attempts),
         "round": rounds + 1,
         "last_exception_class": failure["exception_class"] if failure else None,

@@ -104,6 +104,13 @@ def backoff_delay_seconds(
     return delay
 
 
+def event_time(value: datetime) -> str:
+    """A time as event ``data`` keeps it: in the API's format (``TIME_ZONE``'s offset, ``Z``
+    for UTC, as DRF renders the job's own fields), so an event's times read like the job's."""
+    text = timezone.localtime(value).isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
 def _now(now: datetime | None) -> datetime:
     return timezone.now() if now is None else now
 
@@ -255,7 +262,7 @@ def claim_next_job(
 
 
 def _claimed_event(lease: int, locked_until: datetime) -> Event:
-    data = {"lease_seconds": lease, "locked_until": locked_until.isoformat()}
+    data = {"lease_seconds": lease, "locked_until": event_time(locked_until)}
     return Event(MESSAGES[JobEventType.CLAIMED], data)
 
 
@@ -346,7 +353,7 @@ def fail_job(
     data = {"error": error, **(details or ErrorDetails()).as_data()}
     delay = backoff_delay_seconds(attempt)
     retry_at = now + timedelta(seconds=delay)
-    retry_data = {**data, "delay_seconds": delay, "available_at": retry_at.isoformat()}
+    retry_data = {**data, "delay_seconds": delay, "available_at": event_time(retry_at)}
     failure = Failure(
         error=error,
         retry_at=retry_at,
@@ -401,7 +408,7 @@ def renew_lease(
         locked_until=locked_until,
         now=now,
         event=Event(
-            MESSAGES[JobEventType.LEASE_RENEWED], {"locked_until": locked_until.isoformat()}
+            MESSAGES[JobEventType.LEASE_RENEWED], {"locked_until": event_time(locked_until)}
         ),
     )
     return locked_until if renewed else None
@@ -483,7 +490,7 @@ def cleanup_expired_jobs(
             data: dict[str, Any] = {
                 "error": LEASE_EXPIRED_ERROR,
                 "expired_worker_id": lease.locked_by,
-                "locked_until": lease.locked_until.isoformat(),
+                "locked_until": event_time(lease.locked_until),
             }
             if lease.cancel_requested_at is not None:
                 retry_at, finished_at = None, now
@@ -491,7 +498,7 @@ def cleanup_expired_jobs(
             elif lease.attempts < lease.max_attempts:
                 delay = backoff_delay_seconds(lease.attempts)
                 retry_at = now + timedelta(seconds=delay)
-                data.update(delay_seconds=delay, available_at=retry_at.isoformat())
+                data.update(delay_seconds=delay, available_at=event_time(retry_at))
                 status, event_type = JobStatus.QUEUED, JobEventType.TIMEOUT_REQUEUED
                 finished_at = None
             else:

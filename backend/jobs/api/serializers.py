@@ -191,8 +191,26 @@ def job_representation(job: Any) -> dict[str, Any]:
     return data
 
 
+class JobListItemSerializer(JobSerializer):
+    """A job of the list: the spec's shape and when its current attempt started."""
+
+    started_at = serializers.DateTimeField(
+        allow_null=True,
+        read_only=True,
+        help_text="When its current attempt was claimed; null while it is queued.",
+    )
+
+    class Meta(JobSerializer.Meta):
+        fields = [*JobSerializer.Meta.fields, "started_at"]
+        read_only_fields = fields
+
+
 class JobDetailSerializer(JobSerializer):
     """The job page's job: the spec's shape and what its attempts and settings tell."""
+
+    started_at = serializers.DateTimeField(
+        allow_null=True, help_text="When its current attempt was claimed; null while queued."
+    )
 
     total_attempts = serializers.IntegerField(
         help_text="Attempts over every round (`attempts` restarts at 0 on a manual retry)."
@@ -221,6 +239,7 @@ class JobDetailSerializer(JobSerializer):
     class Meta(JobSerializer.Meta):
         fields = [
             *JobSerializer.Meta.fields,
+            "started_at",
             "total_attempts",
             "round",
             "last_exception_class",
@@ -234,7 +253,15 @@ class JobDetailSerializer(JobSerializer):
 def job_detail_representation(job: Any, extra: Mapping[str, Any]) -> dict[str, Any]:
     """The job page's job: ``job_representation`` and the fields of ``JobDetailSerializer``
     beyond the spec's shape."""
-    return {**job_representation(job), **extra}
+    started_at = extra.get("started_at")
+    return {
+        **job_representation(job),
+        **extra,
+        "started_at": None if started_at is None else _DATETIME.to_representation(started_at),
+    }
+
+
+_DATETIME = serializers.DateTimeField()
 
 
 OUTCOMES = ["running", "succeeded", "retried", "failed", "timed_out", "cancelled", "lease_expired"]
@@ -465,6 +492,19 @@ class JobListQuerySerializer(JobFilterSerializer):
         max_length=IDEMPOTENCY_KEY_MAX_LENGTH,
         help_text="Exact idempotency key: the one job created with it, if any.",
     )
+    ordering = serializers.ChoiceField(
+        choices=[order for field in selectors.JOB_ORDERINGS for order in (field, f"-{field}")],
+        required=False,
+        allow_blank=True,
+        help_text=(
+            "Sort by this field, `-` first for descending (default "
+            f"`{selectors.DEFAULT_JOB_ORDERING}`, newest first); ties newest first. "
+            "Jobs without the value (never started, not finished) come last."
+        ),
+    )
+
+    def validate_ordering(self, value: str) -> str:
+        return value or selectors.DEFAULT_JOB_ORDERING
 
 
 class JobSelectionSerializer(StrictBodySerializer, JobFilterSerializer):
@@ -527,6 +567,13 @@ class JobStatsSerializer(serializers.Serializer[dict[str, Any]]):
             "estimated from PostgreSQL's planner statistics (a table above "
             "JOB_STATS_EXACT_MAX_ROWS rows); queued and running are always exact."
         )
+    )
+    scheduled = serializers.IntegerField(
+        help_text="Queued jobs scheduled for later (available_at in the future): counted in "
+        "by_status.queued, not yet claimable."
+    )
+    due = serializers.IntegerField(
+        help_text="Queued jobs that are due (claimable now): by_status.queued - scheduled."
     )
     oldest_due_at = serializers.DateTimeField(
         allow_null=True,
@@ -668,12 +715,22 @@ class ActivityWindowQuerySerializer(serializers.Serializer[Any]):
 class TypeEventCountsSerializer(serializers.Serializer[dict[str, Any]]):
     claimed = serializers.IntegerField(help_text="Attempts started.")
     succeeded = serializers.IntegerField()
-    retry_scheduled = serializers.IntegerField(help_text="Failed attempts that will be retried.")
-    failed = serializers.IntegerField(help_text="Jobs failed for good (attempts exhausted).")
+    retry_scheduled = serializers.IntegerField(
+        help_text="Failed attempts that will be retried (timeouts apart)."
+    )
+    failed = serializers.IntegerField(
+        help_text="Attempts that failed their job for good (timeouts apart)."
+    )
+    timed_out = serializers.IntegerField(
+        help_text="Attempts ended at their timeout (retried or failing the job)."
+    )
     timeout_requeued = serializers.IntegerField(
         help_text="Attempts whose lease expired (worker gone or stuck); requeued."
     )
-    cancelled = serializers.IntegerField(help_text="Jobs cancelled, queued or running.")
+    cancelled = serializers.IntegerField(help_text="Running attempts cancelled.")
+    cancelled_queued = serializers.IntegerField(
+        help_text="Jobs cancelled before they ran: not attempts."
+    )
 
 
 class PercentilesSerializer(serializers.Serializer[dict[str, Any]]):
@@ -692,11 +749,13 @@ class JobTypeHealthSerializer(serializers.Serializer[dict[str, Any]]):
     registered = serializers.BooleanField(help_text="A handler is registered for it here.")
     counts = TypeEventCountsSerializer(help_text="Events in the window, exact.")
     attempts = serializers.IntegerField(
-        help_text="Ended attempts: succeeded + retry_scheduled + failed + timeout_requeued."
+        help_text="Ended attempts: succeeded + retry_scheduled + failed + timed_out + "
+        "timeout_requeued + cancelled (not cancelled_queued)."
     )
     failure_rate = serializers.FloatField(
         allow_null=True,
-        help_text="Share of ended attempts that did not succeed; null without any.",
+        help_text="Share of ended attempts that failed (retry_scheduled, failed, timed_out, "
+        "timeout_requeued); null without any.",
     )
     sample_size = serializers.IntegerField(
         help_text="Ended attempts the percentiles are over: the newest in the window, at "
@@ -711,7 +770,8 @@ class JobTypeHealthSerializer(serializers.Serializer[dict[str, Any]]):
     )
     failures = serializers.ListField(
         child=serializers.IntegerField(),
-        help_text="retry_scheduled + failed + timeout_requeued per bucket, oldest first.",
+        help_text="retry_scheduled + failed + timed_out + timeout_requeued per bucket, "
+        "oldest first.",
     )
 
 

@@ -7,6 +7,7 @@ from . import views
 # Job ids are matched as plain strings and parsed in the views, so a malformed id is the
 # same JSON 404 as an unknown one instead of Django's HTML 404.
 urlpatterns = [
+    path("", views.ApiIndexView.as_view(), name="api-index"),
     path("health/", views.HealthView.as_view(), name="health"),
     path("config/", views.ConfigView.as_view(), name="config"),
     path("jobs/", views.JobListCreateView.as_view(), name="job-list"),

@@ -14,7 +14,7 @@ from django.db import DatabaseError, connection
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
 from django.middleware.csrf import get_token
-from django.urls import Resolver404, ResolverMatch, resolve
+from django.urls import NoReverseMatch, Resolver404, ResolverMatch, resolve, reverse
 from django.views.csrf import csrf_failure as django_csrf_failure
 from django.views.decorators.csrf import csrf_exempt
 from django.views.defaults import server_error as django_server_error
@@ -57,6 +57,7 @@ from .serializers import (
     JobDetailSerializer,
     JobEventQuerySerializer,
     JobEventSerializer,
+    JobListItemSerializer,
     JobListQuerySerializer,
     JobLookupQuerySerializer,
     JobLookupSerializer,
@@ -147,7 +148,67 @@ def read_schema[V: type[SelectorView]](operation_id: str, tag: str) -> Callable[
     return decorate
 
 
-# --- Health and config ------------------------------------------------------------------
+# --- Index, health and config -----------------------------------------------------------
+
+
+API_INDEX_SCHEMA = OpenApiResponse(
+    {
+        "type": "object",
+        "additionalProperties": {"type": "string", "format": "uri"},
+        "description": "Each endpoint's route name and absolute URL ({id}: a job's id).",
+    },
+    description="The API's entry points.",
+)
+
+
+def api_index(request: HttpRequest) -> dict[str, str]:
+    """Every named route of ``jobs.urls`` under the prefix this request came in on, as
+    absolute URLs (``{id}`` for a job's id), and the project's schema and docs if it has
+    them. Nothing assumes the prefix is ``/api/``."""
+    from .urls import urlpatterns  # the URLconf imports this module
+
+    # Joined after build_absolute_uri, which would percent-encode the braces of {id}.
+    root = request.build_absolute_uri(request.path)
+    index: dict[str, str] = {}
+    for pattern in urlpatterns:
+        name = getattr(pattern, "name", None)
+        if not name or name == "api-index":
+            continue
+        route = str(pattern.pattern).replace("<str:id>", "{id}")
+        index[name] = root + route
+    for name in ("schema", "docs"):
+        try:
+            index[name] = request.build_absolute_uri(reverse(name))
+        except NoReverseMatch:
+            continue
+    return index
+
+
+class ApiIndexView(DomainErrorsMixin, APIView):
+    """The API's entry points; never needs credentials (it lists URLs, no data)."""
+
+    authentication_classes: list[type] = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        operation_id="api_index",
+        tags=["health"],
+        auth=[],
+        responses={200: API_INDEX_SCHEMA},
+        examples=[
+            OpenApiExample(
+                "Mounted at /api/",
+                value={
+                    "health": "http://localhost:8000/api/health/",
+                    "job-list": "http://localhost:8000/api/jobs/",
+                    "job-detail": "http://localhost:8000/api/jobs/{id}/",
+                },
+            )
+        ],
+    )
+    def get(self, request: Request) -> Response:
+        """Every endpoint's name and absolute URL, under the prefix the API is mounted at."""
+        return Response(api_index(request._request))
 
 
 class HealthView(DomainErrorsMixin, APIView):
@@ -224,11 +285,12 @@ def list_schema(operation_id: str, tag: str, query: type, item: type, descriptio
     "jobs_list",
     "jobs",
     JobListQuerySerializer,
-    JobSerializer,
-    "Jobs, newest first, limit-offset paginated, filtered by status, type and queue.",
+    JobListItemSerializer,
+    "Jobs, newest first unless `ordering` says otherwise, limit-offset paginated, filtered "
+    "by status, type and queue.",
 )
 class JobListCreateView(FilteredListView):
-    serializer_class = JobSerializer
+    serializer_class = JobListItemSerializer
     pagination_class = JobPagination
     throttle_classes = [JobCreateThrottle]
     query_serializer = JobListQuerySerializer

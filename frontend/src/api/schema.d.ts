@@ -4,6 +4,23 @@
  */
 
 export interface paths {
+    "/api/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Every endpoint's name and absolute URL, under the prefix the API is mounted at. */
+        get: operations["api_index"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/auth/login/": {
         parameters: {
             query?: never;
@@ -118,7 +135,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Jobs, newest first, limit-offset paginated, filtered by status, type and queue. */
+        /** @description Jobs, newest first unless `ordering` says otherwise, limit-offset paginated, filtered by status, type and queue. */
         get: operations["jobs_list"];
         put?: never;
         /** @description Enqueue a job (and its `created` event). */
@@ -580,6 +597,11 @@ export interface components {
             readonly metadata: {
                 [key: string]: string;
             };
+            /**
+             * Format: date-time
+             * @description When its current attempt was claimed; null while queued.
+             */
+            started_at: string | null;
             /** @description Attempts over every round (`attempts` restarts at 0 on a manual retry). */
             total_attempts: number;
             /** @description Manual-retry round, 1-based: each manual retry starts a new one. */
@@ -632,6 +654,46 @@ export interface components {
          * @enum {string}
          */
         JobEventTypeEnum: "created" | "claimed" | "progress" | "lease_renewed" | "succeeded" | "retry_scheduled" | "failed" | "timeout_requeued" | "manual_retry" | "cancel_requested" | "cancelled";
+        /** @description A job of the list: the spec's shape and when its current attempt started. */
+        JobListItem: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly type: string;
+            readonly payload: {
+                [key: string]: unknown;
+            };
+            readonly status: components["schemas"]["JobStatusEnum"];
+            readonly priority: number;
+            /** Format: date-time */
+            readonly available_at: string;
+            readonly attempts: number;
+            readonly max_attempts: number;
+            readonly idempotency_key: string | null;
+            readonly locked_by: string | null;
+            /** Format: date-time */
+            readonly locked_until: string | null;
+            readonly last_error: string;
+            readonly result: unknown;
+            /** Format: date-time */
+            readonly created_at: string;
+            /** Format: date-time */
+            readonly updated_at: string;
+            /** Format: date-time */
+            readonly finished_at: string | null;
+            readonly queue: string;
+            readonly timeout_seconds: number | null;
+            /** Format: date-time */
+            readonly cancel_requested_at: string | null;
+            /** @description String keys and values given at creation, and the trace context (traceparent, tracestate, baggage) the tracing adds. */
+            readonly metadata: {
+                [key: string]: string;
+            };
+            /**
+             * Format: date-time
+             * @description When its current attempt was claimed; null while it is queued.
+             */
+            readonly started_at: string | null;
+        };
         JobLookup: {
             /**
              * @description What `q` matched.
@@ -684,6 +746,10 @@ export interface components {
             oldest_queued_at: string | null;
             /** @description True when total and the finished counts (succeeded, failed, cancelled) are estimated from PostgreSQL's planner statistics (a table above JOB_STATS_EXACT_MAX_ROWS rows); queued and running are always exact. */
             estimated: boolean;
+            /** @description Queued jobs scheduled for later (available_at in the future): counted in by_status.queued, not yet claimable. */
+            scheduled: number;
+            /** @description Queued jobs that are due (claimable now): by_status.queued - scheduled. */
+            due: number;
             /**
              * Format: date-time
              * @description available_at of the oldest queued job that is due: how long the backlog has waited. Jobs scheduled for later do not count.
@@ -721,11 +787,11 @@ export interface components {
             registered: boolean;
             /** @description Events in the window, exact. */
             counts: components["schemas"]["TypeEventCounts"];
-            /** @description Ended attempts: succeeded + retry_scheduled + failed + timeout_requeued. */
+            /** @description Ended attempts: succeeded + retry_scheduled + failed + timed_out + timeout_requeued + cancelled (not cancelled_queued). */
             attempts: number;
             /**
              * Format: double
-             * @description Share of ended attempts that did not succeed; null without any.
+             * @description Share of ended attempts that failed (retry_scheduled, failed, timed_out, timeout_requeued); null without any.
              */
             failure_rate: number | null;
             /** @description Ended attempts the percentiles are over: the newest in the window, at most sample_size_max. */
@@ -736,7 +802,7 @@ export interface components {
             wait_ms: components["schemas"]["Percentiles"];
             /** @description The newest failure in the window; null without any. */
             last_error: components["schemas"]["LastError"] | null;
-            /** @description retry_scheduled + failed + timeout_requeued per bucket, oldest first. */
+            /** @description retry_scheduled + failed + timed_out + timeout_requeued per bucket, oldest first. */
             failures: number[];
         };
         JobTypes: {
@@ -838,7 +904,7 @@ export interface components {
             previous?: string | null;
             results: components["schemas"]["JobEvent"][];
         };
-        PaginatedJobList: {
+        PaginatedJobListItemList: {
             /** @example 123 */
             count: number;
             /**
@@ -851,7 +917,7 @@ export interface components {
              * @example http://api.example.org/accounts/?offset=200&limit=100
              */
             previous?: string | null;
-            results: components["schemas"]["Job"][];
+            results: components["schemas"]["JobListItem"][];
         };
         PaginationConfig: {
             /** @description GET /api/jobs/ (limit-offset). */
@@ -955,14 +1021,18 @@ export interface components {
             /** @description Attempts started. */
             claimed: number;
             succeeded: number;
-            /** @description Failed attempts that will be retried. */
+            /** @description Failed attempts that will be retried (timeouts apart). */
             retry_scheduled: number;
-            /** @description Jobs failed for good (attempts exhausted). */
+            /** @description Attempts that failed their job for good (timeouts apart). */
             failed: number;
+            /** @description Attempts ended at their timeout (retried or failing the job). */
+            timed_out: number;
             /** @description Attempts whose lease expired (worker gone or stuck); requeued. */
             timeout_requeued: number;
-            /** @description Jobs cancelled, queued or running. */
+            /** @description Running attempts cancelled. */
             cancelled: number;
+            /** @description Jobs cancelled before they ran: not attempts. */
+            cancelled_queued: number;
         };
         /** @description The worker settings in force; each field is the JOB_WORKER_ setting of its name. */
         WorkerConfig: {
@@ -1047,6 +1117,28 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    api_index: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The API's entry points. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: string;
+                    };
+                };
+            };
+        };
+    };
     auth_login: {
         parameters: {
             query?: never;
@@ -1256,6 +1348,21 @@ export interface operations {
                 limit?: number;
                 /** @description The initial index from which to return the results. */
                 offset?: number;
+                /**
+                 * @description Sort by this field, `-` first for descending (default `-created_at`, newest first); ties newest first. Jobs without the value (never started, not finished) come last.
+                 *
+                 *     * `created_at` - created_at
+                 *     * `-created_at` - -created_at
+                 *     * `started_at` - started_at
+                 *     * `-started_at` - -started_at
+                 *     * `finished_at` - finished_at
+                 *     * `-finished_at` - -finished_at
+                 *     * `priority` - priority
+                 *     * `-priority` - -priority
+                 *     * `type` - type
+                 *     * `-type` - -type
+                 */
+                ordering?: "created_at" | "-created_at" | "started_at" | "-started_at" | "finished_at" | "-finished_at" | "priority" | "-priority" | "type" | "-type" | "";
                 /** @description Exact queue name. */
                 queue?: string;
                 /**
@@ -1282,7 +1389,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PaginatedJobList"];
+                    "application/json": components["schemas"]["PaginatedJobListItemList"];
                 };
             };
             /** @description Invalid input. */

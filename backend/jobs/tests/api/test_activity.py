@@ -77,8 +77,10 @@ def test_types_report_outcomes_failure_rate_percentiles_and_last_error(api):
         "succeeded": 4,
         "retry_scheduled": 0,
         "failed": 0,
+        "timed_out": 0,
         "timeout_requeued": 0,
         "cancelled": 0,
+        "cancelled_queued": 0,
     }
     assert (ok["attempts"], ok["failure_rate"], ok["last_error"]) == (4, 0.0, None)
     # Nearest rank: p50 of 100..400 is the 2nd value, p95 the 4th; each waited 1 s.
@@ -94,6 +96,40 @@ def test_types_report_outcomes_failure_rate_percentiles_and_last_error(api):
     # One bucket a minute: both failures, a minute apart, 10 and 9 minutes ago.
     assert len(bad["failures"]) == 60 and sum(bad["failures"]) == 2
     assert bad["failures"][-11:-8].count(1) == 2 and sum(ok["failures"]) == 0
+
+
+def test_timeouts_and_cancels_are_counted_as_such_and_a_cancel_before_running_is_no_attempt(
+    api,
+):
+    now = timezone.now()
+    hung, _ = services.create_job(
+        type="demo.hang", max_attempts=2, queue="counts", now=now - timedelta(minutes=31)
+    )
+    for number, minutes in ((1, 30), (2, 10)):
+        at = now - timedelta(minutes=minutes)
+        services.claim_next_job(worker_id=THREAD_1, queue="counts", now=at)
+        services.time_out_job(
+            job_id=hung.pk, worker_id=THREAD_1, attempt=number, timeout_seconds=10, now=at
+        )
+    slow = running_job("demo.slow", worker_id=THREAD_1)
+    services.cancel_job(job_id=slow.pk)
+    services.fail_job(
+        job_id=slow.pk,
+        worker_id=THREAD_1,
+        attempt=1,
+        error="Cancelled",
+        details=services.ErrorDetails(reason="cancelled"),
+    )
+    for _ in range(3):
+        job, _ = services.create_job(type="demo.slow", queue="counts-3")
+        services.cancel_job(job_id=job.pk)
+    _, types = types_by_name(api)
+    hang, slow_type = types["demo.hang"], types["demo.slow"]
+    assert (hang["counts"]["timed_out"], hang["counts"]["retry_scheduled"]) == (2, 0)
+    assert (hang["counts"]["failed"], hang["attempts"], hang["failure_rate"]) == (0, 2, 1.0)
+    counts = slow_type["counts"]
+    assert (counts["cancelled"], counts["cancelled_queued"]) == (1, 3)
+    assert (slow_type["attempts"], slow_type["failure_rate"]) == (1, 0.0)
 
 
 def test_registered_types_without_activity_are_listed_with_empty_figures(api):

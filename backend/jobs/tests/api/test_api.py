@@ -460,7 +460,7 @@ def test_list_pages_25_by_default_newest_first_with_links(api):
     body = response.json()
     assert body["count"] == 30
     assert len(body["results"]) == 25
-    assert set(body["results"][0]) == JOB_KEYS
+    assert set(body["results"][0]) == JOB_KEYS | {"started_at"}
     assert [item["id"] for item in body["results"]] == [str(j.pk) for j in reversed(jobs)][:25]
     assert body["previous"] is None
     assert "limit=25" in body["next"] and "offset=25" in body["next"]
@@ -535,7 +535,7 @@ def test_detail_returns_the_job(api):
     response = api.get(f"/api/jobs/{job.pk}/")
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == JOB_KEYS | DETAIL_KEYS
+    assert set(body) == JOB_KEYS | DETAIL_KEYS | {"started_at"}
     assert body["id"] == str(job.pk)
     assert body["payload"] == {"sleep_seconds": 2}
     assert body["idempotency_key"] == "abc"
@@ -916,6 +916,7 @@ def test_schema_documents_every_endpoint(api):
     assert response.status_code == 200
     schema = json.loads(response.content)
     assert set(schema["paths"]) == {
+        "/api/",
         "/api/health/",
         "/api/config/",
         "/api/jobs/",

@@ -304,3 +304,91 @@ def test_workers_cost_three_queries_however_many(api):
         body = api.get("/api/workers/").json()
     assert len(body["processes"]) == 5
     assert len(queries.captured_queries) <= 4  # presence, running jobs, rollup (+ session)
+
+
+# --- The job list's order and started_at --------------------------------------------------
+
+
+def listed(api, **params):
+    response = api.get("/api/jobs/", params)
+    assert response.status_code == 200, response.content
+    return response.json()["results"]
+
+
+def test_the_list_is_newest_first_by_default_and_sorts_by_the_field_asked(api):
+    now = timezone.now()
+    old = queued_job("demo.success", priority=1, now=now - timedelta(minutes=3))
+    mid = queued_job("demo.fail", priority=9, now=now - timedelta(minutes=2))
+    new = queued_job("demo.hang", priority=5, now=now - timedelta(minutes=1))
+    assert [j["id"] for j in listed(api)] == [str(new.pk), str(mid.pk), str(old.pk)]
+    assert [j["id"] for j in listed(api, ordering="created_at")] == [
+        str(old.pk),
+        str(mid.pk),
+        str(new.pk),
+    ]
+    assert [j["priority"] for j in listed(api, ordering="-priority")] == [9, 5, 1]
+    assert [j["type"] for j in listed(api, ordering="type")] == [
+        "demo.fail",
+        "demo.hang",
+        "demo.success",
+    ]
+
+
+def test_the_list_gives_started_at_and_sorts_by_it_with_never_started_last(api):
+    now = timezone.now()
+    first = running_job(now=now - timedelta(minutes=5))
+    second = running_job(now=now - timedelta(minutes=1))
+    waiting = queued_job()
+    items = listed(api, ordering="-started_at")
+    assert [j["id"] for j in items] == [str(second.pk), str(first.pk), str(waiting.pk)]
+    assert items[2]["started_at"] is None
+    started = listed(api, ordering="started_at")
+    assert [j["id"] for j in started] == [str(first.pk), str(second.pk), str(waiting.pk)]
+    assert started[0]["started_at"] == api.get(f"/api/jobs/{first.pk}/").json()["started_at"]
+
+
+def test_the_list_sorts_by_finished_at_with_unfinished_last(api):
+    now = timezone.now()
+    early = failed_job(now=now - timedelta(minutes=4))
+    late = failed_job(now=now - timedelta(minutes=2))
+    waiting = queued_job()
+    assert [j["id"] for j in listed(api, ordering="-finished_at")] == [
+        str(late.pk),
+        str(early.pk),
+        str(waiting.pk),
+    ]
+
+
+@pytest.mark.parametrize("ordering", ["status", "-payload", "id;drop"])
+def test_an_unknown_ordering_is_a_field_error(api, ordering):
+    response = api.get("/api/jobs/", {"ordering": ordering})
+    assert response.status_code == 400 and "ordering" in response.json()
+
+
+# --- One time-zone story ------------------------------------------------------------------
+
+
+def test_event_data_times_read_like_the_jobs_own_fields(api, settings):
+    job = running_job("demo.fail", max_attempts=2)
+    services.fail_job(**owner(job), error="boom")
+    body = api.get(f"/api/jobs/{job.pk}/").json()
+    events = {e["type"]: e for e in api.get(f"/api/jobs/{job.pk}/events/").json()}
+    assert events["retry_scheduled"]["data"]["available_at"] == body["available_at"]
+    offset = body["available_at"][-6:]
+    assert offset == events["claimed"]["created_at"][-6:]
+    assert events["claimed"]["data"]["locked_until"].endswith(offset)
+
+
+# --- The API's index ----------------------------------------------------------------------
+
+
+def test_the_index_lists_every_endpoint_and_the_schema_without_credentials(settings):
+    settings.DEBUG = False
+    response = APIClient().get("/api/")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["job-list"] == "http://testserver/api/jobs/"
+    assert body["job-lookup"] == "http://testserver/api/jobs/lookup/"
+    assert body["worker-list"] == "http://testserver/api/workers/"
+    assert body["schema"] == "http://testserver/api/schema/"
+    assert body["docs"] == "http://testserver/api/docs/"

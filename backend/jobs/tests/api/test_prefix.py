@@ -29,8 +29,17 @@ def test_the_endpoints_answer_under_the_prefix():
     assert (job.status_code, job.json()["type"]) == (200, "demo.success")
 
 
+def test_the_index_names_every_endpoint_under_the_prefix():
+    body = APIClient().get(f"{PREFIX}/").json()
+    assert body["health"] == f"http://testserver{PREFIX}/health/"
+    assert body["job-detail"] == f"http://testserver{PREFIX}/jobs/{{id}}/"
+    assert body["job-attempts"] == f"http://testserver{PREFIX}/jobs/{{id}}/attempts/"
+    assert all(url.startswith(f"http://testserver{PREFIX}/") for url in body.values())
+    assert "schema" not in body  # this project has none
+
+
 @pytest.mark.parametrize("method", ["get", "post", "put", "patch", "delete", "options"])
-@pytest.mark.parametrize("path", ["/nope/", "/jobs/a/b/c/", "/x", "/"])
+@pytest.mark.parametrize("path", ["/nope/", "/jobs/a/b/c/", "/x"])
 def test_any_unknown_path_under_the_prefix_is_a_json_404_for_every_method(method, path):
     client = APIClient(enforce_csrf_checks=True)
     body = (

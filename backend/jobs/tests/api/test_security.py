@@ -199,6 +199,39 @@ def test_malformed_proxy_ssl_header_is_refused():
 # --- The API in production mode: a real server ------------------------------------------
 
 
+TOOLBAR_SHOWN = """
+import json, django
+django.setup()
+from django.conf import settings
+from django.test import RequestFactory
+show = settings.DEBUG_TOOLBAR_CONFIG["SHOW_TOOLBAR_CALLBACK"]
+paths = ["/admin/", "/admin/jobs/job/", "/api/docs/", "/api/jobs/", "/elsewhere/"]
+print(json.dumps({p: show(RequestFactory().get(p, REMOTE_ADDR="127.0.0.1")) for p in paths}))
+"""
+
+
+def test_the_debug_toolbar_stays_off_the_admin_and_the_api_under_make_run():
+    result = subprocess.run(
+        [sys.executable, "-c", TOOLBAR_SHOWN],
+        cwd=BACKEND_DIR,
+        env={
+            **child_env(DEBUG="true", ENABLE_DJANGO_DEBUG_TOOLBAR="true"),
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "/admin/": False,
+        "/admin/jobs/job/": False,
+        "/api/docs/": False,
+        "/api/jobs/": False,
+        "/elsewhere/": True,  # any other HTML page of the project keeps it
+    }
+
+
 @pytest.fixture(scope="module")
 def production_server_env() -> dict[str, str]:
     """The dashboard's origin for CORS; the Debug Toolbar asked for, and must stay off;
@@ -256,6 +289,7 @@ ROUTES = [
     ("GET", "/api/schema/", "authenticated"),
     ("GET", "/api/docs/", "authenticated"),
     ("GET", "/api/health/", None),
+    ("GET", "/api/", None),
     ("GET", "/api/auth/session/", None),
     ("POST", "/api/auth/login/", None),
     ("POST", "/api/auth/logout/", None),
@@ -1059,7 +1093,7 @@ def test_admin_filters_with_ordinary_values_still_work(staff_client):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("method", ["get", "post", "put", "patch", "delete", "options"])
-@pytest.mark.parametrize("path", ["/api/nope/", "/api/jobs/a/b/c/", "/api/x", "/api/"])
+@pytest.mark.parametrize("path", ["/api/nope/", "/api/jobs/a/b/c/", "/api/x"])
 def test_unknown_api_paths_are_a_json_404_for_every_method_even_with_csrf_checks(method, path):
     client = APIClient(enforce_csrf_checks=True)
     body = (
@@ -1171,8 +1205,10 @@ def test_every_endpoint_answers_json_503_while_the_database_is_down(private_post
         )
         private_postgres.pg_ctl("-m", "fast", "-w", "stop")
         for method, template, _ in ROUTES:
-            if template == "/api/auth/logout/":
-                continue  # without a session there is nothing to end: 204, no database
+            if template in ("/api/auth/logout/", "/api/"):
+                # Without a session there is nothing to end (204); the index lists URLs:
+                # neither reads the database.
+                continue
             path = template.format(id=uuid.uuid4())
             body = (
                 {"type": "demo.success", "ids": [str(uuid.uuid4())]} if method == "POST" else None

@@ -62,11 +62,22 @@ def test_stats_on_empty_queue_lists_all_statuses_with_zero():
         "by_status": {"queued": 0, "running": 0, "succeeded": 0, "failed": 0, "cancelled": 0},
         "overdue_running": 0,
         "retries_pending": 0,
+        "scheduled": 0,
+        "due": 0,
         "oldest_queued_at": None,
         "oldest_due_at": None,
         "estimated": False,
         "queues": [],
     }
+
+
+def test_stats_count_jobs_scheduled_for_later_apart_from_due_ones():
+    now = timezone.now()
+    queued_job(now=now - timedelta(minutes=1))
+    queued_job(available_at=now + timedelta(hours=1), now=now - timedelta(minutes=1))
+    queued_job(available_at=now + timedelta(minutes=5), now=now - timedelta(minutes=1))
+    stats = selectors.job_stats(now=now)
+    assert (stats["by_status"]["queued"], stats["scheduled"], stats["due"]) == (3, 2, 1)
 
 
 @pytest.mark.postgres
