@@ -253,13 +253,11 @@ export function createApiClient(options: ClientOptions) {
           status: params.status,
           type: params.type?.trim(),
           queue: params.queue?.trim(),
-          ...({
-            idempotency_key: params.idempotencyKey,
-            limit: params.limit,
-            offset: params.offset,
-          } satisfies QueryParams<'jobs_list'>),
+          idempotency_key: params.idempotencyKey,
+          limit: params.limit,
+          offset: params.offset,
           ordering: params.ordering,
-        },
+        } satisfies QueryParams<'jobs_list'>,
         signal,
       ),
 

@@ -78,19 +78,17 @@ export const JOB_EVENT_TYPES = enumValues<JobEventType>()([
 /** ISO 8601 timestamp with offset, as the API serialises it. */
 export type IsoDateTime = string;
 
-/** `started_at`: when the current attempt started (issue 27; optional until the schema has it). */
-export type Job = Narrow<Schema['Job'], { payload: JsonObject; result: JsonValue | null }> & {
-  started_at?: IsoDateTime | null;
-};
+export type Job = Narrow<Schema['Job'], { payload: JsonObject; result: JsonValue | null }>;
+/** A row of the jobs list: the job and when its current attempt started. */
+export type JobListItem = Narrow<Schema['JobListItem'], { payload: JsonObject; result: JsonValue | null }>;
 export type JobEvent = Narrow<Schema['JobEvent'], { data: JsonObject }>;
 
 /** Limit-offset page of the jobs list. */
-export type JobPage = Narrow<Schema['PaginatedJobList'], { results: Job[] }>;
+export type JobPage = Narrow<Schema['PaginatedJobListItemList'], { results: JobListItem[] }>;
 /** Cursor page of the global event feed. `next` is older, `previous` is newer. */
 export type EventPage = Narrow<Schema['PaginatedJobEventList'], { results: JobEvent[] }>;
 
-/** `scheduled`: queued jobs whose `available_at` is still ahead (issue 27; optional until the schema has it). */
-export type JobStats = Schema['JobStats'] & { scheduled?: number };
+export type JobStats = Schema['JobStats'];
 export type ThroughputBucket = Schema['ThroughputBucket'];
 export type Throughput = Schema['Throughput'];
 
@@ -195,8 +193,7 @@ export type JobAttempt = Schema['Attempt'];
 export type TimeoutSource = Schema['TimeoutSourceEnum'];
 
 /** The job detail: the list's job, plus attempts across rounds, the last traceback and the timeout in force. */
-export type JobDetail = Narrow<Schema['JobDetail'], { payload: JsonObject; result: JsonValue | null }> &
-  Pick<Job, 'started_at'>;
+export type JobDetail = Narrow<Schema['JobDetail'], { payload: JsonObject; result: JsonValue | null }>;
 
 /** `GET /api/jobs/lookup/?q=`: the job an id, a unique id prefix or an idempotency key names. */
 export type JobLookup = Narrow<Schema['JobLookup'], { job: Job }>;

@@ -1,5 +1,5 @@
 import { Link } from 'react-router';
-import { isLive, type Job, type JobOrderingField } from '../api/types';
+import { isLive, type JobListItem, type JobOrderingField } from '../api/types';
 import type { JobSort } from '../lib/ordering';
 import { formatDuration } from '../lib/time';
 import { useNow } from '../lib/useNow';
@@ -7,7 +7,7 @@ import { RelativeTime } from './RelativeTime';
 import { StatusBadge } from './StatusBadge';
 
 /** How long the current attempt ran (finished) or has run so far (running); — before it starts. */
-function Duration({ job }: { job: Job }) {
+function Duration({ job }: { job: JobListItem }) {
   const now = useNow();
   if (!job.started_at) return <span className="muted">—</span>;
   const start = Date.parse(job.started_at);
@@ -65,7 +65,7 @@ export function JobTable({
   sort,
   onSort,
 }: {
-  jobs: readonly Job[];
+  jobs: readonly JobListItem[];
   caption: string;
   busy: boolean;
   selected: ReadonlySet<string>;

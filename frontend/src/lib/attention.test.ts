@@ -22,10 +22,11 @@ describe('isFailing', () => {
     expect(isFailing(makeTypeHealth('idle'))).toBe(false);
   });
 
-  it('counts retried and timed-out attempts as failures', () => {
+  it('counts retried, timed-out and lease-expired attempts as failures', () => {
     expect(isFailing(makeTypeHealth('t', { counts: { retry_scheduled: 2, timeout_requeued: 1, succeeded: 1 } }))).toBe(
       true,
     );
+    expect(isFailing(makeTypeHealth('t', { counts: { timed_out: 3, succeeded: 1 } }))).toBe(true);
   });
 });
 

@@ -35,7 +35,7 @@ export const DEFAULT_TYPE_SORT: TypeSort = { column: 'failure_rate', direction: 
 
 /** Attempts that ended without success: retried, failed for good, or lease expired. */
 export function failuresOf(type: JobTypeHealth): number {
-  return type.counts.retry_scheduled + type.counts.failed + type.counts.timeout_requeued;
+  return type.counts.retry_scheduled + type.counts.failed + type.counts.timed_out + type.counts.timeout_requeued;
 }
 
 /** The value a column sorts by; null (no sample, no error) sorts last either way. */

@@ -9,7 +9,7 @@ import { server } from '../test/server';
 const TYPES = [
   makeTypeHealth('demo.success', { counts: { claimed: 8, succeeded: 8 }, run_ms: { p50: 1000, p95: 1500 } }),
   makeTypeHealth('demo.fail', {
-    counts: { claimed: 4, failed: 3, retry_scheduled: 1 },
+    counts: { claimed: 5, failed: 2, retry_scheduled: 1, timed_out: 1, cancelled_queued: 2 },
     failures: [0, 2, 0, 2],
     last_error: { message: 'Intentional demo failure', at: new Date().toISOString(), job_id: 'f0f0f0f0-0000-4000-8000-000000000001' },
   }),
@@ -45,7 +45,8 @@ describe('Job types page', () => {
     expect(screen.getByRole('link', { name: 'demo.fail' })).toHaveAttribute('href', '/jobs?type=demo.fail');
     const fail = screen.getByRole('link', { name: 'demo.fail' }).closest('tr')!;
     expect(fail).toHaveTextContent('100%');
-    expect(fail).toHaveTextContent('1 retried · 3 failed · 0 timed out');
+    expect(fail).toHaveTextContent('1 retried · 2 failed · 1 timed out');
+    expect(fail).toHaveTextContent('+2 before running');
     expect(within(fail).getByRole('img', { name: 'demo.fail: 4 failures, per 1-minute bucket' })).toBeInTheDocument();
     expect(within(fail).getByRole('link', { name: 'Intentional demo failure' })).toHaveAttribute(
       'href',

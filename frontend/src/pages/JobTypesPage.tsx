@@ -67,16 +67,23 @@ function TypeRow({ type, bucketSeconds }: { type: JobTypeHealth; bucketSeconds: 
       </th>
       <td className="num">{type.attempts}</td>
       <td className="num">{type.counts.succeeded}</td>
-      <td className="num" title="retry_scheduled · failed · timeout_requeued">
+      <td className="num" title="retried · failed · timed out · lease expired">
         {failures}
         {failures > 0 && (
           <span className="cell-detail">
-            {type.counts.retry_scheduled} retried · {type.counts.failed} failed · {type.counts.timeout_requeued} timed
-            out
+            {type.counts.retry_scheduled} retried · {type.counts.failed} failed · {type.counts.timed_out} timed out
+            {type.counts.timeout_requeued > 0 && ` · ${type.counts.timeout_requeued} lease expired`}
           </span>
         )}
       </td>
-      <td className="num">{type.counts.cancelled}</td>
+      <td className="num" data-cancelled={type.counts.cancelled} data-cancelled-queued={type.counts.cancelled_queued}>
+        {type.counts.cancelled}
+        {type.counts.cancelled_queued > 0 && (
+          <span className="cell-detail" title="Jobs cancelled before they ran: not attempts">
+            +{type.counts.cancelled_queued} before running
+          </span>
+        )}
+      </td>
       <td className="num" data-failure-rate={type.failure_rate ?? ''}>
         {failing ? <span className="badge badge--danger">{formatRate(type.failure_rate)}</span> : formatRate(type.failure_rate)}
       </td>

@@ -2,7 +2,7 @@ import { screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import { http, HttpResponse } from 'msw';
 import { describe, expect, it } from 'vitest';
-import type { Job, JobSelection, JobStatus } from '../api/types';
+import type { JobListItem, JobSelection, JobStatus } from '../api/types';
 import { EMPTY_FILTER_REASON } from '../lib/bulk';
 import { API, jobsPage, makeJob } from '../test/fixtures';
 import { renderApp } from '../test/render';
@@ -10,7 +10,7 @@ import { server } from '../test/server';
 
 const id = (n: number) => `${String(n).repeat(8)}-0000-4000-8000-${String(n).padStart(12, '0')}`;
 
-const ROWS: Job[] = [
+const ROWS: JobListItem[] = [
   makeJob({ id: id(1), status: 'failed', attempts: 1 }),
   makeJob({ id: id(2), status: 'running', attempts: 1 }),
   makeJob({ id: id(3), status: 'succeeded', attempts: 1 }),

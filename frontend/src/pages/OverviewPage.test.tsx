@@ -14,6 +14,7 @@ describe('Overview page', () => {
           ...stats,
           total: 60,
           by_status: { queued: 4, running: 2, succeeded: 41, failed: 12, cancelled: 1 },
+          due: 4,
           overdue_running: 1,
           retries_pending: 3,
           // A job scheduled long ago is still queued, but the backlog is the oldest *due* one.
@@ -48,7 +49,7 @@ describe('Overview page', () => {
   it('shows jobs scheduled for later apart from the due ones', async () => {
     server.use(
       http.get(`${API}/jobs/stats/`, () =>
-        HttpResponse.json({ ...stats, by_status: { ...stats.by_status, queued: 7 }, scheduled: 5 }),
+        HttpResponse.json({ ...stats, by_status: { ...stats.by_status, queued: 7 }, scheduled: 5, due: 2 }),
       ),
     );
     renderApp('/');
@@ -66,6 +67,7 @@ describe('Overview page', () => {
           ...stats,
           total: 10_000_004,
           by_status: { queued: 4, running: 0, succeeded: 9_000_000, failed: 1_000_000, cancelled: 0 },
+          due: 4,
           estimated: true,
         }),
       ),

@@ -104,20 +104,18 @@ export function OverviewPage() {
               />
               <StatCard
                 label="Queued"
-                value={dueCount(stats.data)}
+                value={stats.data.due}
                 tone="neutral"
-                hint={stats.data.scheduled === undefined ? undefined : 'due now, waiting for a worker'}
+                hint="due now, waiting for a worker"
                 to="/jobs?status=queued"
               />
-              {stats.data.scheduled !== undefined && (
-                <StatCard
-                  label="Scheduled"
-                  value={stats.data.scheduled}
-                  tone="neutral"
-                  hint="queued to run later"
-                  to="/jobs?status=queued"
-                />
-              )}
+              <StatCard
+                label="Scheduled"
+                value={stats.data.scheduled}
+                tone="neutral"
+                hint="queued to run later"
+                to="/jobs?status=queued"
+              />
               <StatCard label="Running" value={stats.data.by_status.running} tone="running" to="/jobs?status=running" />
               <StatCard
                 label="Succeeded"
@@ -178,11 +176,6 @@ export function OverviewPage() {
       </section>
     </div>
   );
-}
-
-/** Queued jobs that are due: the stats' queued count less those scheduled for later. */
-function dueCount(stats: JobStats): number {
-  return Math.max(0, stats.by_status.queued - (stats.scheduled ?? 0));
 }
 
 const ESTIMATED_HINT = "estimated from the database's statistics";

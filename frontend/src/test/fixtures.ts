@@ -5,7 +5,7 @@
 import type {
   ApiConfig,
   EventPage,
-  Job,
+  JobListItem,
   JobAttempt,
   JobEvent,
   JobPage,
@@ -23,7 +23,8 @@ export const API = 'http://localhost:8000/api';
 
 export const JOB_ID = '8421aca2-7d0c-484c-9c19-e7e324a39e21';
 
-export function makeJob(overrides: Partial<Job> = {}): Job {
+/** A job as the list shows it (the create and action answers are the same without `started_at`). */
+export function makeJob(overrides: Partial<JobListItem> = {}): JobListItem {
   return {
     id: JOB_ID,
     type: 'demo.success',
@@ -45,6 +46,7 @@ export function makeJob(overrides: Partial<Job> = {}): Job {
     timeout_seconds: null,
     cancel_requested_at: null,
     metadata: {},
+    started_at: null,
     ...overrides,
   };
 }
@@ -63,7 +65,7 @@ export function makeEvent(overrides: Partial<JobEvent> = {}): JobEvent {
   };
 }
 
-export function jobsPage(results: Job[], count = results.length, next: string | null = null): JobPage {
+export function jobsPage(results: JobListItem[], count = results.length, next: string | null = null): JobPage {
   return { count, next, previous: null, results };
 }
 
@@ -86,6 +88,8 @@ export const stats: JobStats = {
   retries_pending: 0,
   oldest_queued_at: null,
   oldest_due_at: null,
+  scheduled: 0,
+  due: 0,
   estimated: false,
   queues: [],
 };
@@ -152,9 +156,19 @@ export function makeThroughput(
 
 /** One type's health: `counts` and the rest default to an idle type. */
 export function makeTypeHealth(type: string, overrides: Partial<Omit<JobTypeHealth, 'counts'>> & { counts?: Partial<JobTypeHealth['counts']> } = {}): JobTypeHealth {
-  const counts = { claimed: 0, succeeded: 0, retry_scheduled: 0, failed: 0, timeout_requeued: 0, cancelled: 0, ...overrides.counts };
-  const failures = counts.retry_scheduled + counts.failed + counts.timeout_requeued;
-  const attempts = failures + counts.succeeded;
+  const counts = {
+    claimed: 0,
+    succeeded: 0,
+    retry_scheduled: 0,
+    failed: 0,
+    timed_out: 0,
+    timeout_requeued: 0,
+    cancelled: 0,
+    cancelled_queued: 0,
+    ...overrides.counts,
+  };
+  const failures = counts.retry_scheduled + counts.failed + counts.timed_out + counts.timeout_requeued;
+  const attempts = failures + counts.succeeded + counts.cancelled;
   return {
     type,
     registered: true,
