@@ -137,6 +137,109 @@ test('a live idle worker is listed within one interval of starting and gone with
   }
 });
 
+interface TypeCounts {
+  timed_out: number;
+  cancelled: number;
+  cancelled_queued: number;
+}
+
+async function typeCounts(request: APIRequestContext, type: string): Promise<TypeCounts | undefined> {
+  const res = await request.get(`${API}/jobs/types/?minutes=60`);
+  const body = (await res.json()) as { types: { type: string; counts: TypeCounts }[] };
+  return body.types.find((t) => t.type === type)?.counts;
+}
+
+test('scheduled jobs apart on the overview; timed-out and cancelled attempts counted as such on Job types', async ({
+  page,
+  request,
+}) => {
+  // A job for later: scheduled, not queued-and-due; cancelled before it runs, it is no attempt.
+  const later = await createViaApi(request, {
+    type: 'demo.slow',
+    payload: { sleep_seconds: 60 },
+    available_at: new Date(Date.now() + 3_600_000).toISOString(),
+  });
+  await page.goto('/');
+  const stats = page.getByRole('list', { name: 'Queue statistics' });
+  const card = (label: string) =>
+    stats.locator('li').filter({ has: page.locator('.stat__label', { hasText: new RegExp(`^${label}$`) }) });
+  await expect(card('Scheduled').locator('.stat__value')).toHaveText('1');
+  await expect(card('Queued').locator('.stat__value')).toHaveText('0', { timeout: 30_000 });
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'overview.png'), fullPage: true });
+  await request.post(`${API}/jobs/${later}/cancel/`);
+  await page.goto(`/jobs/${later}`);
+  await expect(page.getByText('Cancelled before it ran.')).toBeVisible();
+  await expect(page.locator('dt', { hasText: /^Available$/ })).toHaveCount(0);
+
+  // A running job cancelled: an attempt that ended cancelled.
+  const running = await createViaApi(request, { type: 'demo.slow', payload: { sleep_seconds: 60 } });
+  await expect.poll(() => jobStatus(request, running), { timeout: 30_000 }).toBe('running');
+  await request.post(`${API}/jobs/${running}/cancel/`);
+  // A job that outlives its own 2 s timeout, once.
+  const timedOut = await createViaApi(request, {
+    type: 'demo.timeout',
+    payload: { sleep_seconds: 30 },
+    timeout_seconds: 2,
+    max_attempts: 1,
+  });
+  await page.goto(`/jobs/${timedOut}`);
+  await expect(page.locator('dd').filter({ hasText: '2 s (set on the job)' })).toBeVisible();
+  for (const id of [running, timedOut]) {
+    await expect.poll(() => jobStatus(request, id), { timeout: 30_000 }).not.toMatch(/queued|running/);
+  }
+  await expect(page.getByRole('table', { name: 'Attempts' }).locator('tr[data-outcome="timed_out"]')).toHaveCount(1, {
+    timeout: 10_000,
+  });
+
+  const slow = (await typeCounts(request, 'demo.slow'))!;
+  const timeout = (await typeCounts(request, 'demo.timeout'))!;
+  expect(slow.cancelled_queued).toBeGreaterThanOrEqual(1);
+  expect(slow.cancelled).toBeGreaterThanOrEqual(1);
+  expect(timeout.timed_out).toBeGreaterThanOrEqual(1);
+
+  await page.goto('/job-types');
+  const table = page.getByRole('table');
+  const timeoutRow = table.locator('tr[data-type="demo.timeout"]');
+  await expect(timeoutRow).toContainText(`${timeout.timed_out} timed out`);
+  const slowRow = table.locator('tr[data-type="demo.slow"]');
+  await expect(slowRow.locator('[data-cancelled]')).toHaveAttribute('data-cancelled', String(slow.cancelled));
+  await expect(slowRow.locator('[data-cancelled]')).toContainText(`+${slow.cancelled_queued} before running`);
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'job-types.png'), fullPage: true });
+});
+
+test('jobs created in bulk from the Create page, listed with Started and Duration and sorted by a column', async ({
+  page,
+}) => {
+  await page.goto('/create');
+  await page.getByLabel('Type').selectOption('demo.success');
+  await page.getByLabel('Payload').fill(JSON.stringify({ sleep_seconds: 0.2 }));
+  await page.getByLabel('How many').fill('5');
+  await page.getByRole('button', { name: 'Create 5 jobs' }).click();
+  await expect(page.getByRole('status').filter({ hasText: 'Created 5 jobs' })).toBeVisible();
+  await page.getByRole('link', { name: 'see demo.success jobs' }).click();
+  await expect(page).toHaveURL(/\/jobs\?type=demo\.success$/);
+
+  const table = page.getByRole('table');
+  await table.getByRole('button', { name: /^Started/ }).click();
+  await expect(page).toHaveURL(/ordering=-started_at/);
+  await expect(table.getByRole('columnheader', { name: /^Started/ })).toHaveAttribute('aria-sort', 'descending');
+  const rows = page.locator('tbody tr[data-job-id]');
+  // Every row finished: each shows when it started and how long it ran, newest start first.
+  await expect
+    .poll(() => rows.locator('[data-status]').evaluateAll((els) => els.map((e) => e.getAttribute('data-status'))), {
+      timeout: 30_000,
+    })
+    .not.toContain('queued');
+  const started = await rows.evaluateAll((trs) =>
+    trs.map((tr) => tr.querySelectorAll('td')[9]?.querySelector('time')?.getAttribute('datetime') ?? ''),
+  );
+  const times = started.filter((t) => t !== '').map((t) => Date.parse(t));
+  expect(times.length).toBeGreaterThanOrEqual(5);
+  expect(times).toEqual([...times].sort((a, b) => b - a));
+  await expect(rows.first().locator('td').nth(10)).toHaveText(/^\d+s$/);
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'jobs.png'), fullPage: true });
+});
+
 test('every time on the pages says its zone', async ({ page, request }) => {
   const id = await createViaApi(request, { type: 'demo.fail', max_attempts: 1 });
   await expect.poll(() => jobStatus(request, id), { timeout: 30_000 }).toBe('failed');
