@@ -236,7 +236,7 @@ test('jobs created in bulk from the Create page, listed with Started and Duratio
   const times = started.filter((t) => t !== '').map((t) => Date.parse(t));
   expect(times.length).toBeGreaterThanOrEqual(5);
   expect(times).toEqual([...times].sort((a, b) => b - a));
-  await expect(rows.first().locator('td').nth(10)).toHaveText(/^\d+s$/);
+  await expect(rows.first().locator('td').nth(10)).toHaveText(/^\d+(\.\d)? m?s$/);
   await page.screenshot({ path: path.join(SCREENSHOTS, 'jobs.png'), fullPage: true });
 });
 

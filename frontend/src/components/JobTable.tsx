@@ -1,7 +1,7 @@
 import { Link } from 'react-router';
 import { isLive, type JobListItem, type JobOrderingField } from '../api/types';
 import type { JobSort } from '../lib/ordering';
-import { formatDuration } from '../lib/time';
+import { formatMs } from '../lib/attempts';
 import { useNow } from '../lib/useNow';
 import { RelativeTime } from './RelativeTime';
 import { StatusBadge } from './StatusBadge';
@@ -11,9 +11,9 @@ function Duration({ job }: { job: JobListItem }) {
   const now = useNow();
   if (!job.started_at) return <span className="muted">—</span>;
   const start = Date.parse(job.started_at);
-  if (job.status === 'running') return <span title="so far">{formatDuration(now - start)}</span>;
+  if (job.status === 'running') return <span title="so far">{formatMs(now - start)}</span>;
   if (!job.finished_at) return <span className="muted">—</span>;
-  return <>{formatDuration(Date.parse(job.finished_at) - start)}</>;
+  return <>{formatMs(Date.parse(job.finished_at) - start)}</>;
 }
 
 /** A column header that sorts the list by `field` (the API's `ordering`), or plain text without `onSort`. */

@@ -30,6 +30,7 @@ describe('describeTimeout', () => {
     expect(describeTimeout(10, 'type')).toBe('10 s (the job type’s default)');
     expect(describeTimeout(null, 'worker')).toBe('no limit (the worker’s default)');
     expect(describeTimeout(30, 'job')).toBe('30 s (set on the job)');
+    expect(describeTimeout(null, null)).toBe('no limit (none set on the job, its type or the worker)');
   });
 
   it('is null when the API does not say', () => {

@@ -61,6 +61,7 @@ const SOURCE_LABELS: Record<TimeoutSource, string> = {
 /** "10 s (the job type’s default)", "no limit (the worker’s default)", or null when the API does not say. */
 export function describeTimeout(seconds: number | null | undefined, source: TimeoutSource | null | undefined): string | null {
   if (seconds === undefined && source === undefined) return null;
+  if (!source) return 'no limit (none set on the job, its type or the worker)';
   const value = seconds === null || seconds === undefined || seconds <= 0 ? 'no limit' : `${seconds} s`;
-  return source ? `${value} (${SOURCE_LABELS[source]})` : value;
+  return `${value} (${SOURCE_LABELS[source]})`;
 }
