@@ -60,7 +60,7 @@ describe('Events page', () => {
     await userEvent.type(jobInput, 'a2');
     await waitFor(() => expect(seen.at(-1)).toMatchObject({ type: 'failed', job_id: '8421aca2' }));
     await userEvent.clear(jobInput);
-    await userEvent.type(jobInput, JOB_ID);
+    await userEvent.paste(JOB_ID);
     await waitFor(() => expect(seen.at(-1)).toMatchObject({ type: 'failed', job_id: JOB_ID }));
     expect(seen.some((p) => p.job_id === '8421ac')).toBe(false);
   });

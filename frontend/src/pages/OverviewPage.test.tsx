@@ -39,7 +39,7 @@ describe('Overview page', () => {
     expect(within(card('Cancelled')).getByRole('link')).toHaveAttribute('href', '/jobs?status=cancelled');
     expect(card('Overdue running')).toHaveTextContent('1');
     expect(card('Retries pending')).toHaveTextContent('3');
-    expect(card('Backlog age')).toHaveTextContent(/2m 0[4-6]s/);
+    expect(card('Backlog age')).toHaveTextContent(/2m \d\ds/);
     expect(within(card('Failed')).getByRole('link')).toHaveAttribute('href', '/jobs?status=failed');
 
     expect(await screen.findAllByTestId('throughput-bar')).toHaveLength(2);
