@@ -353,7 +353,10 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Job Queue API",
     "DESCRIPTION": (
         "PostgreSQL-backed background job queue: create, list, inspect and retry jobs, "
-        "follow their event timelines and queue statistics."
+        "follow their event timelines and queue statistics.\n\n"
+        f"**Times** are ISO 8601 in the server's `TIME_ZONE`, `{TIME_ZONE}` here, with its "
+        "UTC offset (`Z` for UTC): every date-time field, and the times inside event `data` "
+        "(`available_at`, `locked_until`), read the same way."
     ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,

@@ -8,7 +8,9 @@ the one write (retry) goes through ``services.retry_job`` like the API. Events a
 append-only log, so they cannot be added, changed or deleted either.
 """
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib import admin, messages
@@ -16,6 +18,7 @@ from django.contrib.admin import helpers
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
+from django.utils import timezone
 
 # unfold's classes and decorators extend Django's and take the same options used here.
 if TYPE_CHECKING or "unfold" in settings.INSTALLED_APPS:
@@ -27,10 +30,58 @@ else:
 from . import services
 from .models import Job, JobEvent, JobStatus
 
+
+def zoned(value: datetime | None) -> str:
+    """A time as the admin shows it: in the current time zone (``TIME_ZONE``), with its
+    offset and name, so nobody has to guess which clock it is on."""
+    if value is None:
+        return "-"
+    local = timezone.localtime(value)
+    return (
+        f"{local.isoformat(sep=' ', timespec='seconds')} ({timezone.get_current_timezone_name()})"
+    )
+
+
+def zoned_field(name: str) -> Callable[[Any, Any], str]:
+    """A read-only admin column or field showing the datetime ``name`` with ``zoned``."""
+    field = Job._meta.get_field(name) if name != "event_created_at" else None
+    label = str(getattr(field, "verbose_name", "created at"))
+
+    @display(description=label[:1].upper() + label[1:], ordering=name.removeprefix("event_"))
+    def show(admin: Any, obj: Any) -> str:
+        return zoned(getattr(obj, name.removeprefix("event_")))
+
+    show.__name__ = f"{name}_zoned"
+    return show
+
+
+def _zoned_names(names: tuple[str, ...], datetimes: set[str]) -> tuple[str, ...]:
+    return tuple(f"{name}_zoned" if name in datetimes else name for name in names)
+
+
 # Tuples, not lists: the admin options are typed as sequences of names, and a tuple of
-# names fits them where a list[str] would not (lists are invariant).
-JOB_FIELDS = tuple(field.name for field in Job._meta.concrete_fields)
-EVENT_FIELDS = ("id", "job", "type", "attempt", "worker_id", "message", "data", "created_at")
+# names fits them where a list[str] would not (lists are invariant). Every datetime is
+# shown through its *_zoned field (see zoned).
+JOB_DATETIMES = {
+    field.name
+    for field in Job._meta.concrete_fields
+    if field.get_internal_type() == "DateTimeField"
+}
+JOB_FIELDS = _zoned_names(tuple(field.name for field in Job._meta.concrete_fields), JOB_DATETIMES)
+EVENT_FIELDS = ("id", "job", "type", "attempt", "worker_id", "message", "data", "created_at_zoned")
+
+
+class ZonedEventTimes:
+    created_at_zoned = zoned_field("event_created_at")
+
+
+class ZonedJobTimes:
+    available_at_zoned = zoned_field("available_at")
+    locked_until_zoned = zoned_field("locked_until")
+    created_at_zoned = zoned_field("created_at")
+    updated_at_zoned = zoned_field("updated_at")
+    finished_at_zoned = zoned_field("finished_at")
+    cancel_requested_at_zoned = zoned_field("cancel_requested_at")
 
 
 class ReadOnlyAdminMixin:
@@ -44,7 +95,7 @@ class ReadOnlyAdminMixin:
         return False
 
 
-class JobEventInline(ReadOnlyAdminMixin, TabularInline):
+class JobEventInline(ZonedEventTimes, ReadOnlyAdminMixin, TabularInline):
     model = JobEvent
     # Every event column but the job: the inline sits on that job's page.
     fields = readonly_fields = tuple(name for name in EVENT_FIELDS if name != "job")
@@ -56,7 +107,7 @@ class JobEventInline(ReadOnlyAdminMixin, TabularInline):
 
 
 @admin.register(Job)
-class JobAdmin(ReadOnlyAdminMixin, ModelAdmin):
+class JobAdmin(ZonedJobTimes, ReadOnlyAdminMixin, ModelAdmin):
     list_display = [
         "id",
         "status",
@@ -64,9 +115,9 @@ class JobAdmin(ReadOnlyAdminMixin, ModelAdmin):
         "queue",
         "priority",
         "attempts_of_max",
-        "available_at",
+        "available_at_zoned",
         "locked_by",
-        "finished_at",
+        "finished_at_zoned",
     ]
     list_filter = ["status", "queue", "type"]
     # Metadata as text: a request id (or any value a client attached) finds its jobs.
@@ -167,8 +218,8 @@ class JobAdmin(ReadOnlyAdminMixin, ModelAdmin):
 
 
 @admin.register(JobEvent)
-class JobEventAdmin(ReadOnlyAdminMixin, ModelAdmin):
-    list_display = ["id", "job_id", "type", "attempt", "worker_id", "message", "created_at"]
+class JobEventAdmin(ZonedEventTimes, ReadOnlyAdminMixin, ModelAdmin):
+    list_display = ["id", "job_id", "type", "attempt", "worker_id", "message", "created_at_zoned"]
     list_filter = ["type"]
     search_fields = ["=job__id", "worker_id", "message"]
     ordering = ["-id"]

@@ -154,8 +154,10 @@ def read_schema[V: type[SelectorView]](operation_id: str, tag: str) -> Callable[
 API_INDEX_SCHEMA = OpenApiResponse(
     {
         "type": "object",
-        "additionalProperties": {"type": "string", "format": "uri"},
-        "description": "Each endpoint's route name and absolute URL ({id}: a job's id).",
+        # URI templates ({id}), so no "format": "uri".
+        "additionalProperties": {"type": "string"},
+        "description": "Each endpoint's route name and absolute URL, a URI template where "
+        "it takes a job's id ({id}).",
     },
     description="The API's entry points.",
 )

@@ -221,3 +221,20 @@ def test_cancel_action_asks_then_cancels_queued_and_asks_running_jobs_to_stop(ad
     assert fresh(queued).status == Job.Status.CANCELLED
     assert fresh(running).cancel_requested_at is not None
     assert fresh(done).status == Job.Status.SUCCEEDED
+
+
+def test_every_time_in_the_admin_says_its_zone(admin_client, settings):
+    job = failed_job()
+    zone = f"+03:30 ({settings.TIME_ZONE})" if settings.TIME_ZONE == "Asia/Tehran" else ""
+    pages = {
+        "job list": "/admin/jobs/job/",
+        "job page": f"/admin/jobs/job/{job.pk}/change/",
+        "event list": "/admin/jobs/jobevent/",
+    }
+    for name, path in pages.items():
+        page = admin_client.get(path).content.decode()
+        assert f"({settings.TIME_ZONE})" in page, name
+        assert zone in page, name
+    job_page = admin_client.get(pages["job page"]).content.decode()
+    # created, updated, finished and available at, and each event's time: all zoned.
+    assert job_page.count(f"({settings.TIME_ZONE})") >= 4 + 3
