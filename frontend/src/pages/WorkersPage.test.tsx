@@ -21,7 +21,7 @@ describe('Workers page', () => {
     renderApp('/workers');
     const box = await screen.findByRole('region', { name: 'box · pid 4242' });
     expect(screen.getByRole('region', { name: 'other · pid 7' })).toHaveTextContent('0 of 1 threads busy');
-    expect(box).toHaveTextContent('1 of 2 threads busy · 0 finished · queue reports');
+    expect(box).toHaveTextContent('1 of 2 threads busy · 0 attempts finished in 15 min · queue reports');
 
     const rows = within(box).getAllByRole('row').slice(1);
     expect(rows.map((row) => within(row).getByRole('rowheader').textContent)).toEqual(['thread 1', 'thread 2']);

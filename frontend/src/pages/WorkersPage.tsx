@@ -5,7 +5,7 @@ import { RelativeTime } from '../components/RelativeTime';
 import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
 import { describeQueues, describeThreads, orderThreads, processTitle, threadLabel } from '../lib/workers';
 
-function ProcessPanel({ process }: { process: LiveWorkerProcess }) {
+function ProcessPanel({ process, minutes }: { process: LiveWorkerProcess; minutes: number }) {
   const title = processTitle(process);
   const headingId = `process-${process.worker_id.replace(/[^A-Za-z0-9_-]/g, '-')}`;
   return (
@@ -15,7 +15,8 @@ function ProcessPanel({ process }: { process: LiveWorkerProcess }) {
           {title}
         </h2>
         <p className="muted">
-          {describeThreads(process)} · {process.finished} finished · {describeQueues(process.queues)} · started{' '}
+          {describeThreads(process)} · {process.finished} attempts finished in {minutes} min ·{' '}
+          {describeQueues(process.queues)} · started{' '}
           <RelativeTime value={process.started_at} /> · last checked in <RelativeTime value={process.last_seen_at} />{' '}
           (every {Number(process.heartbeat_interval_seconds.toFixed(1))} s)
         </p>
@@ -83,7 +84,9 @@ export function WorkersPage() {
           {workers.data.processes.length === 0 ? (
             <Empty>No worker is running. Start one with manage.py run_job_workers.</Empty>
           ) : (
-            workers.data.processes.map((process) => <ProcessPanel key={process.worker_id} process={process} />)
+            workers.data.processes.map((process) => (
+              <ProcessPanel key={process.worker_id} process={process} minutes={workers.data.minutes} />
+            ))
           )}
         </>
       ) : null}
