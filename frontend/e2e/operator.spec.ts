@@ -243,6 +243,7 @@ test('jobs created in bulk from the Create page, listed with Started and Duratio
 test('every time on the pages says its zone', async ({ page, request }) => {
   const id = await createViaApi(request, { type: 'demo.fail', max_attempts: 1 });
   await expect.poll(() => jobStatus(request, id), { timeout: 30_000 }).toBe('failed');
+  let checked = 0;
   for (const route of ['/', '/jobs', '/job-types', '/workers', '/events', `/jobs/${id}`]) {
     await openPaused(page, route);
     await expect(page.locator('h1')).toBeVisible();
@@ -257,8 +258,11 @@ test('every time on the pages says its zone', async ({ page, request }) => {
       const relative = /(ago|^in \S+|just now|^\d+[dhms]( \d+[hms])?)$/.test(text);
       const zoned = /\d\d:\d\d(:\d\d)? \S+$/.test(text);
       expect(relative || zoned, `${route}: “${text}” says its zone`).toBe(true);
+      checked += 1;
     }
   }
+  // Lists, feed, workers and the job page hold dozens: none of them went unread.
+  expect(checked).toBeGreaterThan(20);
   await page.goto('/');
   await expect(page.locator('[data-zone]')).toContainText(/times in \S+/);
 });
