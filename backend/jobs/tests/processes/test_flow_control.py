@@ -8,6 +8,7 @@ Every worker is ``manage.py run_job_workers`` (``WorkerProcess``) with the handl
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -74,7 +75,7 @@ def ticks_of(name: str) -> list[datetime]:
 
 
 def contiguous(ticks: list[datetime]) -> bool:
-    return all(b - a == timedelta(seconds=1) for a, b in zip(ticks, ticks[1:], strict=False))
+    return all(b - a == timedelta(seconds=1) for a, b in itertools.pairwise(ticks))
 
 
 SCHEDULES = {
@@ -102,7 +103,7 @@ def test_three_processes_enqueue_one_job_per_tick_and_the_missed_policy_holds(st
         assert len(resumed) >= 3 and contiguous(resumed), (name, resumed)
     gap = {
         name: (
-            [tick for tick in after[name] if tick > before[name][-1]][0] - before[name][-1]
+            next(tick for tick in after[name] if tick > before[name][-1]) - before[name][-1]
         ).total_seconds()
         - 1
         for name in SCHEDULES
