@@ -44,6 +44,8 @@ export function makeJob(overrides: Partial<Job> = {}): Job {
     timeout_seconds: null,
     cancel_requested_at: null,
     metadata: {},
+    unique_key: null,
+    concurrency_key: null,
     ...overrides,
   };
 }
