@@ -22,6 +22,8 @@ from .activity import render as render_activity
 from .bulk import BulkEnqueue
 from .common import JOB_TYPE, REPO_DIR, IndexSize, TableSize, load_average, ratio
 from .enqueue import PRODUCTION_LABEL, EnqueueResult
+from .flowcontrol import FlowControlResult
+from .flowcontrol import render as render_flow_control
 from .goals import NOT_RUN, Goal
 from .pgbouncer import PgBouncerResult
 from .pgbouncer import render as render_pgbouncer
@@ -76,6 +78,7 @@ class Results:
     wakeup: WakeupResult | None = None
     pgbouncer: PgBouncerResult | None = None
     tracing: TracingResult | None = None
+    flowcontrol: FlowControlResult | None = None
     targets: list[Target] = field(default_factory=list)
     goals: list[Goal] = field(default_factory=list)
 
@@ -855,6 +858,8 @@ def render(results: Results) -> str:
         out += render_pgbouncer(results.pgbouncer)
     if results.tracing:
         out += render_tracing(results.tracing)
+    if results.flowcontrol:
+        out += render_flow_control(results.flowcontrol)
     if results.targets:
         out += ["", "Other targets"]
         for target in results.targets:

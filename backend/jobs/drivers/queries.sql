@@ -42,16 +42,20 @@ WITH new AS (
     SELECT * FROM jsonb_to_recordset(:jobs::jsonb) AS new(
         position integer, id uuid, type text, payload jsonb, priority smallint,
         available_at timestamptz, max_attempts integer, idempotency_key text, queue text,
-        timeout_seconds integer, event_data jsonb, metadata jsonb)
+        timeout_seconds integer, event_data jsonb, metadata jsonb, unique_key text,
+        concurrency_key text)
 ), inserted AS (
     INSERT INTO jobs_job (id, type, payload, status, priority, available_at, attempts,
         max_attempts, idempotency_key, last_error, created_at, updated_at, queue,
-        timeout_seconds, metadata)
+        timeout_seconds, metadata, unique_key, concurrency_key)
     SELECT id, type, payload, 'queued', priority, available_at, 0, max_attempts,
-        idempotency_key, '', :now, :now, queue, timeout_seconds, metadata
+        idempotency_key, '', :now, :now, queue, timeout_seconds, metadata, unique_key,
+        concurrency_key
     -- Keys in one order: concurrent batches sharing keys wait instead of deadlocking.
-    FROM new ORDER BY idempotency_key, position
-    ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    FROM new ORDER BY idempotency_key, unique_key, position
+    -- No conflict target: both job_idempotency_key_unique and job_unique_key_active
+    -- (queued or running jobs only) are arbiters.
+    ON CONFLICT DO NOTHING
     RETURNING *
 ), event AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, message, data, created_at, job_type)
@@ -64,7 +68,14 @@ WITH new AS (
 )
 SELECT true AS created, inserted.* FROM inserted, (SELECT count(*) FROM notified) AS sent
 UNION ALL
-SELECT false, job.* FROM new JOIN jobs_job AS job ON job.idempotency_key = new.idempotency_key
+SELECT false, job.* FROM new CROSS JOIN LATERAL (
+    -- The job of the idempotency key first; else the active job holding the unique key.
+    (SELECT * FROM jobs_job AS job WHERE job.idempotency_key = new.idempotency_key)
+    UNION ALL
+    (SELECT * FROM jobs_job AS job WHERE job.unique_key = new.unique_key
+        AND job.status IN ('queued', 'running'))
+    LIMIT 1
+) AS job
 WHERE NOT EXISTS (SELECT 1 FROM inserted WHERE inserted.id = new.id);
 
 -- name: complete_and_claim
@@ -98,9 +109,22 @@ WITH RECURSIVE completed AS (
         :completed_data::jsonb, :now, ended.type, claim.wait_ms, claim.run_ms
     FROM completed AS ended
     {ended_attempt_timing}
+), completed_slot AS (
+    -- The queue slot the completed attempt held, if any, is free again.
+    UPDATE jobs_queueslot SET job_id = NULL WHERE job_id IN (SELECT id FROM completed)
+), gate AS MATERIALIZED (
+    -- Flow control (issue 24), one probe of the primary key of jobs_queuesettings (a queue
+    -- without a row has no control): a paused queue is not claimed from; a queue with a
+    -- rate limit is claimed from by the gated claim (postgres.py), under a lock on its row;
+    -- a queue with a concurrency limit is claimed from here, with a free slot.
+    SELECT bool_or(settings.paused_at IS NOT NULL) AS paused,
+        bool_or(settings.rate_limit IS NOT NULL) AS gated,
+        max(settings.concurrency_limit) AS slots
+    FROM jobs_queuesettings AS settings WHERE settings.name = :queue
 ), level AS (
     (SELECT priority FROM jobs_job
         WHERE status = 'queued' AND queue = :queue
+            AND NOT (SELECT coalesce(paused OR gated, false) FROM gate)
         ORDER BY priority DESC LIMIT 1)
     UNION ALL
     SELECT (SELECT job.priority FROM jobs_job AS job
@@ -109,8 +133,8 @@ WITH RECURSIVE completed AS (
             ORDER BY job.priority DESC LIMIT 1)
     FROM level WHERE level.priority IS NOT NULL
 ), candidate AS MATERIALIZED (
-    SELECT due.id FROM level CROSS JOIN LATERAL (
-        SELECT id FROM jobs_job
+    SELECT due.id, due.concurrency_key FROM level CROSS JOIN LATERAL (
+        SELECT id, concurrency_key FROM jobs_job
         WHERE status = 'queued' AND queue = :queue AND priority = level.priority
             AND available_at <= :now AND attempts < max_attempts
         ORDER BY available_at, created_at, id
@@ -118,13 +142,35 @@ WITH RECURSIVE completed AS (
         FOR UPDATE SKIP LOCKED
     ) AS due
     LIMIT 1
+), slot AS MATERIALIZED (
+    -- A claim from a limited queue holds one of its concurrency_limit slots: a free one at a
+    -- position within the limit, skipping slots other claimers hold (so they never wait
+    -- on each other). A slot taken meanwhile fails the recheck of job_id IS NULL and is
+    -- skipped too. While slots above a lowered limit are still held, none is free.
+    SELECT free.id FROM jobs_queueslot AS free
+    WHERE (SELECT slots FROM gate) IS NOT NULL AND EXISTS (SELECT 1 FROM candidate)
+        AND free.queue = :queue AND free.job_id IS NULL
+        AND free.position <= (SELECT slots FROM gate)
+        AND NOT EXISTS (
+            SELECT 1 FROM jobs_queueslot AS held
+            WHERE held.queue = :queue AND held.position > (SELECT slots FROM gate)
+                AND held.job_id IS NOT NULL)
+    ORDER BY free.position
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
 ), claimed AS (
     UPDATE jobs_job AS job
     SET status = 'running', attempts = job.attempts + 1, locked_by = :worker_id,
         locked_until = :locked_until, last_error = '', result = NULL, updated_at = :now
     FROM candidate
-    WHERE job.id = candidate.id
+    -- A job with a concurrency_key, while key limits exist, goes to the gated claim.
+    WHERE job.id = candidate.id AND (candidate.concurrency_key IS NULL
+            OR NOT (:keys_limited OR EXISTS (SELECT 1 FROM jobs_concurrencykeylimit)))
+        AND ((SELECT slots FROM gate) IS NULL OR EXISTS (SELECT 1 FROM slot))
     RETURNING job.*
+), slot_taken AS (
+    UPDATE jobs_queueslot AS taken SET job_id = claimed.id
+    FROM slot, claimed WHERE taken.id = slot.id
 ), claimed_event AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
         job_type, wait_ms)
@@ -135,7 +181,15 @@ WITH RECURSIVE completed AS (
 )
 SELECT 'completed' AS part, * FROM completed
 UNION ALL
-SELECT 'claimed', * FROM claimed;
+SELECT 'claimed', * FROM claimed
+UNION ALL
+-- A gated row (its columns NULL): the claim is for the gated claim to make.
+SELECT 'gated', job.* FROM (SELECT 1) AS one LEFT JOIN jobs_job AS job ON false
+-- Also when a candidate was found but not claimed: its key may be limited, or every slot
+-- of a limited queue looked held to the snapshot of this statement (the completion above may
+-- have just freed one): the gated claim looks again with a fresh one.
+WHERE (SELECT coalesce(gated AND NOT paused, false) FROM gate) OR EXISTS (
+    SELECT 1 FROM candidate WHERE NOT EXISTS (SELECT 1 FROM claimed));
 
 -- name: complete_and_claim_call
 -- complete_and_claim through the PL/pgSQL function of migration 0005, whose body is that
@@ -144,7 +198,12 @@ SELECT 'claimed', * FROM claimed;
 SELECT * FROM jobs_complete_and_claim(:id::uuid, :attempts::integer, :result_json::text,
     :completed_message::text, :completed_data::text, :worker_id::text, :queue::text,
     :locked_until::timestamptz, :claimed_message::text, :claimed_data::text,
-    :now::timestamptz);
+    :now::timestamptz, :keys_limited::boolean);
+
+-- name: wake
+-- Wakes idle workers of :queue on commit, as create_jobs' notification does (a queue
+-- resumed or given room by a new limit).
+SELECT pg_notify(:channel, :queue);
 
 -- name: active_queues
 -- The queues that have queued jobs: a loose index scan over job_claim_idx's first column,
@@ -230,6 +289,9 @@ WITH failed AS (
         :now, ended.type, claim.wait_ms, claim.run_ms
     FROM failed AS ended
     {ended_attempt_timing}
+), slot AS (
+    -- The queue slot the attempt held, if any, is free again.
+    UPDATE jobs_queueslot SET job_id = NULL WHERE job_id IN (SELECT id FROM failed)
 )
 SELECT * FROM failed;
 
@@ -309,6 +371,9 @@ WITH release AS (
     FROM release
     WHERE job.id = release.id AND job.status = 'running'
     RETURNING job.id, job.type, job.attempts
+), slot AS (
+    -- The queue slots the released attempts held, if any, are free again.
+    UPDATE jobs_queueslot SET job_id = NULL WHERE job_id IN (SELECT id FROM released)
 )
 INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
     job_type, wait_ms, run_ms)
@@ -386,3 +451,95 @@ FROM changed;
 
 -- name: jobs_by_idempotency_keys
 SELECT * FROM jobs_job WHERE idempotency_key = ANY(:keys::text[]);
+
+-- name: active_jobs_by_unique_keys
+-- The queued or running job holding each of :keys (job_unique_key_active: one at most).
+SELECT * FROM jobs_job
+WHERE unique_key = ANY(:keys::text[]) AND status IN ('queued', 'running');
+
+-- name: gate_lock
+-- The gated claim's first statement (a transaction of its own): lock the queue's settings
+-- row, so claimers of a paused or limited queue take turns; what they then count (each
+-- next statement has a fresh snapshot) includes every claim committed before them. The
+-- database's clock after the lock is the claim's time, so rate windows are measured on
+-- one clock whichever host claims.
+SELECT paused_at IS NOT NULL, concurrency_limit, rate_limit, rate_period_seconds,
+    rate_window::text, clock_timestamp()
+FROM jobs_queuesettings WHERE name = :queue
+FOR UPDATE;
+
+-- name: clock
+SELECT clock_timestamp();
+
+-- name: key_lock
+-- Claimers of jobs with one concurrency_key take turns, whatever their queue (released
+-- at commit).
+SELECT pg_advisory_xact_lock(hashtextextended('jobs.concurrency_key:' || :key, 0));
+
+-- name: running_with_key
+-- Served by job_running_key_idx.
+SELECT count(*) FROM jobs_job WHERE status = 'running' AND concurrency_key = :key;
+
+-- name: key_limits
+SELECT pattern, "limit" FROM jobs_concurrencykeylimit;
+
+-- name: gated_candidate
+-- complete_and_claim's candidate (the same loose scan over job_claim_idx), without the
+-- jobs whose concurrency_key is at its limit (:blocked), locked for this transaction.
+WITH RECURSIVE level AS (
+    (SELECT priority FROM jobs_job
+        WHERE status = 'queued' AND queue = :queue
+        ORDER BY priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT job.priority FROM jobs_job AS job
+            WHERE job.status = 'queued' AND job.queue = :queue
+                AND job.priority < level.priority
+            ORDER BY job.priority DESC LIMIT 1)
+    FROM level WHERE level.priority IS NOT NULL
+)
+SELECT due.id, due.concurrency_key FROM level CROSS JOIN LATERAL (
+    SELECT id, concurrency_key FROM jobs_job
+    WHERE status = 'queued' AND queue = :queue AND priority = level.priority
+        AND available_at <= :now AND attempts < max_attempts
+        AND (concurrency_key IS NULL OR NOT concurrency_key = ANY(:blocked::text[]))
+    ORDER BY available_at, created_at, id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+) AS due
+LIMIT 1;
+
+-- name: claim_by_id
+-- The gated claim's last statement: the candidate it locked becomes running under a
+-- lease, with its claimed event (as complete_and_claim's claimed half).
+WITH claimed AS (
+    UPDATE jobs_job AS job
+    SET status = 'running', attempts = job.attempts + 1, locked_by = :worker_id,
+        locked_until = :locked_until, last_error = '', result = NULL, updated_at = :now
+    WHERE job.id = :id AND job.status = 'queued'
+    RETURNING job.*
+), claimed_event AS (
+    INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
+        job_type, wait_ms)
+    SELECT id, 'claimed', attempts, locked_by, :claimed_message, :claimed_data::jsonb, :now,
+        type, GREATEST(floor(EXTRACT(EPOCH FROM
+            :now - GREATEST(available_at, created_at)) * 1000), 0)::bigint
+    FROM claimed
+)
+SELECT * FROM claimed;
+
+-- name: take_slot
+-- The gated claim's slot (as complete_and_claim's `slot`), locked for this transaction.
+SELECT free.id FROM jobs_queueslot AS free
+WHERE free.queue = :queue AND free.job_id IS NULL AND free.position <= :slots
+    AND NOT EXISTS (
+        SELECT 1 FROM jobs_queueslot AS held
+        WHERE held.queue = :queue AND held.position > :slots AND held.job_id IS NOT NULL)
+ORDER BY free.position
+LIMIT 1
+FOR UPDATE SKIP LOCKED;
+
+-- name: hold_slot
+UPDATE jobs_queueslot SET job_id = :job_id WHERE id = :slot;
+
+-- name: store_rate_window
+UPDATE jobs_queuesettings SET rate_window = :window::jsonb WHERE name = :queue;

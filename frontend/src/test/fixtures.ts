@@ -47,6 +47,8 @@ export function makeJob(overrides: Partial<JobListItem> = {}): JobListItem {
     cancel_requested_at: null,
     metadata: {},
     started_at: null,
+    unique_key: null,
+    concurrency_key: null,
     ...overrides,
   };
 }

@@ -31,6 +31,8 @@ def test_job_row_fields_are_the_table_columns_in_order():
 
 def test_queries_sql_names_only_model_tables_statuses_and_event_types():
     tables = {Job._meta.db_table, JobEvent._meta.db_table, "pg_class", "pg_stats"}
+    # Flow control's tables (issue 24).
+    tables |= {"jobs_queuesettings", "jobs_queueslot", "jobs_concurrencykeylimit"}
     # Besides statuses and event types: the empty error, the manual_retry data keys and
     # complete_and_claim's labels for its two halves.
     values = (
@@ -39,6 +41,8 @@ def test_queries_sql_names_only_model_tables_statuses_and_event_types():
         | {"", "previous_status", "previous_attempts", "previous_error", "completed"}
     )
     values |= {"status", "jobs_job"}  # status_estimate names the column and the table
+    # complete_and_claim's third label (issue 24) and the key lock's namespace.
+    values |= {"gated", "jobs.concurrency_key:"}
     for query in QUERIES.values():
         text = query.text
         for table in re.findall(r"\b(?:FROM|INTO|UPDATE|JOIN)\s+([a-z_]+)\b(?!\s*\()", text):
@@ -276,7 +280,7 @@ def test_the_complete_and_claim_function_runs_the_statement_as_written():
     assert installed == sql.plpgsql_body(QUERIES["complete_and_claim"])
     # The text of the migration that last made it is what plpgsql_function writes for
     # these arguments.
-    create = import_module("jobs.migrations.0006_job_metadata").CREATE
+    create = import_module("jobs.migrations.0008_flow_control").CREATE
     columns = re.search(r"RETURNS TABLE \((.*)\)\n", create)
     assert columns is not None
     assert create.strip() == sql.plpgsql_function(

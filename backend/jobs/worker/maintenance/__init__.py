@@ -6,6 +6,7 @@ that must not wait for a free worker thread. Each duty is a small part of its ow
 * ``timeouts.TimeoutEnforcer``: ends attempts past their deadline, replaces their threads;
 * ``rescuer.LeaseRescuer``: takes back the jobs of processes that died (expired leases);
 * ``presence.Presence``: says the process is alive, every half heartbeat interval.
+* ``scheduler.ScheduleTicker``: enqueues the due ticks of ``JOB_SCHEDULES`` (issue 24).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ..recovery import (
 from .heartbeat import Heartbeat
 from .presence import Presence
 from .rescuer import LeaseRescuer
+from .scheduler import TICK_CHECK_SECONDS, ScheduleTicker
 from .timeouts import TimeoutEnforcer
 
 if TYPE_CHECKING:
@@ -36,7 +38,14 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("jobs.worker")
 
-__all__ = ["Heartbeat", "LeaseRescuer", "Maintenance", "Presence", "TimeoutEnforcer"]
+__all__ = [
+    "Heartbeat",
+    "LeaseRescuer",
+    "Maintenance",
+    "Presence",
+    "ScheduleTicker",
+    "TimeoutEnforcer",
+]
 
 
 class Maintenance(threading.Thread):
@@ -68,6 +77,7 @@ class Maintenance(threading.Thread):
             heartbeat_interval_seconds=config.heartbeat_interval_seconds,
             threads=threads,
         )
+        self.ticker = ScheduleTicker(worker_id=self.worker_id)
         self.finished = threading.Event()  # the runner sets it once no attempt is left
         self.first_pass = threading.Event()  # set after the first loop, done or failed
 
@@ -77,6 +87,8 @@ class Maintenance(threading.Thread):
         next_beat = now + self.config.heartbeat_interval_seconds
         next_cleanup = now
         next_presence = now
+        ticking = self.ticker.enabled and not self.config.burst
+        next_tick = now if ticking else float("inf")
         failures = 0
         try:
             while not self.finished.is_set():
@@ -92,6 +104,9 @@ class Maintenance(threading.Thread):
                     if now >= next_presence:
                         self.presence.run_once()
                         next_presence = now + self.presence.interval_seconds
+                    if now >= next_tick and not self.stopping.is_set():
+                        next_tick = now + TICK_CHECK_SECONDS
+                        self.ticker.run_once()
                     failures = 0
                 except (DatabaseError, InterfaceError) as exc:
                     announce_database_error("maintenance", exc)
@@ -114,7 +129,9 @@ class Maintenance(threading.Thread):
                     # Set during this pass, with a wake-up the clear above just swallowed:
                     # waiting now would hold the runner's shutdown until the next deadline.
                     break
-                wake = min(next_beat, next_cleanup, next_presence, *self.timeouts.deadlines())
+                wake = min(
+                    next_beat, next_cleanup, next_presence, next_tick, *self.timeouts.deadlines()
+                )
                 self.in_flight.changed.wait(max(wake - time.monotonic(), 0.01))
         finally:
             self.first_pass.set()
