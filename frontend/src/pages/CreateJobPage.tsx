@@ -2,7 +2,7 @@ import { useState, type FormEvent } from 'react';
 import { Link } from 'react-router';
 import { api } from '../api/client';
 import { useConfig, useCreateJob } from '../api/hooks';
-import type { ApiConfig, Job, JobTypeInfo } from '../api/types';
+import type { ApiConfig, CreateMatch, Job, JobTypeInfo } from '../api/types';
 import { DemoLauncher, type LaunchedJob } from '../components/DemoLauncher';
 import { FormField } from '../components/FormField';
 import { JsonEditor } from '../components/JsonEditor';
@@ -13,6 +13,7 @@ import {
   initialValues,
   splitServerErrors,
   type CreateFormValues,
+  KEY_MAX_LENGTH,
   type FormErrors,
   type Schedule,
 } from '../lib/createForm';
@@ -23,7 +24,7 @@ function CreateForm({ config }: { config: ApiConfig }) {
   const [values, setValues] = useState<CreateFormValues>(() => initialValues(config));
   const [payloadEdited, setPayloadEdited] = useState(false);
   const [clientErrors, setClientErrors] = useState<FormErrors>({});
-  const [created, setCreated] = useState<{ job: Job; created: boolean } | null>(null);
+  const [created, setCreated] = useState<{ job: Job; created: boolean; matched: CreateMatch | null } | null>(null);
   const create = useCreateJob();
 
   const server = create.error ? splitServerErrors(create.error.fieldErrors) : { fields: {}, general: [] };
@@ -67,7 +68,11 @@ function CreateForm({ config }: { config: ApiConfig }) {
       )}
       {created && (
         <div className="notice" role="status">
-          {created.created ? 'Job created: ' : 'A job with this idempotency key already exists: '}
+          {created.created
+            ? 'Job created: '
+            : created.matched === 'unique_key'
+              ? 'A job with this unique key is already queued or running: '
+              : 'A job with this idempotency key already exists: '}
           <Link to={`/jobs/${created.job.id}`} data-testid="created-job-link">
             open job <span className="mono">{created.job.id.slice(0, 8)}</span>
           </Link>
@@ -138,6 +143,46 @@ function CreateForm({ config }: { config: ApiConfig }) {
               maxLength={config.limits.idempotency_key_max_length}
               value={values.idempotencyKey}
               onChange={(e) => set('idempotencyKey', e.target.value)}
+            />
+          )}
+        </FormField>
+
+        <FormField
+          id="job-unique-key"
+          label="Unique key (optional)"
+          errors={errorsFor('unique_key')}
+          hint="While a job with this key is queued or running, creating another returns it."
+        >
+          {(p) => (
+            <input
+              {...p}
+              type="text"
+              className="mono"
+              autoComplete="off"
+              spellCheck={false}
+              maxLength={KEY_MAX_LENGTH}
+              value={values.uniqueKey}
+              onChange={(e) => set('uniqueKey', e.target.value)}
+            />
+          )}
+        </FormField>
+
+        <FormField
+          id="job-concurrency-key"
+          label="Concurrency key (optional)"
+          errors={errorsFor('concurrency_key')}
+          hint="Jobs sharing a key run at most as many at once as its configured limit."
+        >
+          {(p) => (
+            <input
+              {...p}
+              type="text"
+              className="mono"
+              autoComplete="off"
+              spellCheck={false}
+              maxLength={KEY_MAX_LENGTH}
+              value={values.concurrencyKey}
+              onChange={(e) => set('concurrencyKey', e.target.value)}
             />
           )}
         </FormField>

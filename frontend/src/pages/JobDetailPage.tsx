@@ -59,6 +59,18 @@ function JobFields({ job, worker }: { job: Job; worker: WorkerSettings | undefin
       <Field label="Idempotency key">
         {job.idempotency_key ? <span className="mono">{job.idempotency_key}</span> : <span className="muted">none</span>}
       </Field>
+      {job.unique_key && (
+        <Field label="Unique key">
+          <span className="mono">{job.unique_key}</span>
+          <span className="muted small"> (no second job with it while this one is queued or running)</span>
+        </Field>
+      )}
+      {job.concurrency_key && (
+        <Field label="Concurrency key">
+          <span className="mono">{job.concurrency_key}</span>
+          <span className="muted small"> (counts against its key’s concurrency limit)</span>
+        </Field>
+      )}
       <Field label="Available at">
         <RelativeTime value={job.available_at} />
       </Field>
