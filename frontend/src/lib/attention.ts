@@ -120,7 +120,7 @@ export function attentionItems(
     items.push({
       kind: 'paused_queue',
       key: `queue:${queue.name}`,
-      title: `Queue ${queue.name} is paused with ${plural(queue.counts.queued, 'job', 'jobs')} waiting`,
+      title: `Queue ${queue.name} is paused with ${queue.counts.queued.toLocaleString()} ${queue.counts.queued === 1 ? 'job' : 'jobs'} waiting`,
       detail: `No worker claims from it${since}, so every new job adds to its backlog until it is resumed.${oldest}`,
       to: '/queues',
       linkLabel: 'Queues',

@@ -64,7 +64,12 @@ function serve(queues: Queue[]) {
   return seen;
 }
 
-const row = (name: string) => screen.getByRole('row', { name: new RegExp(`^${name}\\b`) });
+/** The table row of `name` (its accessible name runs its cells together). */
+function row(name: string): HTMLElement {
+  const found = screen.getAllByRole('row').find((r) => r.getAttribute('data-queue') === name);
+  if (!found) throw new Error(`no row for ${name}`);
+  return found;
+}
 
 describe('Queues page', () => {
   it('lists every queue with its counts, state, concurrency against the limit and rate limit', async () => {

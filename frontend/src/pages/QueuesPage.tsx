@@ -45,11 +45,11 @@ function PausedState({ queue }: { queue: Queue }) {
   return (
     <>
       {queue.paused ? (
-        <span className="badge badge--warning" data-paused="true">
+        <span className="badge badge--warning state-badge" data-paused="true">
           paused
         </span>
       ) : (
-        <span className="badge badge--success" data-paused="false">
+        <span className="badge badge--success state-badge" data-paused="false">
           active
         </span>
       )}
@@ -197,13 +197,7 @@ function QueueTable({
         <thead>
           <tr>
             <th scope="col">Queue</th>
-            <th scope="col">State</th>
-            {JOB_STATUSES.map((status) => (
-              <th key={status} scope="col" className="num">
-                {status[0]?.toUpperCase()}
-                {status.slice(1)}
-              </th>
-            ))}
+            <th scope="col">Jobs</th>
             <th scope="col">Concurrency</th>
             <th scope="col">Rate limit</th>
             {canChange && <th scope="col">Actions</th>}
@@ -212,26 +206,30 @@ function QueueTable({
         <tbody>
           {queues.map((queue) => (
             <tr key={queue.name} data-queue={queue.name}>
-              <th scope="row" className="mono">
-                {queue.name}
+              <th scope="row">
+                <span className="mono queue-name">{queue.name}</span>{' '}
+                <PausedState queue={queue} />
               </th>
               <td>
-                <PausedState queue={queue} />
+                <ul className="queue-counts" aria-label={`Jobs in ${queue.name} by status`}>
+                  {JOB_STATUSES.map((status) => (
+                    <li key={status} className={queue.counts[status] > 0 ? undefined : 'muted'}>
+                      {queue.counts[status] > 0 ? (
+                        <Link
+                          to={`/jobs?status=${status}&queue=${encodeURIComponent(queue.name)}`}
+                          aria-label={`${queue.counts[status]} ${status} in ${queue.name}`}
+                          data-count={status}
+                        >
+                          {queue.counts[status].toLocaleString()}
+                        </Link>
+                      ) : (
+                        <span data-count={status}>0</span>
+                      )}{' '}
+                      {status}
+                    </li>
+                  ))}
+                </ul>
               </td>
-              {JOB_STATUSES.map((status) => (
-                <td key={status} className="num" data-count={status}>
-                  {queue.counts[status] > 0 ? (
-                    <Link
-                      to={`/jobs?status=${status}&queue=${encodeURIComponent(queue.name)}`}
-                      aria-label={`${queue.counts[status]} ${status} in ${queue.name}`}
-                    >
-                      {queue.counts[status].toLocaleString()}
-                    </Link>
-                  ) : (
-                    <span className="muted">0</span>
-                  )}
-                </td>
-              ))}
               <td>
                 <Saturation queue={queue} />
               </td>

@@ -47,7 +47,12 @@ function serve(schedules: Schedule[]) {
   return posts;
 }
 
-const row = (name: string) => screen.getByRole('row', { name: new RegExp(`^${name}\\b`) });
+/** The table row of `name` (its accessible name runs its cells together). */
+function row(name: string): HTMLElement {
+  const found = screen.getAllByRole('row').find((r) => r.getAttribute('data-schedule') === name);
+  if (!found) throw new Error(`no row for ${name}`);
+  return found;
+}
 
 describe('Schedules page', () => {
   it('lists each schedule with its target, cadence, time zone, next run and last job', async () => {

@@ -32,31 +32,29 @@ function ScheduleRow({
   const last = schedule.last_job;
   return (
     <tr data-schedule={schedule.name}>
-      <th scope="row" className="mono">
-        {schedule.name}
+      <th scope="row">
+        <span className="mono queue-name">{schedule.name}</span>{' '}
+        {schedule.paused ? (
+          <span className="badge badge--warning state-badge" data-paused="true">
+            paused
+          </span>
+        ) : (
+          <span className="badge badge--success state-badge" data-paused="false">
+            active
+          </span>
+        )}
       </th>
       <td>
-        <span className="mono">{schedule.target}</span>
-        <span className="cell-detail">
+        <span className="mono break-anywhere">{schedule.target}</span>
+        <span className="cell-detail cell-detail--wrap">
           {schedule.kind === 'task' ? 'task' : 'job type'} · queue {schedule.queue} · priority {schedule.priority}
         </span>
       </td>
       <td>
         <span className="mono">{describeCadence(schedule)}</span>
-        <span className="cell-detail">
+        <span className="cell-detail cell-detail--wrap">
           {schedule.timezone} · missed ticks: {schedule.missed === 'latest' ? 'run the latest once' : 'skipped'}
         </span>
-      </td>
-      <td>
-        {schedule.paused ? (
-          <span className="badge badge--warning" data-paused="true">
-            paused
-          </span>
-        ) : (
-          <span className="badge badge--success" data-paused="false">
-            active
-          </span>
-        )}
       </td>
       <td data-next-run={schedule.next_run_at ?? ''}>
         <RelativeTime value={schedule.next_run_at} empty={schedule.paused ? 'paused' : '—'} />
@@ -188,7 +186,6 @@ export function SchedulesPage() {
                     <th scope="col">Schedule</th>
                     <th scope="col">Target</th>
                     <th scope="col">When</th>
-                    <th scope="col">State</th>
                     <th scope="col">Next run</th>
                     <th scope="col">Last job</th>
                     {canChange && <th scope="col">Actions</th>}
