@@ -183,6 +183,7 @@ describe('Queues page', () => {
     await userEvent.click(await screen.findByRole('button', { name: 'Edit limits of queue emails' }));
     await userEvent.keyboard('{Escape}');
     expect(screen.queryByRole('form', { name: 'Limits of emails' })).not.toBeInTheDocument();
+    await waitFor(() => expect(screen.getByRole('button', { name: 'Edit limits of queue emails' })).toHaveFocus());
     expect(seen.patches).toEqual([]);
   });
 

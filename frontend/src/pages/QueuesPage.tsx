@@ -182,11 +182,14 @@ function LimitsEditor({ queue, onDone }: { queue: Queue; onDone: (message: strin
 function QueueTable({
   queues,
   canChange,
+  editing,
   onPause,
   onEdit,
 }: {
   queues: Queue[];
   canChange: boolean;
+  /** The queue whose limits form is open. */
+  editing: string | null;
   onPause: (queue: Queue) => void;
   onEdit: (queue: Queue) => void;
 }) {
@@ -249,6 +252,8 @@ function QueueTable({
                       type="button"
                       className="button button--small"
                       aria-label={`Edit limits of queue ${queue.name}`}
+                      aria-expanded={editing === queue.name}
+                      data-edit-limits={queue.name}
                       onClick={() => onEdit(queue)}
                     >
                       Edit limits
@@ -272,6 +277,14 @@ export function QueuesPage() {
   const [editing, setEditing] = useState<string | null>(null);
   const [result, setResult] = useState<string | null>(null);
   const editingQueue = queues.data?.find((q) => q.name === editing);
+  // Closing the limits form gives the focus back to the button that opened it.
+  const returnFocusTo = useRef<string | null>(null);
+  useEffect(() => {
+    const name = returnFocusTo.current;
+    if (editing !== null || name === null) return;
+    returnFocusTo.current = null;
+    document.querySelector<HTMLButtonElement>(`button[data-edit-limits="${CSS.escape(name)}"]`)?.focus();
+  }, [editing]);
 
   function confirm() {
     if (!confirming) return;
@@ -317,6 +330,7 @@ export function QueuesPage() {
             <QueueTable
               queues={queues.data}
               canChange={canChange}
+              editing={editing}
               onPause={(queue) => {
                 setPaused.reset();
                 setResult(null);
@@ -337,6 +351,7 @@ export function QueuesPage() {
           queue={editingQueue}
           onDone={(message) => {
             setEditing(null);
+            returnFocusTo.current = editingQueue.name;
             if (message) setResult(message);
           }}
         />
