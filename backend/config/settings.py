@@ -4,10 +4,11 @@ Every value comes from the environment (or a `.env` file at the repository root 
 `backend/`), with the defaults documented in `.env.example` and `backend/README.md`.
 """
 
+import json
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ImproperlyConfigured
 from dotenv import load_dotenv
@@ -429,6 +430,28 @@ JOB_HANDLER_MODULES = env_list("JOB_HANDLER_MODULES", "")
 # go is the OTEL_* variables' business (config/telemetry.py).
 JOB_TRACING = env_bool("JOB_TRACING", False)
 JOB_TRACING_RECORD = env_list("JOB_TRACING_RECORD", "")
+
+
+def env_json_object(name: str) -> dict[str, Any]:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be a JSON object: {exc}") from None
+    if not isinstance(value, dict):
+        raise ImproperlyConfigured(f"{name} must be a JSON object")
+    return value
+
+
+# Flow control (issue 24): periodic jobs by name, as JSON (see jobs.conf), e.g.
+# {"nightly": {"type": "demo.echo", "cron": "0 3 * * *", "missed": "skip"}}, and the
+# per-key concurrency limits, e.g. {"customer:*": 2}. Ticks older than the grace when a
+# worker first sees them were missed.
+JOB_SCHEDULES = env_json_object("JOB_SCHEDULES_JSON")
+JOB_SCHEDULE_GRACE_SECONDS = env_int("JOB_SCHEDULE_GRACE_SECONDS", 30, minimum=0)
+JOB_CONCURRENCY_KEY_LIMITS = env_json_object("JOB_CONCURRENCY_KEY_LIMITS_JSON")
 
 # Log lines: "text" (time level logger action=... key=value) or "json" (one object per
 # line with the same fields, for log shippers).

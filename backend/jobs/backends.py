@@ -269,6 +269,11 @@ class JobQueueTask(Task):  # type: ignore[type-arg]  # Task is not subscriptable
     # Not hashed: a dict is not hashable, and a task is told apart by its other fields.
     metadata: Mapping[str, str] | None = dataclass_field(default=None, hash=False)
     heartbeat: bool = True
+    # Flow control (issue 24): at most one queued or running job per unique_key (an
+    # enqueue while one is active returns that job's result), and the key whose
+    # concurrency limit the job's attempts count against.
+    unique_key: str | None = None
+    concurrency_key: str | None = None
 
     def __post_init__(self) -> None:
         # Task.__post_init__ by name: super() fails in slots dataclasses before Python 3.14.
@@ -304,20 +309,30 @@ class JobQueueTask(Task):  # type: ignore[type-arg]  # Task is not subscriptable
         max_attempts: int | None = None,
         timeout_seconds: int | None = None,
         metadata: Mapping[str, str] | None = None,
+        unique_key: str | None = None,
+        concurrency_key: str | None = None,
     ) -> JobQueueTask:
-        """Django's ``using()``, plus this queue's options for one call; ``metadata``
-        replaces the task's."""
+        """Django's ``using()``, plus this queue's options for one call; ``metadata``,
+        ``unique_key`` and ``concurrency_key`` replace the task's."""
         task: Task[..., Any] = Task.using(
             self, priority=priority, queue_name=queue_name, run_after=run_after, backend=backend
         )
         assert isinstance(task, JobQueueTask)  # Task.using() keeps the class
-        if max_attempts is None and timeout_seconds is None and metadata is None:
+        if (
+            max_attempts is None
+            and timeout_seconds is None
+            and metadata is None
+            and unique_key is None
+            and concurrency_key is None
+        ):
             return task
         return replace(
             task,
             max_attempts=task.max_attempts if max_attempts is None else max_attempts,
             timeout_seconds=task.timeout_seconds if timeout_seconds is None else timeout_seconds,
             metadata=task.metadata if metadata is None else metadata,
+            unique_key=task.unique_key if unique_key is None else unique_key,
+            concurrency_key=task.concurrency_key if concurrency_key is None else concurrency_key,
         )
 
 
@@ -568,6 +583,8 @@ class JobQueueBackend(BaseTaskBackend):
                     queue=task.queue_name,
                     timeout_seconds=timeout_seconds,
                     metadata=metadata,
+                    unique_key=task.unique_key,
+                    concurrency_key=task.concurrency_key,
                 )
             )
         rows = services.create_jobs(specs)

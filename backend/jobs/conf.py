@@ -63,6 +63,15 @@ DEFAULTS: dict[str, Any] = {
     # "metadata" (none by default: payloads and results may hold personal data).
     "JOB_TRACING": False,
     "JOB_TRACING_RECORD": [],
+    # Periodic jobs (issue 24): name -> {"task": path | "type": job type, "cron": expr |
+    # "interval": seconds, "args"/"kwargs" | "payload", "queue", "priority", "timezone",
+    # "missed": "latest" | "skip"}; every worker process enqueues their due ticks.
+    "JOB_SCHEDULES": {},
+    # A tick older than this when a worker first sees it was missed (no worker ran).
+    "JOB_SCHEDULE_GRACE_SECONDS": 30,
+    # Per-key concurrency limits: {"customer:*": 2, "default": 10} (exact keys, fnmatch
+    # patterns, "default"); rows of ConcurrencyKeyLimit join them at run time.
+    "JOB_CONCURRENCY_KEY_LIMITS": {},
 }
 
 

@@ -39,3 +39,11 @@ class DuplicateIdempotencyKey(JobQueueError):
         self.key = key
         self.first = first
         self.index = again
+
+
+class ScheduleNotFound(JobQueueError):
+    """No schedule of this name is declared in ``JOB_SCHEDULES``."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Schedule {name!r} is not declared in JOB_SCHEDULES.")
+        self.name = name

@@ -12,6 +12,7 @@ from .limits import (
     IDEMPOTENCY_KEY_MAX_LENGTH,
     QUEUE_NAME_MAX_LENGTH,
     TYPE_MAX_LENGTH,
+    UNIQUE_KEY_MAX_LENGTH,
     WORKER_ID_MAX_LENGTH,
 )
 
@@ -135,6 +136,14 @@ class Job(models.Model):
     # trace context the tracing injected (traceparent, tracestate, baggage): bounded by
     # jobs.limits.metadata_problem on the way in, never read to decide the job's state.
     metadata = models.JSONField(default=dict, db_default={}, blank=True)
+    # Flow control (issue 24). At most one queued or running job holds a unique_key
+    # (job_unique_key_active); a finished one frees it for the next create.
+    unique_key = models.CharField(max_length=UNIQUE_KEY_MAX_LENGTH, null=True, blank=True)  # noqa: DJ001
+    # Running jobs with one concurrency_key are bounded by its limit (ConcurrencyKeyLimit,
+    # JOB_CONCURRENCY_KEY_LIMITS) across every worker.
+    concurrency_key = models.CharField(  # noqa: DJ001
+        max_length=UNIQUE_KEY_MAX_LENGTH, null=True, blank=True
+    )
 
     objects = JobQuerySet.as_manager()
 
@@ -160,12 +169,31 @@ class Job(models.Model):
                 name="job_timeout_idx",
                 condition=Q(status=JobStatus.RUNNING),
             ),
+            # The running counts the claim gate reads under its locks (per queue, per key).
+            models.Index(
+                fields=["queue"],
+                name="job_running_queue_idx",
+                condition=Q(status=JobStatus.RUNNING),
+            ),
+            models.Index(
+                fields=["concurrency_key"],
+                name="job_running_key_idx",
+                condition=Q(status=JobStatus.RUNNING, concurrency_key__isnull=False),
+            ),
         ]
         constraints = [
             models.UniqueConstraint(
                 fields=["idempotency_key"],
                 condition=Q(idempotency_key__isnull=False),
                 name="job_idempotency_key_unique",
+            ),
+            # Unique while active: one queued or running job per unique_key.
+            models.UniqueConstraint(
+                fields=["unique_key"],
+                condition=Q(
+                    unique_key__isnull=False, status__in=[JobStatus.QUEUED, JobStatus.RUNNING]
+                ),
+                name="job_unique_key_active",
             ),
             models.CheckConstraint(
                 condition=(
@@ -272,3 +300,85 @@ class JobEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.type} #{self.id} for {self.job_id}"
+
+
+class QueueSettings(models.Model):
+    """A queue's run-time controls (issue 24); a queue without a row has none.
+
+    The claim reads this row first: a queue with a pause or a limit is claimed from only
+    under a lock on its row (``FOR UPDATE``), which is what makes the limits exact across
+    every worker process.
+    """
+
+    name = models.CharField(primary_key=True, max_length=QUEUE_NAME_MAX_LENGTH)
+    paused_at = models.DateTimeField(null=True, blank=True)
+    concurrency_limit = models.IntegerField(null=True, blank=True)
+    rate_limit = models.IntegerField(null=True, blank=True)
+    rate_period_seconds = models.IntegerField(null=True, blank=True)
+    # Epoch seconds of the claims of the last rate period (at most rate_limit of them),
+    # written under the row lock by every claim of a rate-limited queue.
+    rate_window = models.JSONField(default=list, db_default=[], blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        app_label = "jobs"
+        verbose_name = "queue"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(concurrency_limit__isnull=True) | Q(concurrency_limit__gte=1),
+                name="queue_concurrency_limit_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(rate_limit__isnull=True, rate_period_seconds__isnull=True)
+                | Q(rate_limit__gte=1, rate_period_seconds__gte=1),
+                name="queue_rate_limit_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def gated(self) -> bool:
+        return (
+            self.paused_at is not None
+            or self.concurrency_limit is not None
+            or self.rate_limit is not None
+        )
+
+
+class ConcurrencyKeyLimit(models.Model):
+    """At most ``limit`` running jobs per ``concurrency_key`` matching ``pattern`` (an
+    exact key, an fnmatch pattern such as ``customer:*``, or ``default``), beside
+    ``JOB_CONCURRENCY_KEY_LIMITS`` (a row wins over the setting for the same pattern)."""
+
+    pattern = models.CharField(primary_key=True, max_length=UNIQUE_KEY_MAX_LENGTH)
+    limit = models.IntegerField()
+
+    class Meta:
+        app_label = "jobs"
+        constraints = [
+            models.CheckConstraint(condition=Q(limit__gte=1), name="concurrency_key_limit_valid")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.pattern} <= {self.limit}"
+
+
+class ScheduleState(models.Model):
+    """What the database keeps of a schedule declared in ``JOB_SCHEDULES``: whether it is
+    paused, the newest tick a worker looked at, and the last job it enqueued."""
+
+    name = models.CharField(primary_key=True, max_length=255)
+    paused_at = models.DateTimeField(null=True, blank=True)
+    # Ticks up to here were enqueued or, missed, skipped; the next pass starts after it.
+    last_tick_at = models.DateTimeField()
+    last_enqueued_tick_at = models.DateTimeField(null=True, blank=True)
+    last_job_id = models.UUIDField(null=True, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        app_label = "jobs"
+
+    def __str__(self) -> str:
+        return self.name

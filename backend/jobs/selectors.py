@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Count, Func, IntegerField, Max, Min, OuterRef, Q, QuerySet, Subquery
 from django.db.models.expressions import Combinable
@@ -25,15 +26,20 @@ from django.utils import timezone
 from . import registry, rollups
 from .conf import app_settings
 from .drivers import get_driver
+from .errors import ScheduleNotFound
+from .flowcontrol import ScheduleSpec, parse_schedules
 from .models import (
     ACTIVITY_EVENT_TYPES,
     ATTEMPT_END_EVENT_TYPES,
+    DEFAULT_QUEUE,
     FAILURE_EVENT_TYPES,
     FINISHED_STATUSES,
     Job,
     JobEvent,
     JobEventType,
     JobStatus,
+    QueueSettings,
+    ScheduleState,
 )
 
 
@@ -80,6 +86,8 @@ def job_list(
     type: str | None = None,
     queue: str | None = None,
     idempotency_key: str | None = None,
+    unique_key: str | None = None,
+    concurrency_key: str | None = None,
 ) -> QuerySet[Job]:
     """Jobs newest first; ``status`` and ``queue`` exact, ``type`` a case-insensitive
     substring (the same selection the bulk actions take); ``idempotency_key`` exact, served
@@ -87,6 +95,10 @@ def job_list(
     jobs = Job.objects.matching(status=status, type=type, queue=queue)
     if idempotency_key:
         jobs = jobs.filter(idempotency_key=idempotency_key)
+    if unique_key:
+        jobs = jobs.filter(unique_key=unique_key)
+    if concurrency_key:
+        jobs = jobs.filter(concurrency_key=concurrency_key)
     return jobs.order_by("-created_at", "-id")
 
 
@@ -493,3 +505,136 @@ def worker_activity(*, minutes: int = 60, now: datetime | None = None) -> dict[s
             processes.values(), key=lambda p: (p["last_seen"], p["process"]), reverse=True
         ),
     }
+
+
+# --- Flow control (issue 24) ------------------------------------------------------------
+
+
+def _queue_document(
+    name: str, row: QueueSettings | None, counts: dict[str, int], oldest: datetime | None
+) -> dict[str, Any]:
+    running = counts.get(JobStatus.RUNNING, 0)
+    limit = row.concurrency_limit if row is not None else None
+    return {
+        "name": name,
+        "paused": row is not None and row.paused_at is not None,
+        "paused_at": row.paused_at if row is not None else None,
+        "counts": {status: counts.get(status, 0) for status in JobStatus.values},
+        "concurrency_limit": limit,
+        "rate_limit": row.rate_limit if row is not None else None,
+        "rate_period_seconds": row.rate_period_seconds if row is not None else None,
+        "running": running,
+        "saturation": None if not limit else round(running / limit, 4),
+        "oldest_queued_at": oldest,
+    }
+
+
+def queue_list(names: list[str] | None = None) -> list[dict[str, Any]]:
+    """Every known queue (it has jobs, a settings row, or is the default or a configured
+    one), by name: counts by status, pause, limits and how full the concurrency limit is.
+    With ``names``, just those."""
+    by_queue: dict[str, dict[str, int]] = defaultdict(dict)
+    jobs = Job.objects.all() if names is None else Job.objects.filter(queue__in=names)
+    for queue, status, count in jobs.values_list("queue", "status").annotate(n=Count("id")):
+        by_queue[queue][status] = count
+    oldest = dict(
+        jobs.filter(status=JobStatus.QUEUED)
+        .values_list("queue")
+        .annotate(oldest=Min("created_at"))
+        .values_list("queue", "oldest")
+    )
+    rows = (
+        QueueSettings.objects.all()
+        if names is None
+        else QueueSettings.objects.filter(name__in=names)
+    )
+    settings_rows = {row.name: row for row in rows}
+    if names is None:
+        known = {DEFAULT_QUEUE, *by_queue, *settings_rows}
+        known.update(q for q in app_settings.JOB_WORKER_QUEUES if q != "*")
+    else:
+        known = set(names)
+    return [
+        _queue_document(name, settings_rows.get(name), by_queue.get(name, {}), oldest.get(name))
+        for name in sorted(known)
+    ]
+
+
+def queue_detail(name: str) -> dict[str, Any]:
+    """``queue_list``'s entry for one queue (any name: a queue exists by being named)."""
+    return queue_list([name])[0]
+
+
+def configured_schedules() -> dict[str, ScheduleSpec]:
+    """``JOB_SCHEDULES`` validated, by name."""
+    return parse_schedules(
+        app_settings.JOB_SCHEDULES, default_timezone=str(settings.TIME_ZONE or "UTC")
+    )
+
+
+def _schedule_document(
+    spec: ScheduleSpec, row: ScheduleState | None, last_job: Job | None, now: datetime
+) -> dict[str, Any]:
+    paused = row is not None and row.paused_at is not None
+    start = now if row is None else max(row.last_tick_at, now)
+    return {
+        "name": spec.name,
+        "target": spec.target,
+        "kind": spec.kind,
+        "cron": spec.cron,
+        "interval_seconds": spec.interval_seconds,
+        "timezone": spec.timezone,
+        "queue": spec.queue,
+        "priority": spec.priority,
+        "missed": spec.missed,
+        "paused": paused,
+        "paused_at": row.paused_at if row is not None else None,
+        "next_run_at": None if paused else spec.next_tick(start - timedelta(microseconds=1)),
+        "last_run_at": row.last_enqueued_tick_at if row is not None else None,
+        "last_job": None
+        if last_job is None
+        else {"id": last_job.id, "status": last_job.status, "created_at": last_job.created_at},
+    }
+
+
+def schedule_list(names: list[str] | None = None) -> list[dict[str, Any]]:
+    """Every schedule of ``JOB_SCHEDULES``, by name: its definition, whether it is paused,
+    its next tick, the last tick enqueued and its last job with that job's status."""
+    specs = configured_schedules()
+    if names is not None:
+        specs = {name: specs[name] for name in names if name in specs}
+    rows = {row.name: row for row in ScheduleState.objects.filter(name__in=list(specs))}
+    job_ids = [row.last_job_id for row in rows.values() if row.last_job_id is not None]
+    jobs = {job.id: job for job in Job.objects.filter(pk__in=job_ids).only("status", "created_at")}
+    now = timezone.now()
+    documents = []
+    for name, spec in specs.items():
+        row = rows.get(name)
+        last_job = None if row is None or row.last_job_id is None else jobs.get(row.last_job_id)
+        documents.append(_schedule_document(spec, row, last_job, now))
+    return documents
+
+
+def schedule_detail(name: str) -> dict[str, Any]:
+    """One schedule as ``schedule_list`` shows it; ``ScheduleNotFound`` if not declared."""
+    found = schedule_list([name])
+    if not found:
+        raise ScheduleNotFound(name)
+    return found[0]
+
+
+def schedule_lag_seconds(now: datetime | None = None) -> dict[str, float]:
+    """Per unpaused schedule: now minus its oldest due tick not yet looked at (0 when up
+    to date), for the metrics."""
+    now = timezone.now() if now is None else now
+    specs = configured_schedules()
+    rows = {row.name: row for row in ScheduleState.objects.filter(name__in=list(specs))}
+    lag = {}
+    for name, spec in specs.items():
+        row = rows.get(name)
+        if row is None or row.paused_at is not None:
+            lag[name] = 0.0
+            continue
+        due = spec.next_tick(row.last_tick_at)
+        lag[name] = max((now - due).total_seconds(), 0.0)
+    return lag

@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid4
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -33,9 +34,10 @@ from .conf import app_settings
 from .drivers import JobRow, Owner, get_driver
 from .drivers.base import CancelOutcome, Event, Failure, Heartbeat, NewJob, Release, Selection
 from .drivers.orm import job_row
-from .errors import DuplicateIdempotencyKey, EmptySelection, InvalidTransition
+from .errors import DuplicateIdempotencyKey, EmptySelection, InvalidTransition, ScheduleNotFound
+from .flowcontrol import ScheduleSpec, parse_schedules, plan_ticks, tick_key
 from .limits import metadata_problem
-from .models import DEFAULT_QUEUE, Job, JobEventType, JobStatus
+from .models import DEFAULT_QUEUE, Job, JobEventType, JobStatus, QueueSettings, ScheduleState
 from .storable import UnstorableValue, json_problem, storable_text, to_storable_json
 
 LEASE_EXPIRED_ERROR = "Lease expired before the job finished"
@@ -127,14 +129,18 @@ def create_job(
     queue: str = DEFAULT_QUEUE,
     timeout_seconds: int | None = None,
     metadata: dict[str, str] | None = None,
+    unique_key: str | None = None,
+    concurrency_key: str | None = None,
     now: datetime | None = None,
 ) -> tuple[JobRow, bool]:
     """Enqueue a job and its ``created`` event; return ``(job, created)``.
 
     With an ``idempotency_key`` that already exists, nothing is written and the existing
-    job is returned with ``created=False``. Concurrent creates with one key yield one job:
-    the partial unique index decides, and the loser returns the winner's row. A payload
-    the database cannot store raises ``UnstorableValue`` and nothing is written.
+    job is returned with ``created=False``; so with a ``unique_key`` that a queued or
+    running job holds (a finished one frees it). Concurrent creates with one key yield
+    one job: the partial unique index decides, and the loser returns the winner's row
+    (``matched_rule`` says which key matched). A payload the database cannot store raises
+    ``UnstorableValue`` and nothing is written.
     """
     spec = NewJobSpec(
         type=type,
@@ -146,6 +152,8 @@ def create_job(
         queue=queue,
         timeout_seconds=timeout_seconds,
         metadata=metadata,
+        unique_key=unique_key,
+        concurrency_key=concurrency_key,
     )
     (result,) = create_jobs([spec], now=now)
     return result
@@ -164,6 +172,18 @@ class NewJobSpec:
     queue: str = DEFAULT_QUEUE
     timeout_seconds: int | None = None
     metadata: dict[str, str] | None = None
+    unique_key: str | None = None
+    concurrency_key: str | None = None
+
+
+def matched_rule(spec: NewJobSpec, job: JobRow, created: bool) -> str | None:
+    """Which rule returned an existing job for ``spec``: ``"idempotency_key"`` (permanent)
+    or ``"unique_key"`` (while active); ``None`` when ``job`` was created."""
+    if created:
+        return None
+    if spec.idempotency_key is not None and job.idempotency_key == spec.idempotency_key:
+        return "idempotency_key"
+    return "unique_key"
 
 
 def create_jobs(
@@ -216,6 +236,8 @@ def create_jobs(
                 timeout_seconds=spec.timeout_seconds,
                 event_data={"type": spec.type},
                 metadata=metadata,
+                unique_key=spec.unique_key,
+                concurrency_key=spec.concurrency_key,
             )
         )
     if not jobs:
@@ -612,3 +634,186 @@ def cancel_job(*, job_id: UUID | str, now: datetime | None = None) -> JobRow:
                 current_status=status,
             )
     return _current_row(job_id)
+
+
+# --- Flow control: queues (issue 24) ----------------------------------------------------
+
+_UNSET: Any = object()
+
+
+def _queue_row(queue: str, now: datetime) -> QueueSettings:
+    """The queue's settings row, locked for this transaction (created when missing)."""
+    QueueSettings.objects.get_or_create(name=queue, defaults={"updated_at": now})
+    return QueueSettings.objects.select_for_update().get(name=queue)
+
+
+def pause_queue(*, queue: str, now: datetime | None = None) -> QueueSettings:
+    """Pause ``queue`` cluster-wide: from the commit on, no worker claims from it (every
+    claim reads the queue's row, under its lock when the queue is gated); running jobs
+    finish. Pausing a paused queue keeps its ``paused_at``."""
+    now = _now(now)
+    with transaction.atomic():
+        row = _queue_row(queue, now)
+        if row.paused_at is None:
+            row.paused_at = now
+            row.updated_at = now
+            row.save(update_fields=["paused_at", "updated_at"])
+    return row
+
+
+def resume_queue(*, queue: str, now: datetime | None = None) -> QueueSettings:
+    """Resume ``queue``: claims start again, and idle workers are woken at once (the
+    notification a create sends, on commit)."""
+    now = _now(now)
+    with transaction.atomic():
+        row = _queue_row(queue, now)
+        if row.paused_at is not None:
+            row.paused_at = None
+            row.updated_at = now
+            row.save(update_fields=["paused_at", "updated_at"])
+        get_driver().wake(queue)
+    return row
+
+
+def set_queue_limits(
+    *,
+    queue: str,
+    concurrency_limit: int | None = _UNSET,
+    rate_limit: int | None = _UNSET,
+    rate_period_seconds: int | None = _UNSET,
+    now: datetime | None = None,
+) -> QueueSettings:
+    """Set the limits given (``None`` removes one; omitted ones stay). At most
+    ``concurrency_limit`` jobs of the queue run at once, and at most ``rate_limit`` are
+    claimed in any ``rate_period_seconds`` window, across every worker; the database's
+    checks refuse a limit below 1 and a rate without its period. Workers are woken, as a
+    raised limit may admit waiting jobs."""
+    now = _now(now)
+    with transaction.atomic():
+        row = _queue_row(queue, now)
+        if concurrency_limit is not _UNSET:
+            row.concurrency_limit = concurrency_limit
+        if rate_limit is not _UNSET:
+            row.rate_limit = rate_limit
+            if rate_limit is None:
+                row.rate_period_seconds = None
+        if rate_period_seconds is not _UNSET and row.rate_limit is not None:
+            row.rate_period_seconds = rate_period_seconds
+        row.updated_at = now
+        row.save()
+        get_driver().wake(queue)
+    return row
+
+
+# --- Flow control: schedules (issue 24) -------------------------------------------------
+
+
+def configured_schedules() -> dict[str, ScheduleSpec]:
+    """``JOB_SCHEDULES`` validated, by name (``jobs.checks`` reports a bad one at start)."""
+    return parse_schedules(
+        app_settings.JOB_SCHEDULES, default_timezone=str(settings.TIME_ZONE or "UTC")
+    )
+
+
+def _schedule_spec(name: str) -> ScheduleSpec:
+    spec = configured_schedules().get(name)
+    if spec is None:
+        raise ScheduleNotFound(name)
+    return spec
+
+
+def _schedule_row(name: str, now: datetime) -> ScheduleState:
+    """The schedule's state row, locked for this transaction; a new one starts at ``now``
+    (ticks before a schedule was first seen are not due)."""
+    ScheduleState.objects.get_or_create(name=name, defaults={"last_tick_at": now})
+    return ScheduleState.objects.select_for_update().get(name=name)
+
+
+def pause_schedule(*, name: str, now: datetime | None = None) -> ScheduleState:
+    """Pause a declared schedule: no tick is enqueued while it is paused."""
+    _schedule_spec(name)
+    now = _now(now)
+    with transaction.atomic():
+        row = _schedule_row(name, now)
+        if row.paused_at is None:
+            row.paused_at = now
+            row.updated_at = now
+            row.save(update_fields=["paused_at", "updated_at"])
+    return row
+
+
+def resume_schedule(*, name: str, now: datetime | None = None) -> ScheduleState:
+    """Resume a schedule: the ticks that fell while it was paused are not run; the next
+    tick after now is."""
+    _schedule_spec(name)
+    now = _now(now)
+    with transaction.atomic():
+        row = _schedule_row(name, now)
+        if row.paused_at is not None:
+            row.paused_at = None
+            row.last_tick_at = max(row.last_tick_at, now)
+            row.updated_at = now
+            row.save(update_fields=["paused_at", "last_tick_at", "updated_at"])
+    return row
+
+
+def _schedule_job(spec: ScheduleSpec, *, key: str | None, tick: str) -> NewJobSpec:
+    return NewJobSpec(
+        type=spec.target,
+        payload=spec.payload,
+        priority=spec.priority,
+        queue=spec.queue,
+        idempotency_key=key,
+        metadata={"schedule": spec.name, "schedule_tick": tick},
+    )
+
+
+def trigger_schedule(*, name: str, now: datetime | None = None) -> tuple[ScheduleState, JobRow]:
+    """Enqueue one job of the schedule now, outside its ticks (paused or not); it becomes
+    the schedule's last job."""
+    spec = _schedule_spec(name)
+    now = _now(now)
+    with transaction.atomic():
+        row = _schedule_row(name, now)
+        ((job, _),) = create_jobs([_schedule_job(spec, key=None, tick="manual")], now=now)
+        row.last_job_id = job.id
+        row.updated_at = now
+        row.save(update_fields=["last_job_id", "updated_at"])
+    return row, job
+
+
+def enqueue_due_ticks(*, now: datetime | None = None) -> int:
+    """Enqueue every due tick of every unpaused schedule; returns how many jobs this call
+    created. Any number of processes may call it at once: each schedule is handled under
+    a lock on its state row, and each tick's job carries the permanent idempotency key
+    ``schedule:<name>:<tick>``, so a tick is one job whatever happens. Ticks older than
+    ``JOB_SCHEDULE_GRACE_SECONDS`` were missed: ``latest`` enqueues the newest of them once,
+    ``skip`` none (``jobs.flowcontrol.plan_ticks``)."""
+    created = 0
+    for spec in configured_schedules().values():
+        with transaction.atomic():
+            row = _schedule_row(spec.name, _now(now))
+            if row.paused_at is not None:
+                continue
+            at = _now(now)  # after the lock: a pass that waited sees the newer state
+            plan = plan_ticks(
+                spec,
+                last_tick=row.last_tick_at,
+                now=at,
+                grace_seconds=app_settings.JOB_SCHEDULE_GRACE_SECONDS,
+            )
+            if plan.seen_until == row.last_tick_at:
+                continue
+            specs = [
+                _schedule_job(spec, key=tick_key(spec.name, tick), tick=tick.isoformat())
+                for tick in plan.ticks
+            ]
+            results = create_jobs(specs, now=at)
+            created += sum(1 for _, was_created in results if was_created)
+            row.last_tick_at = plan.seen_until
+            if results:
+                row.last_enqueued_tick_at = plan.ticks[-1]
+                row.last_job_id = results[-1][0].id
+            row.updated_at = at
+            row.save()
+    return created

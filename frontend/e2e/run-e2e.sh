@@ -102,10 +102,18 @@ export JOB_WORKER_BACKOFF_BASE_SECONDS=1 JOB_WORKER_POLL_INTERVAL_MS=200
 # A worker sees a cancel request at its next heartbeat (lease/3) and demo.slow checks in
 # every min(lease/3, 5 s): a 9 s lease ends a cancelled job within about 6 s, not 15 s.
 export JOB_WORKER_LEASE_SECONDS=9
+# Flow control (issue 24): two schedules for the Schedules page (one every 30 s, one
+# nightly in another time zone) and, after migrate, a limited queue for the Queues page.
+export JOB_SCHEDULES_JSON='{"e2e-heartbeat": {"type": "demo.success", "interval": 30, "queue": "default"}, "e2e-nightly-report": {"type": "demo.success", "cron": "0 3 * * *", "timezone": "Asia/Tehran", "queue": "reports", "missed": "skip"}}'
+export JOB_CONCURRENCY_KEY_LIMITS_JSON='{"customer:*": 2}'
 
 say "migrate"
 (cd "$BACKEND" && "$PY" manage.py migrate --noinput >"$LOGS/migrate.log" 2>&1) \
   || { cat "$LOGS/migrate.log"; exit 1; }
+(cd "$BACKEND" && "$PY" manage.py shell -c "
+from jobs import services
+services.set_queue_limits(queue='emails', concurrency_limit=2, rate_limit=10, rate_period_seconds=1)
+" >>"$LOGS/migrate.log" 2>&1) || { cat "$LOGS/migrate.log"; exit 1; }
 
 say "API on $API_URL"
 (cd "$BACKEND" && exec "$PY" manage.py runserver "127.0.0.1:$API_PORT" --noreload) >"$LOGS/api.log" 2>&1 &

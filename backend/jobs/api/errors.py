@@ -10,7 +10,7 @@ from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from ..errors import EmptySelection, InvalidTransition, JobNotFound
+from ..errors import EmptySelection, InvalidTransition, JobNotFound, ScheduleNotFound
 from ..storable import UnstorableValue
 
 DATABASE_RETRY_AFTER_SECONDS = 5
@@ -30,7 +30,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
 
 
 def _error_response(exc: Exception, context: dict[str, Any]) -> Response | None:
-    if isinstance(exc, JobNotFound):
+    if isinstance(exc, JobNotFound | ScheduleNotFound):
         return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
     if isinstance(exc, InvalidTransition):
         return Response(

@@ -36,6 +36,7 @@ from ..limits import (
     THROUGHPUT_MINUTES_MAX,
     TIMEOUT_SECONDS_MAX,
     TYPE_MAX_LENGTH,
+    UNIQUE_KEY_MAX_LENGTH,
     metadata_problem,
 )
 from ..models import DEFAULT_QUEUE, Job, JobEvent, JobEventType, JobStatus
@@ -261,6 +262,29 @@ class JobCreateSerializer(StrictBodySerializer):
         ),
     )
 
+    unique_key = serializers.CharField(
+        required=False,
+        allow_null=True,
+        default=None,
+        max_length=UNIQUE_KEY_MAX_LENGTH,
+        trim_whitespace=False,
+        help_text=(
+            "While a queued or running job holds this key, a create with it returns that "
+            "job (200, matched: unique_key); once it finished, a new job is created."
+        ),
+    )
+    concurrency_key = serializers.CharField(
+        required=False,
+        allow_null=True,
+        default=None,
+        max_length=UNIQUE_KEY_MAX_LENGTH,
+        trim_whitespace=False,
+        help_text=(
+            "Running jobs with one key are bounded by its limit (JOB_CONCURRENCY_KEY_LIMITS "
+            "and the concurrency key limits table), across every worker."
+        ),
+    )
+
     def validate_type(self, value: str) -> str:
         known = registry.registered_types()
         if value not in known:
@@ -336,10 +360,34 @@ class JobBulkCreateSerializer(serializers.Serializer[Any]):
         return {"jobs": validated}
 
 
+MATCHED_HELP = (
+    "Which rule returned an existing job: idempotency_key (permanent), unique_key (a "
+    "queued or running job holds it); null: the job was created."
+)
+
+
+class JobCreateResultSerializer(JobSerializer):
+    """A created job, or the existing one a key matched, and which rule matched."""
+
+    matched = serializers.ChoiceField(
+        choices=["idempotency_key", "unique_key"],
+        allow_null=True,
+        read_only=True,
+        help_text=MATCHED_HELP,
+    )
+
+    class Meta(JobSerializer.Meta):
+        fields = [*JobSerializer.Meta.fields, "matched"]
+        read_only_fields = fields
+
+
 class BulkCreatedJobSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     created = serializers.BooleanField(
-        help_text="False: the idempotency key was known; this is the existing job."
+        help_text="False: a key was known; this is the existing job."
+    )
+    matched = serializers.ChoiceField(
+        choices=["idempotency_key", "unique_key"], allow_null=True, help_text=MATCHED_HELP
     )
 
 
@@ -373,6 +421,18 @@ class JobListQuerySerializer(JobFilterSerializer):
         allow_blank=True,
         max_length=IDEMPOTENCY_KEY_MAX_LENGTH,
         help_text="Exact idempotency key: the one job created with it, if any.",
+    )
+    unique_key = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=UNIQUE_KEY_MAX_LENGTH,
+        help_text="Exact unique key.",
+    )
+    concurrency_key = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=UNIQUE_KEY_MAX_LENGTH,
+        help_text="Exact concurrency key.",
     )
 
 
@@ -805,3 +865,89 @@ VALIDATION_ERROR_SCHEMA = {
     "additionalProperties": {"type": "array", "items": {"type": "string"}},
     "example": {"priority": ["Ensure this value is less than or equal to 32767."]},
 }
+
+
+# --- Flow control (issue 24) ------------------------------------------------------------
+
+
+class QueueCountsSerializer(serializers.Serializer[dict[str, Any]]):
+    queued = serializers.IntegerField()
+    running = serializers.IntegerField()
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    cancelled = serializers.IntegerField()
+
+
+class QueueSerializer(serializers.Serializer[dict[str, Any]]):
+    name = serializers.CharField()
+    paused = serializers.BooleanField(help_text="No worker claims from a paused queue.")
+    paused_at = serializers.DateTimeField(allow_null=True)
+    counts = QueueCountsSerializer(help_text="Jobs of the queue by status.")
+    concurrency_limit = serializers.IntegerField(
+        allow_null=True, help_text="At most this many running at once, across all workers."
+    )
+    rate_limit = serializers.IntegerField(
+        allow_null=True, help_text="At most this many claimed per rate_period_seconds."
+    )
+    rate_period_seconds = serializers.IntegerField(allow_null=True)
+    running = serializers.IntegerField()
+    saturation = serializers.FloatField(
+        allow_null=True, help_text="running / concurrency_limit; null without a limit."
+    )
+    oldest_queued_at = serializers.DateTimeField(allow_null=True)
+
+
+class QueueLimitsSerializer(StrictBodySerializer):
+    """The body of `PATCH /api/queues/{name}/`: any of the limits; null removes one."""
+
+    concurrency_limit = StrictIntegerField(
+        required=False, allow_null=True, min_value=1, max_value=1_000_000
+    )
+    rate_limit = StrictIntegerField(
+        required=False, allow_null=True, min_value=1, max_value=1_000_000
+    )
+    rate_period_seconds = StrictIntegerField(
+        required=False, allow_null=True, min_value=1, max_value=86_400
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("rate_limit") is not None and attrs.get("rate_period_seconds") is None:
+            raise serializers.ValidationError(
+                {"rate_period_seconds": ["Required when rate_limit is set."]}
+            )
+        if "rate_period_seconds" in attrs and "rate_limit" not in attrs:
+            raise serializers.ValidationError(
+                {"rate_limit": ["Give rate_limit with rate_period_seconds."]}
+            )
+        return attrs
+
+
+class ScheduleLastJobSerializer(serializers.Serializer[dict[str, Any]]):
+    id = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=JobStatus.choices)
+    created_at = serializers.DateTimeField()
+
+
+class ScheduleSerializer(serializers.Serializer[dict[str, Any]]):
+    name = serializers.CharField()
+    target = serializers.CharField(help_text="The job type or the django.tasks task path.")
+    kind = serializers.ChoiceField(choices=["type", "task"])
+    cron = serializers.CharField(allow_null=True)
+    interval_seconds = serializers.IntegerField(allow_null=True)
+    timezone = serializers.CharField()
+    queue = serializers.CharField()
+    priority = serializers.IntegerField()
+    missed = serializers.ChoiceField(
+        choices=["latest", "skip"],
+        help_text="Ticks missed while no worker ran: run the latest once, or skip them.",
+    )
+    paused = serializers.BooleanField()
+    paused_at = serializers.DateTimeField(allow_null=True)
+    next_run_at = serializers.DateTimeField(allow_null=True, help_text="Null while paused.")
+    last_run_at = serializers.DateTimeField(allow_null=True, help_text="The last tick enqueued.")
+    last_job = ScheduleLastJobSerializer(allow_null=True)
+
+
+class ScheduleTriggerSerializer(serializers.Serializer[dict[str, Any]]):
+    schedule = ScheduleSerializer()
+    job = JobSerializer()

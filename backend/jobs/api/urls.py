@@ -25,6 +25,20 @@ urlpatterns = [
     path("auth/login/", views.LoginView.as_view(), name="auth-login"),
     path("auth/logout/", views.LogoutView.as_view(), name="auth-logout"),
     path("workers/", views.WorkersView.as_view(), name="worker-list"),
+    path("queues/", views.QueueListView.as_view(), name="queue-list"),
+    path("queues/<str:name>/", views.QueueDetailView.as_view(), name="queue-detail"),
+    path("queues/<str:name>/pause/", views.QueuePauseView.as_view(), name="queue-pause"),
+    path("queues/<str:name>/resume/", views.QueueResumeView.as_view(), name="queue-resume"),
+    path("schedules/", views.ScheduleListView.as_view(), name="schedule-list"),
+    path("schedules/<str:name>/pause/", views.SchedulePauseView.as_view(), name="schedule-pause"),
+    path(
+        "schedules/<str:name>/resume/", views.ScheduleResumeView.as_view(), name="schedule-resume"
+    ),
+    path(
+        "schedules/<str:name>/trigger/",
+        views.ScheduleTriggerView.as_view(),
+        name="schedule-trigger",
+    ),
     # Any other path under the prefix: a JSON 404 whatever the method (see api_not_found).
     re_path(r"^", views.api_not_found),
 ]

@@ -51,6 +51,7 @@ from .serializers import (
     HealthSerializer,
     JobBulkCreateResultSerializer,
     JobBulkCreateSerializer,
+    JobCreateResultSerializer,
     JobCreateSerializer,
     JobEventQuerySerializer,
     JobEventSerializer,
@@ -60,8 +61,13 @@ from .serializers import (
     JobStatsSerializer,
     JobTypesSerializer,
     LoginSerializer,
+    QueueLimitsSerializer,
+    QueueNameField,
+    QueueSerializer,
     RetryConflictSerializer,
     RetryOutcomeSerializer,
+    ScheduleSerializer,
+    ScheduleTriggerSerializer,
     SessionSerializer,
     ThroughputQuerySerializer,
     ThroughputSerializer,
@@ -233,9 +239,11 @@ class JobListCreateView(FilteredListView):
         tags=["jobs"],
         request=JobCreateSerializer,
         responses={
-            201: OpenApiResponse(JobSerializer, description="Created a queued job."),
+            201: OpenApiResponse(JobCreateResultSerializer, description="Created a queued job."),
             200: OpenApiResponse(
-                JobSerializer, description="The job already created with this idempotency key."
+                JobCreateResultSerializer,
+                description="The job already created with this idempotency key, or the "
+                "queued or running job holding this unique_key (see matched).",
             ),
             400: BAD_REQUEST,
             413: TOO_LARGE,
@@ -244,9 +252,11 @@ class JobListCreateView(FilteredListView):
     )
     def post(self, request: Request) -> Response:
         """Enqueue a job (and its `created` event)."""
-        job, created = services.create_job(**validated_job_create(request.data))
+        spec = services.NewJobSpec(**validated_job_create(request.data))
+        ((job, created),) = services.create_jobs([spec])
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
-        return Response(job_representation(job), status=code)
+        body = {**job_representation(job), "matched": services.matched_rule(spec, job, created)}
+        return Response(body, status=code)
 
 
 class JobBulkCreateView(DomainErrorsMixin, APIView):
@@ -276,7 +286,14 @@ class JobBulkCreateView(DomainErrorsMixin, APIView):
         data = {
             "created": created,
             "existing": len(results) - created,
-            "jobs": [{"id": row.id, "created": was_created} for row, was_created in results],
+            "jobs": [
+                {
+                    "id": row.id,
+                    "created": was_created,
+                    "matched": services.matched_rule(spec, row, was_created),
+                }
+                for spec, (row, was_created) in zip(specs, results, strict=True)
+            ],
         }
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         return Response(JobBulkCreateResultSerializer(data).data, status=code)
@@ -480,6 +497,150 @@ class JobEventListView(FilteredListView):
 
 
 # --- Session: the dashboard signs in with Django's session ------------------------------
+
+
+# --- Flow control (issue 24) ------------------------------------------------------------
+
+QUEUE_NAME_PARAMETER = OpenApiParameter(
+    "name", OpenApiTypes.STR, OpenApiParameter.PATH, description="The queue's name."
+)
+SCHEDULE_NAME_PARAMETER = OpenApiParameter(
+    "name", OpenApiTypes.STR, OpenApiParameter.PATH, description="The schedule's name."
+)
+SCHEDULE_NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No schedule of this name.")
+
+
+def parse_queue_name(raw: str) -> str:
+    """The path's queue name, validated as a job's queue is (400 otherwise)."""
+    field = QueueNameField()
+    try:
+        name: str = field.run_validation(raw)
+    except serializers.ValidationError as exc:
+        raise serializers.ValidationError({"name": exc.detail}) from None
+    return name
+
+
+class QueueListView(DomainErrorsMixin, APIView):
+    @extend_schema(
+        operation_id="queues_list", tags=["queues"], responses={200: QueueSerializer(many=True)}
+    )
+    def get(self, request: Request) -> Response:
+        """Every known queue, by name: counts by status, paused, limits, running vs limit."""
+        return Response([QueueSerializer(queue).data for queue in selectors.queue_list()])
+
+
+class QueueDetailView(DomainErrorsMixin, APIView):
+    @extend_schema(
+        operation_id="queues_partial_update",
+        tags=["queues"],
+        parameters=[QUEUE_NAME_PARAMETER],
+        request=QueueLimitsSerializer,
+        responses={200: QueueSerializer, 400: BAD_REQUEST},
+    )
+    def patch(self, request: Request, name: str) -> Response:
+        """Set the queue's limits (null removes one); they hold across all workers."""
+        queue = parse_queue_name(name)
+        body = QueueLimitsSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        services.set_queue_limits(queue=queue, **body.validated_data)
+        return Response(QueueSerializer(selectors.queue_detail(queue)).data)
+
+
+class QueuePauseView(DomainErrorsMixin, APIView):
+    job_permission = permissions.CHANGE
+
+    @extend_schema(
+        operation_id="queues_pause",
+        tags=["queues"],
+        parameters=[QUEUE_NAME_PARAMETER],
+        request=None,
+        responses={200: QueueSerializer, 400: BAD_REQUEST},
+    )
+    def post(self, request: Request, name: str) -> Response:
+        """Pause the queue: no worker claims from it from now on; running jobs finish."""
+        queue = parse_queue_name(name)
+        services.pause_queue(queue=queue)
+        return Response(QueueSerializer(selectors.queue_detail(queue)).data)
+
+
+class QueueResumeView(DomainErrorsMixin, APIView):
+    job_permission = permissions.CHANGE
+
+    @extend_schema(
+        operation_id="queues_resume",
+        tags=["queues"],
+        parameters=[QUEUE_NAME_PARAMETER],
+        request=None,
+        responses={200: QueueSerializer, 400: BAD_REQUEST},
+    )
+    def post(self, request: Request, name: str) -> Response:
+        """Resume the queue and wake idle workers at once."""
+        queue = parse_queue_name(name)
+        services.resume_queue(queue=queue)
+        return Response(QueueSerializer(selectors.queue_detail(queue)).data)
+
+
+class ScheduleListView(DomainErrorsMixin, APIView):
+    @extend_schema(
+        operation_id="schedules_list",
+        tags=["schedules"],
+        responses={200: ScheduleSerializer(many=True)},
+    )
+    def get(self, request: Request) -> Response:
+        """Every schedule of JOB_SCHEDULES, by name: next run, last run and its job."""
+        return Response([ScheduleSerializer(entry).data for entry in selectors.schedule_list()])
+
+
+class SchedulePauseView(DomainErrorsMixin, APIView):
+    job_permission = permissions.CHANGE
+
+    @extend_schema(
+        operation_id="schedules_pause",
+        tags=["schedules"],
+        parameters=[SCHEDULE_NAME_PARAMETER],
+        request=None,
+        responses={200: ScheduleSerializer, 404: SCHEDULE_NOT_FOUND},
+    )
+    def post(self, request: Request, name: str) -> Response:
+        """Pause the schedule: no tick is enqueued until it is resumed."""
+        services.pause_schedule(name=name)
+        return Response(ScheduleSerializer(selectors.schedule_detail(name)).data)
+
+
+class ScheduleResumeView(DomainErrorsMixin, APIView):
+    job_permission = permissions.CHANGE
+
+    @extend_schema(
+        operation_id="schedules_resume",
+        tags=["schedules"],
+        parameters=[SCHEDULE_NAME_PARAMETER],
+        request=None,
+        responses={200: ScheduleSerializer, 404: SCHEDULE_NOT_FOUND},
+    )
+    def post(self, request: Request, name: str) -> Response:
+        """Resume the schedule from its next tick (ticks while paused are not run)."""
+        services.resume_schedule(name=name)
+        return Response(ScheduleSerializer(selectors.schedule_detail(name)).data)
+
+
+class ScheduleTriggerView(DomainErrorsMixin, APIView):
+    job_permission = permissions.CHANGE
+
+    @extend_schema(
+        operation_id="schedules_trigger",
+        tags=["schedules"],
+        parameters=[SCHEDULE_NAME_PARAMETER],
+        request=None,
+        responses={201: ScheduleTriggerSerializer, 404: SCHEDULE_NOT_FOUND},
+    )
+    def post(self, request: Request, name: str) -> Response:
+        """Enqueue one job of the schedule now, outside its ticks."""
+        _, job = services.trigger_schedule(name=name)
+        body = {"schedule": selectors.schedule_detail(name), "job": job_representation(job)}
+        return Response(
+            {"schedule": ScheduleSerializer(body["schedule"]).data, "job": body["job"]},
+            status=status.HTTP_201_CREATED,
+        )
 
 
 class SessionView(DomainErrorsMixin, APIView):

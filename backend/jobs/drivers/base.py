@@ -51,6 +51,8 @@ class JobRow:
     timeout_seconds: int | None
     cancel_requested_at: datetime | None
     metadata: dict[str, str]
+    unique_key: str | None = None
+    concurrency_key: str | None = None
 
     @property
     def pk(self) -> UUID:
@@ -83,6 +85,8 @@ class NewJob:
     timeout_seconds: int | None
     event_data: dict[str, Any]
     metadata: dict[str, str]
+    unique_key: str | None = None
+    concurrency_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +244,11 @@ class Driver(Protocol):
         ``event_data``), all or nothing; a job whose idempotency key exists is not written
         and its existing row comes back with ``False``. Results are in input order. With
         ``notify``, idle workers of the queues that got due jobs are woken (PostgreSQL)."""
+        ...
+
+    def wake(self, queue: str) -> None:
+        """Wake idle workers of ``queue`` when the current transaction commits (a resumed
+        or re-limited queue); nothing where workers only poll."""
         ...
 
     def claim_job(

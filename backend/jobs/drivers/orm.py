@@ -16,8 +16,19 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
+from django.utils import timezone
 
-from ..models import FAILURE_EVENT_TYPES, Job, JobEvent, JobEventType, JobStatus
+from ..conf import app_settings
+from ..flowcontrol import key_limit, rate_admits
+from ..models import (
+    FAILURE_EVENT_TYPES,
+    ConcurrencyKeyLimit,
+    Job,
+    JobEvent,
+    JobEventType,
+    JobStatus,
+    QueueSettings,
+)
 from .base import (
     JOB_ROW_FIELDS,
     CancelOutcome,
@@ -145,74 +156,138 @@ class OrmDriver:
         self, jobs: list[NewJob], *, message: str, now: datetime, notify: bool
     ) -> list[tuple[JobRow, bool]]:
         keys = [job.idempotency_key for job in jobs if job.idempotency_key is not None]
+        unique = [job.unique_key for job in jobs if job.unique_key is not None]
         with transaction.atomic():
             existing = {
                 job.idempotency_key: job for job in Job.objects.filter(idempotency_key__in=keys)
             }
-            new = [
-                Job(
-                    id=job.id,
-                    type=job.type,
-                    payload=job.payload,
-                    priority=job.priority,
-                    available_at=job.available_at,
-                    max_attempts=job.max_attempts,
-                    idempotency_key=job.idempotency_key,
+            active = {
+                job.unique_key: job
+                for job in Job.objects.filter(
+                    unique_key__in=unique, status__in=[JobStatus.QUEUED, JobStatus.RUNNING]
+                )
+            }
+            outcome: list[tuple[Job, bool]] = []
+            new: list[Job] = []
+            for spec in jobs:
+                if spec.idempotency_key is not None and spec.idempotency_key in existing:
+                    outcome.append((existing[spec.idempotency_key], False))
+                    continue
+                if spec.unique_key is not None and spec.unique_key in active:
+                    outcome.append((active[spec.unique_key], False))
+                    continue
+                job = Job(
+                    id=spec.id,
+                    type=spec.type,
+                    payload=spec.payload,
+                    priority=spec.priority,
+                    available_at=spec.available_at,
+                    max_attempts=spec.max_attempts,
+                    idempotency_key=spec.idempotency_key,
                     created_at=now,
                     updated_at=now,
-                    queue=job.queue,
-                    timeout_seconds=job.timeout_seconds,
-                    metadata=job.metadata,
+                    queue=spec.queue,
+                    timeout_seconds=spec.timeout_seconds,
+                    metadata=spec.metadata,
+                    unique_key=spec.unique_key,
+                    concurrency_key=spec.concurrency_key,
                 )
-                for job in jobs
-                if job.idempotency_key not in existing
-            ]
+                if spec.unique_key is not None:
+                    active[spec.unique_key] = job  # a later job of the batch gets this one
+                new.append(job)
+                outcome.append((job, True))
+            new_ids = {job.id for job in new}
             try:
                 with transaction.atomic():
                     Job.objects.bulk_create(new)
                     JobEvent.objects.bulk_create(
                         _event(
-                            job.id,
+                            spec.id,
                             JobEventType.CREATED,
                             0,
-                            Event(message, job.event_data),
-                            job_type=job.type,
+                            Event(message, spec.event_data),
+                            job_type=spec.type,
                             created_at=now,
                         )
-                        for job in jobs
-                        if job.idempotency_key not in existing
+                        for spec in jobs
+                        if spec.id in new_ids
                     )
             except IntegrityError:
                 # A concurrent create took one of the keys: nothing of this call was
                 # written; the caller sees the winners' rows on the next read.
-                if not keys:
+                if not keys and not unique:
                     raise
                 return self.create_jobs(jobs, message=message, now=now, notify=notify)
-        created = {job.id: job for job in new}
-        return [
-            (job_row(created[job.id]), True)
-            if job.id in created
-            else (job_row(existing[job.idempotency_key]), False)
-            for job in jobs
-        ]
+        return [(job_row(job), created) for job, created in outcome]
+
+    def wake(self, queue: str) -> None:
+        return None  # its workers poll
 
     def claim_job(
         self, *, queue: str, worker_id: str, now: datetime, locked_until: datetime, event: Event
     ) -> JobRow | None:
         with transaction.atomic():
-            job = (
-                Job.objects.select_for_update(skip_locked=True)
-                .filter(
-                    status=JobStatus.QUEUED,
-                    queue=queue,
-                    available_at__lte=now,
-                    attempts__lt=F("max_attempts"),
+            # Flow control (issue 24): a paused or limited queue is claimed from under a
+            # lock on its settings row (on SQLite: the database's one writer at a time).
+            gate = QueueSettings.objects.select_for_update().filter(name=queue).first()
+            window: list[float] | None = None
+            if gate is not None and gate.gated:
+                if gate.paused_at is not None:
+                    return None
+                if gate.concurrency_limit is not None and (
+                    Job.objects.filter(status=JobStatus.RUNNING, queue=queue).count()
+                    >= gate.concurrency_limit
+                ):
+                    return None
+                claimed_at = timezone.now()
+                locked_until += claimed_at - now
+                now = claimed_at
+                if gate.rate_limit is not None:
+                    admitted, window = rate_admits(
+                        list(gate.rate_window),
+                        limit=gate.rate_limit,
+                        period_seconds=gate.rate_period_seconds or 1,
+                        now=now.timestamp(),
+                    )
+                    if not admitted:
+                        return None
+            limits = dict(app_settings.JOB_CONCURRENCY_KEY_LIMITS)
+            limits.update(ConcurrencyKeyLimit.objects.values_list("pattern", "limit"))
+            blocked: list[str] = []
+            while True:
+                job = (
+                    Job.objects.select_for_update(skip_locked=True)
+                    .filter(
+                        status=JobStatus.QUEUED,
+                        queue=queue,
+                        available_at__lte=now,
+                        attempts__lt=F("max_attempts"),
+                    )
+                    .exclude(concurrency_key__in=blocked)
+                    .order_by("-priority", "available_at", "created_at", "id")
+                    .first()
                 )
-                .order_by("-priority", "available_at", "created_at", "id")
-                .first()
-            )
-            if job is None:
-                return None
+                if job is None:
+                    return None
+                key_max = (
+                    None
+                    if job.concurrency_key is None or not limits
+                    else key_limit(job.concurrency_key, limits)
+                )
+                if (
+                    job.concurrency_key is None
+                    or key_max is None
+                    or (
+                        Job.objects.filter(
+                            status=JobStatus.RUNNING, concurrency_key=job.concurrency_key
+                        ).count()
+                        < key_max
+                    )
+                ):
+                    break
+                blocked.append(job.concurrency_key)
+            if window is not None:
+                QueueSettings.objects.filter(name=queue).update(rate_window=window)
             job.status = JobStatus.RUNNING
             job.attempts += 1
             job.locked_by = worker_id

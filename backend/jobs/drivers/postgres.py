@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import psycopg
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
 from ..conf import app_settings
+from ..flowcontrol import key_limit, rate_admits
 from . import sql
 from .base import (
     CancelOutcome,
@@ -47,6 +48,7 @@ COMPLETE_AND_CLAIM_ARGS = {
     "claimed_message": "text",
     "claimed_data": "text",
     "now": "timestamp with time zone",
+    "keys_limited": "boolean",
 }
 
 
@@ -79,7 +81,25 @@ def _new_job(position: int, job: NewJob) -> dict[str, Any]:
         "timeout_seconds": job.timeout_seconds,
         "event_data": job.event_data,
         "metadata": job.metadata,
+        "unique_key": job.unique_key,
+        "concurrency_key": job.concurrency_key,
     }
+
+
+def _existing(
+    job: NewJob,
+    inserted: dict[Any, JobRow],
+    by_key: dict[str | None, JobRow],
+    by_unique: dict[str | None, JobRow],
+) -> tuple[JobRow, bool] | None:
+    """``job``'s outcome: written, or the row its idempotency key or unique key matched."""
+    if job.id in inserted:
+        return inserted[job.id], True
+    if job.idempotency_key is not None and job.idempotency_key in by_key:
+        return by_key[job.idempotency_key], False
+    if job.unique_key is not None and job.unique_key in by_unique:
+        return by_unique[job.unique_key], False
+    return None
 
 
 def _owner_params(owner: Owner) -> dict[str, Any]:
@@ -101,7 +121,12 @@ def _completion_params(owner: Owner, result_json: str | None, event: Event) -> d
 
 
 def _claim_params(queue: str, locked_until: datetime, event: Event) -> dict[str, Any]:
-    return {"queue": queue, "locked_until": locked_until, **_event_params(event, "claimed_")}
+    return {
+        "queue": queue,
+        "locked_until": locked_until,
+        "keys_limited": bool(app_settings.JOB_CONCURRENCY_KEY_LIMITS),
+        **_event_params(event, "claimed_"),
+    }
 
 
 # complete_and_claim's halves are skipped with NULLs (see queries.sql).
@@ -112,7 +137,13 @@ _NO_COMPLETION = {
     "completed_message": None,
     "completed_data": None,
 }
-_NO_CLAIM = {"queue": None, "locked_until": None, "claimed_message": None, "claimed_data": None}
+_NO_CLAIM = {
+    "queue": None,
+    "locked_until": None,
+    "claimed_message": None,
+    "claimed_data": None,
+    "keys_limited": False,
+}
 
 
 def _selection_params(selection: Selection) -> dict[str, Any]:
@@ -278,32 +309,122 @@ class PostgresDriver:
             self._execute(cursor, "create_jobs", params)
             found = [(_job_row(values), created) for created, *values in cursor.fetchall()]
         inserted = {row.id: row for row, created in found if created}
-        existing = {row.idempotency_key: row for row, created in found if not created}
-        # Rows without a key are always inserted, so every missing job has a key.
-        missing = [
-            str(job.idempotency_key)
-            for job in jobs
-            if job.id not in inserted and job.idempotency_key not in existing
+        by_key = {row.idempotency_key: row for row, created in found if not created}
+        by_unique = {row.unique_key: row for row, created in found if not created}
+        results: list[tuple[JobRow, bool] | None] = [
+            _existing(job, inserted, by_key, by_unique) for job in jobs
         ]
+        missing = [job for job, result in zip(jobs, results, strict=True) if result is None]
         if missing:
             # A concurrent create with one of these keys committed while the statement
-            # waited on it; the statement's snapshot predates that row, a new query sees it.
+            # waited on it, or an earlier job of this batch holds the unique key: the
+            # statement's snapshot predates that row, a new query sees it.
+            keys = [job.idempotency_key for job in missing if job.idempotency_key]
+            unique = [job.unique_key for job in missing if job.unique_key]
             with _cursor() as cursor:
-                self._execute(cursor, "jobs_by_idempotency_keys", {"keys": missing})
-                existing.update((row.idempotency_key, row) for row in map(_job_row, cursor))
-        return [
-            (inserted[job.id], True)
-            if job.id in inserted
-            else (existing[job.idempotency_key], False)
-            for job in jobs
-        ]
+                self._execute(cursor, "jobs_by_idempotency_keys", {"keys": keys})
+                by_key.update((row.idempotency_key, row) for row in map(_job_row, cursor))
+                self._execute(cursor, "active_jobs_by_unique_keys", {"keys": unique})
+                by_unique.update((row.unique_key, row) for row in map(_job_row, cursor))
+            results = [
+                result or _existing(job, inserted, by_key, by_unique)
+                for job, result in zip(jobs, results, strict=True)
+            ]
+        retry = [job for job, result in zip(jobs, results, strict=True) if result is None]
+        if retry:
+            # The active job that held a unique key finished in between: create again.
+            again = iter(self.create_jobs(retry, message=message, now=now, notify=notify))
+            results = [result or next(again) for result in results]
+        return [result for result in results if result is not None]
 
     def _complete_and_claim(self, params: dict[str, Any]) -> dict[str, JobRow]:
         # Unprepared, the statement would be parsed and planned on every call.
         query = "complete_and_claim" if _prepare() else "complete_and_claim_call"
         with _cursor() as cursor:
             self._execute(cursor, query, params)
-            return {part: _job_row(values) for part, *values in cursor.fetchall()}
+            rows = cursor.fetchall()
+        found = {part: _job_row(values) for part, *values in rows if part != "gated"}
+        if any(part == "gated" for part, *_ in rows):
+            claimed = self._gated_claim(params)
+            if claimed is not None:
+                found["claimed"] = claimed
+        return found
+
+    def _gated_claim(self, params: dict[str, Any]) -> JobRow | None:
+        """The claim of a paused or limited queue, or of a job whose concurrency_key may
+        be limited: one transaction that takes the queue's row lock, then each candidate's
+        key lock, counting what runs after each lock (see queries.sql gate_lock)."""
+        queue = params["queue"]
+        with transaction.atomic(), _cursor() as cursor:
+            self._execute(cursor, "gate_lock", {"queue": queue})
+            gate = cursor.fetchone()
+            if gate is None:
+                self._execute(cursor, "clock", {})
+                (now,) = cast(tuple[Any, ...], cursor.fetchone())
+                paused, limit, rate, period, window = False, None, None, None, "[]"
+            else:
+                paused, limit, rate, period, window, now = gate
+            if paused:
+                return None
+            if limit is not None:
+                self._execute(cursor, "running_in_queue", {"queue": queue})
+                if cast(tuple[int], cursor.fetchone())[0] >= limit:
+                    return None
+            new_window = None
+            if rate is not None:
+                admitted, new_window = rate_admits(
+                    json.loads(window), limit=rate, period_seconds=period or 1, now=now.timestamp()
+                )
+                if not admitted:
+                    return None
+            key_limits = self._key_limits(cursor)
+            blocked: list[str] = []
+            while True:
+                self._execute(
+                    cursor, "gated_candidate", {"queue": queue, "now": now, "blocked": blocked}
+                )
+                candidate = cursor.fetchone()
+                if candidate is None:
+                    return None
+                job_id, key = candidate
+                key_max = None if key is None else key_limit(key, key_limits)
+                if key_max is None:
+                    break
+                self._execute(cursor, "key_lock", {"key": key})
+                self._execute(cursor, "running_with_key", {"key": key})
+                if cast(tuple[int], cursor.fetchone())[0] < key_max:
+                    break
+                blocked.append(key)
+            # The lease starts at the gate's clock, as long as the caller's.
+            locked_until = params["locked_until"] + (now - params["now"])
+            self._execute(
+                cursor,
+                "claim_by_id",
+                {
+                    "id": job_id,
+                    "worker_id": params["worker_id"],
+                    "locked_until": locked_until,
+                    "claimed_message": params["claimed_message"],
+                    "claimed_data": params["claimed_data"],
+                    "now": now,
+                },
+            )
+            row = cursor.fetchone()
+            if new_window is not None:
+                self._execute(
+                    cursor, "store_rate_window", {"queue": queue, "window": to_json(new_window)}
+                )
+            return None if row is None else _job_row(row)
+
+    def _key_limits(self, cursor: psycopg.Cursor[Any]) -> dict[str, int]:
+        limits = dict(app_settings.JOB_CONCURRENCY_KEY_LIMITS)
+        self._execute(cursor, "key_limits", {})
+        limits.update(cursor.fetchall())
+        return limits
+
+    def wake(self, queue: str) -> None:
+        with _cursor() as cursor:
+            self._execute(cursor, "wake", {"channel": NOTIFY_CHANNEL, "queue": queue})
 
     def claim_job(
         self, *, queue: str, worker_id: str, now: datetime, locked_until: datetime, event: Event

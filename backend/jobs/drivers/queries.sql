@@ -42,16 +42,20 @@ WITH new AS (
     SELECT * FROM jsonb_to_recordset(:jobs::jsonb) AS new(
         position integer, id uuid, type text, payload jsonb, priority smallint,
         available_at timestamptz, max_attempts integer, idempotency_key text, queue text,
-        timeout_seconds integer, event_data jsonb, metadata jsonb)
+        timeout_seconds integer, event_data jsonb, metadata jsonb, unique_key text,
+        concurrency_key text)
 ), inserted AS (
     INSERT INTO jobs_job (id, type, payload, status, priority, available_at, attempts,
         max_attempts, idempotency_key, last_error, created_at, updated_at, queue,
-        timeout_seconds, metadata)
+        timeout_seconds, metadata, unique_key, concurrency_key)
     SELECT id, type, payload, 'queued', priority, available_at, 0, max_attempts,
-        idempotency_key, '', :now, :now, queue, timeout_seconds, metadata
+        idempotency_key, '', :now, :now, queue, timeout_seconds, metadata, unique_key,
+        concurrency_key
     -- Keys in one order: concurrent batches sharing keys wait instead of deadlocking.
-    FROM new ORDER BY idempotency_key, position
-    ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    FROM new ORDER BY idempotency_key, unique_key, position
+    -- No conflict target: both job_idempotency_key_unique and job_unique_key_active
+    -- (queued or running jobs only) are arbiters.
+    ON CONFLICT DO NOTHING
     RETURNING *
 ), event AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, message, data, created_at, job_type)
@@ -64,7 +68,14 @@ WITH new AS (
 )
 SELECT true AS created, inserted.* FROM inserted, (SELECT count(*) FROM notified) AS sent
 UNION ALL
-SELECT false, job.* FROM new JOIN jobs_job AS job ON job.idempotency_key = new.idempotency_key
+SELECT false, job.* FROM new CROSS JOIN LATERAL (
+    -- The job of the idempotency key first; else the active job holding the unique key.
+    (SELECT * FROM jobs_job AS job WHERE job.idempotency_key = new.idempotency_key)
+    UNION ALL
+    (SELECT * FROM jobs_job AS job WHERE job.unique_key = new.unique_key
+        AND job.status IN ('queued', 'running'))
+    LIMIT 1
+) AS job
 WHERE NOT EXISTS (SELECT 1 FROM inserted WHERE inserted.id = new.id);
 
 -- name: complete_and_claim
@@ -98,9 +109,18 @@ WITH RECURSIVE completed AS (
         :completed_data::jsonb, :now, ended.type, claim.wait_ms, claim.run_ms
     FROM completed AS ended
     {ended_attempt_timing}
+), gate AS MATERIALIZED (
+    -- Flow control (issue 24): a queue that is paused or limited is claimed from only by
+    -- the gated claim (postgres.py), under a lock on its jobs_queuesettings row. One probe
+    -- of that small table's primary key; a queue without a row is not gated.
+    SELECT EXISTS (
+        SELECT 1 FROM jobs_queuesettings AS settings
+        WHERE settings.name = :queue AND (settings.paused_at IS NOT NULL
+            OR settings.concurrency_limit IS NOT NULL OR settings.rate_limit IS NOT NULL)
+    ) AS gated
 ), level AS (
     (SELECT priority FROM jobs_job
-        WHERE status = 'queued' AND queue = :queue
+        WHERE status = 'queued' AND queue = :queue AND NOT (SELECT gated FROM gate)
         ORDER BY priority DESC LIMIT 1)
     UNION ALL
     SELECT (SELECT job.priority FROM jobs_job AS job
@@ -109,8 +129,8 @@ WITH RECURSIVE completed AS (
             ORDER BY job.priority DESC LIMIT 1)
     FROM level WHERE level.priority IS NOT NULL
 ), candidate AS MATERIALIZED (
-    SELECT due.id FROM level CROSS JOIN LATERAL (
-        SELECT id FROM jobs_job
+    SELECT due.id, due.concurrency_key FROM level CROSS JOIN LATERAL (
+        SELECT id, concurrency_key FROM jobs_job
         WHERE status = 'queued' AND queue = :queue AND priority = level.priority
             AND available_at <= :now AND attempts < max_attempts
         ORDER BY available_at, created_at, id
@@ -123,7 +143,9 @@ WITH RECURSIVE completed AS (
     SET status = 'running', attempts = job.attempts + 1, locked_by = :worker_id,
         locked_until = :locked_until, last_error = '', result = NULL, updated_at = :now
     FROM candidate
-    WHERE job.id = candidate.id
+    -- A job with a concurrency_key, while key limits exist, goes to the gated claim.
+    WHERE job.id = candidate.id AND (candidate.concurrency_key IS NULL
+        OR NOT (:keys_limited OR EXISTS (SELECT 1 FROM jobs_concurrencykeylimit)))
     RETURNING job.*
 ), claimed_event AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
@@ -135,7 +157,12 @@ WITH RECURSIVE completed AS (
 )
 SELECT 'completed' AS part, * FROM completed
 UNION ALL
-SELECT 'claimed', * FROM claimed;
+SELECT 'claimed', * FROM claimed
+UNION ALL
+-- 'gated' (its columns NULL): the claim is the gated claim's to make.
+SELECT 'gated', job.* FROM (SELECT 1) AS one LEFT JOIN jobs_job AS job ON false
+WHERE (SELECT gated FROM gate) OR EXISTS (
+    SELECT 1 FROM candidate WHERE NOT EXISTS (SELECT 1 FROM claimed));
 
 -- name: complete_and_claim_call
 -- complete_and_claim through the PL/pgSQL function of migration 0005, whose body is that
@@ -144,7 +171,12 @@ SELECT 'claimed', * FROM claimed;
 SELECT * FROM jobs_complete_and_claim(:id::uuid, :attempts::integer, :result_json::text,
     :completed_message::text, :completed_data::text, :worker_id::text, :queue::text,
     :locked_until::timestamptz, :claimed_message::text, :claimed_data::text,
-    :now::timestamptz);
+    :now::timestamptz, :keys_limited::boolean);
+
+-- name: wake
+-- Wakes idle workers of :queue on commit, as create_jobs' notification does (a queue
+-- resumed or given room by a new limit).
+SELECT pg_notify(:channel, :queue);
 
 -- name: active_queues
 -- The queues that have queued jobs: a loose index scan over job_claim_idx's first column,
@@ -386,3 +418,85 @@ FROM changed;
 
 -- name: jobs_by_idempotency_keys
 SELECT * FROM jobs_job WHERE idempotency_key = ANY(:keys::text[]);
+
+-- name: active_jobs_by_unique_keys
+-- The queued or running job holding each of :keys (job_unique_key_active: one at most).
+SELECT * FROM jobs_job
+WHERE unique_key = ANY(:keys::text[]) AND status IN ('queued', 'running');
+
+-- name: gate_lock
+-- The gated claim's first statement (a transaction of its own): lock the queue's settings
+-- row, so claimers of a paused or limited queue take turns; what they then count (each
+-- next statement has a fresh snapshot) includes every claim committed before them. The
+-- database's clock after the lock is the claim's time, so rate windows are measured on
+-- one clock whichever host claims.
+SELECT paused_at IS NOT NULL, concurrency_limit, rate_limit, rate_period_seconds,
+    rate_window::text, clock_timestamp()
+FROM jobs_queuesettings WHERE name = :queue
+FOR UPDATE;
+
+-- name: clock
+SELECT clock_timestamp();
+
+-- name: running_in_queue
+-- Served by job_running_queue_idx.
+SELECT count(*) FROM jobs_job WHERE status = 'running' AND queue = :queue;
+
+-- name: key_lock
+-- Claimers of jobs with one concurrency_key take turns, whatever their queue (released
+-- at commit).
+SELECT pg_advisory_xact_lock(hashtextextended('jobs.concurrency_key:' || :key, 0));
+
+-- name: running_with_key
+-- Served by job_running_key_idx.
+SELECT count(*) FROM jobs_job WHERE status = 'running' AND concurrency_key = :key;
+
+-- name: key_limits
+SELECT pattern, "limit" FROM jobs_concurrencykeylimit;
+
+-- name: gated_candidate
+-- complete_and_claim's candidate (the same loose scan over job_claim_idx), without the
+-- jobs whose concurrency_key is at its limit (:blocked), locked for this transaction.
+WITH RECURSIVE level AS (
+    (SELECT priority FROM jobs_job
+        WHERE status = 'queued' AND queue = :queue
+        ORDER BY priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT job.priority FROM jobs_job AS job
+            WHERE job.status = 'queued' AND job.queue = :queue
+                AND job.priority < level.priority
+            ORDER BY job.priority DESC LIMIT 1)
+    FROM level WHERE level.priority IS NOT NULL
+)
+SELECT due.id, due.concurrency_key FROM level CROSS JOIN LATERAL (
+    SELECT id, concurrency_key FROM jobs_job
+    WHERE status = 'queued' AND queue = :queue AND priority = level.priority
+        AND available_at <= :now AND attempts < max_attempts
+        AND (concurrency_key IS NULL OR NOT concurrency_key = ANY(:blocked::text[]))
+    ORDER BY available_at, created_at, id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+) AS due
+LIMIT 1;
+
+-- name: claim_by_id
+-- The gated claim's last statement: the candidate it locked becomes running under a
+-- lease, with its claimed event (as complete_and_claim's claimed half).
+WITH claimed AS (
+    UPDATE jobs_job AS job
+    SET status = 'running', attempts = job.attempts + 1, locked_by = :worker_id,
+        locked_until = :locked_until, last_error = '', result = NULL, updated_at = :now
+    WHERE job.id = :id AND job.status = 'queued'
+    RETURNING job.*
+), claimed_event AS (
+    INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
+        job_type, wait_ms)
+    SELECT id, 'claimed', attempts, locked_by, :claimed_message, :claimed_data::jsonb, :now,
+        type, GREATEST(floor(EXTRACT(EPOCH FROM
+            :now - GREATEST(available_at, created_at)) * 1000), 0)::bigint
+    FROM claimed
+)
+SELECT * FROM claimed;
+
+-- name: store_rate_window
+UPDATE jobs_queuesettings SET rate_window = :window::jsonb WHERE name = :queue;

@@ -195,7 +195,9 @@ def test_create_returns_201_with_the_queued_job_and_writes_a_created_event(api):
     )
     assert response.status_code == 201
     body = response.json()
-    assert set(body) == JOB_KEYS
+    # The create's answer says which key matched an existing job (issue 24): none here.
+    assert set(body) == JOB_KEYS | {"matched"}
+    assert body["matched"] is None
     job = Job.objects.get()
     assert body["id"] == str(job.pk)
     assert body["status"] == "queued"
@@ -243,7 +245,7 @@ def test_create_with_a_known_idempotency_key_returns_200_and_the_existing_job(ap
     )
     assert first.status_code == 201
     assert again.status_code == 200
-    assert again.json() == first.json()
+    assert again.json() == {**first.json(), "matched": "idempotency_key"}
     assert Job.objects.count() == 1
     assert JobEvent.objects.count() == 1
 
@@ -925,6 +927,14 @@ def test_schema_documents_every_endpoint(api):
         "/api/auth/session/",
         "/api/auth/login/",
         "/api/auth/logout/",
+        "/api/queues/",
+        "/api/queues/{name}/",
+        "/api/queues/{name}/pause/",
+        "/api/queues/{name}/resume/",
+        "/api/schedules/",
+        "/api/schedules/{name}/pause/",
+        "/api/schedules/{name}/resume/",
+        "/api/schedules/{name}/trigger/",
     }
     create = schema["paths"]["/api/jobs/"]["post"]["responses"]
     assert set(create) == {"200", "201", "400", "413", "415"}
@@ -1161,7 +1171,7 @@ def test_bulk_create_honours_known_keys_and_answers_200_when_nothing_is_new(api)
     assert response.json() == {
         "created": 0,
         "existing": 1,
-        "jobs": [{"id": str(known.pk), "created": False}],
+        "jobs": [{"id": str(known.pk), "created": False, "matched": "idempotency_key"}],
     }
 
 

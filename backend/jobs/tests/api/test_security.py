@@ -211,6 +211,8 @@ def production_server_env() -> dict[str, str]:
         "DJANGO_SECRET_KEY": STRONG_SECRET,  # Session.of signs sessions with it
         "DJANGO_THROTTLE_AUTH_FAILURES": "3/minute",
         "DJANGO_THROTTLE_JOB_CREATE": "3/minute",
+        # A schedule for the flow control routes (issue 24) to act on.
+        "JOB_SCHEDULES_JSON": '{"hourly": {"type": "demo.success", "cron": "0 * * * *"}}',
     }
 
 
@@ -251,6 +253,14 @@ ROUTES = [
     ("POST", "/api/jobs/retry/", "change_job"),
     ("POST", "/api/jobs/cancel/", "change_job"),
     ("GET", "/api/job-events/", "view_job"),
+    ("GET", "/api/queues/", "view_job"),
+    ("PATCH", "/api/queues/{name}/", "change_job"),
+    ("POST", "/api/queues/{name}/pause/", "change_job"),
+    ("POST", "/api/queues/{name}/resume/", "change_job"),
+    ("GET", "/api/schedules/", "view_job"),
+    ("POST", "/api/schedules/{name}/pause/", "change_job"),
+    ("POST", "/api/schedules/{name}/resume/", "change_job"),
+    ("POST", "/api/schedules/{name}/trigger/", "change_job"),
     ("GET", "/api/schema/", "authenticated"),
     ("GET", "/api/docs/", "authenticated"),
     ("GET", "/api/health/", None),
@@ -273,7 +283,7 @@ def _routes(patterns, prefix: str = "") -> list[str]:
 def test_the_table_covers_every_api_route():
     """A new endpoint has to be added to ROUTES, and so to the permission matrix."""
     api = {
-        re.sub(r"<str:id>", "{id}", route)
+        re.sub(r"<str:(id|name)>", r"{\1}", route)
         for route in _routes(get_resolver().url_patterns)
         if route.startswith("/api/") or route == "/metrics"
     }
@@ -331,8 +341,13 @@ def _target(method: str, template: str) -> tuple[str, dict | None, Job | None, i
         job = queued_job()
     else:
         job = failed_job()  # retry succeeds on it; reads find it
+    name = "hourly" if template.startswith("/api/schedules/") else "emails"
     if method == "GET":
         return template.format(id=job.pk), None, job, 200
+    if "{name}" in template:
+        body = {"concurrency_limit": 3} if method == "PATCH" else None
+        success = 201 if template.endswith("/trigger/") else 200
+        return template.format(name=name), body, job, success
     bodies = {
         "/api/jobs/": {"type": "demo.success"},
         "/api/jobs/bulk/": {"jobs": [{"type": "demo.success"}]},
@@ -1169,7 +1184,7 @@ def test_every_endpoint_answers_json_503_while_the_database_is_down(private_post
         for method, template, _ in ROUTES:
             if template == "/api/auth/logout/":
                 continue  # without a session there is nothing to end: 204, no database
-            path = template.format(id=uuid.uuid4())
+            path = template.format(id=uuid.uuid4(), name="hourly")
             body = (
                 {"type": "demo.success", "ids": [str(uuid.uuid4())]} if method == "POST" else None
             )

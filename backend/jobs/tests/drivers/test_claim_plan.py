@@ -16,6 +16,7 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
+from jobs import services
 from jobs.drivers.postgres import QUERIES
 from jobs.models import Job
 
@@ -63,6 +64,7 @@ def claim_plan(queue: str) -> dict[str, Any]:
         "claimed_message": "Job claimed",
         "claimed_data": "{}",
         "now": now,
+        "keys_limited": False,
     }
     assert set(params) == QUERIES["complete_and_claim"].params
     with transaction.atomic():
@@ -116,4 +118,49 @@ def test_a_queue_without_jobs_is_answered_by_the_index_alone(crowded_queues):
     plan = claim_plan("nobody-serves-this")
     buffers = plan["Shared Hit Blocks"] + plan["Shared Read Blocks"]
     assert buffers < 20, buffers
-    assert not any(node.get("Node Type") == "Seq Scan" for node in nodes(plan)), plan
+    # The per-key limits table holds a handful of rows at most: reading it whole is its
+    # cheapest plan (only when the candidate has a concurrency_key).
+    scanned = [node.get("Relation Name") for node in nodes(plan) if node["Node Type"] == "Seq Scan"]
+    assert set(scanned) <= {"jobs_concurrencykeylimit"}, plan
+
+
+def gated_candidate_plan(queue: str) -> dict[str, Any]:
+    """The executed plan of the gated claim's candidate statement; rolled back."""
+    params = {"queue": queue, "now": timezone.now(), "blocked": ["customer:1"]}
+    assert set(params) == QUERIES["gated_candidate"].params
+    with transaction.atomic():
+        connection.ensure_connection()
+        with psycopg.Cursor(connection.connection) as cursor:
+            cursor.execute(
+                "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + QUERIES["gated_candidate"].sql,
+                params,
+            )
+            plan = cursor.fetchone()[0]
+        transaction.set_rollback(True)
+    return (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]
+
+
+def test_claims_stay_index_scans_over_limited_and_unlimited_queues(crowded_queues):
+    # Issue 24: 100,000 queued jobs; two queues limited (one paused), three not.
+    services.set_queue_limits(
+        queue="emails", concurrency_limit=5, rate_limit=100, rate_period_seconds=1
+    )
+    services.pause_queue(queue="reports")
+    for queue in ("webhooks", "emails", "reports"):
+        plan = claim_plan(queue)
+        job_scans = [
+            node
+            for node in nodes(plan)
+            if node.get("Relation Name") == "jobs_job" and node["Node Type"] != "ModifyTable"
+        ]
+        assert {node["Node Type"] for node in job_scans} <= {"Index Scan", "Index Only Scan"}
+        assert {node["Index Name"] for node in job_scans} <= {"job_claim_idx", "jobs_job_pkey"}
+        buffers = plan["Shared Hit Blocks"] + plan["Shared Read Blocks"]
+        assert buffers < 200, (queue, buffers)
+    # The gated claim's own candidate reads the same index, a few probes deep.
+    plan = gated_candidate_plan("emails")
+    scans = [node for node in nodes(plan) if node.get("Relation Name") == "jobs_job"]
+    assert scans and {node["Node Type"] for node in scans} <= {"Index Scan", "Index Only Scan"}
+    assert {node["Index Name"] for node in scans} == {"job_claim_idx"}, plan
+    assert not [node for node in nodes(plan) if node["Node Type"] == "Sort"], plan
+    assert plan["Shared Hit Blocks"] + plan["Shared Read Blocks"] < 200

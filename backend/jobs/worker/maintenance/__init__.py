@@ -4,7 +4,8 @@ that must not wait for a free worker thread. Each duty is a small part of its ow
 
 * ``heartbeat.Heartbeat``: renews the leases of this process's attempts;
 * ``timeouts.TimeoutEnforcer``: ends attempts past their deadline, replaces their threads;
-* ``rescuer.LeaseRescuer``: takes back the jobs of processes that died (expired leases).
+* ``rescuer.LeaseRescuer``: takes back the jobs of processes that died (expired leases);
+* ``scheduler.ScheduleTicker``: enqueues the due ticks of ``JOB_SCHEDULES`` (issue 24).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..recovery import (
 )
 from .heartbeat import Heartbeat
 from .rescuer import LeaseRescuer
+from .scheduler import TICK_CHECK_SECONDS, ScheduleTicker
 from .timeouts import TimeoutEnforcer
 
 if TYPE_CHECKING:
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("jobs.worker")
 
-__all__ = ["Heartbeat", "LeaseRescuer", "Maintenance", "TimeoutEnforcer"]
+__all__ = ["Heartbeat", "LeaseRescuer", "Maintenance", "ScheduleTicker", "TimeoutEnforcer"]
 
 
 class Maintenance(threading.Thread):
@@ -58,6 +60,7 @@ class Maintenance(threading.Thread):
         self.heartbeat = Heartbeat(in_flight, lease_seconds=config.lease_seconds)
         self.timeouts = TimeoutEnforcer(in_flight, abandon=abandon)
         self.rescuer = LeaseRescuer(batch_size=config.cleanup_batch_size, worker_id=self.worker_id)
+        self.ticker = ScheduleTicker(worker_id=self.worker_id)
         self.finished = threading.Event()  # the runner sets it once no attempt is left
         self.first_pass = threading.Event()  # set after the first loop, done or failed
 
@@ -66,6 +69,8 @@ class Maintenance(threading.Thread):
         now = time.monotonic()
         next_beat = now + self.config.heartbeat_interval_seconds
         next_cleanup = now
+        ticking = self.ticker.enabled and not self.config.burst
+        next_tick = now if ticking else float("inf")
         failures = 0
         try:
             while not self.finished.is_set():
@@ -78,6 +83,9 @@ class Maintenance(threading.Thread):
                     if now >= next_cleanup and not self.stopping.is_set():
                         self.rescuer.run_once()
                         next_cleanup = now + self.config.cleanup_interval_seconds
+                    if now >= next_tick and not self.stopping.is_set():
+                        next_tick = now + TICK_CHECK_SECONDS
+                        self.ticker.run_once()
                     failures = 0
                 except (DatabaseError, InterfaceError) as exc:
                     announce_database_error("maintenance", exc)
@@ -100,7 +108,7 @@ class Maintenance(threading.Thread):
                     # Set during this pass, with a wake-up the clear above just swallowed:
                     # waiting now would hold the runner's shutdown until the next deadline.
                     break
-                wake = min(next_beat, next_cleanup, *self.timeouts.deadlines())
+                wake = min(next_beat, next_cleanup, next_tick, *self.timeouts.deadlines())
                 self.in_flight.changed.wait(max(wake - time.monotonic(), 0.01))
         finally:
             self.first_pass.set()

@@ -1,0 +1,132 @@
+"""The claim gate (issue 24), once per driver: paused queues, concurrency limits per queue
+and per key, rate limits, unique keys; and a queue with none of them claims as before."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from jobs import drivers, services
+from jobs.models import ConcurrencyKeyLimit, Job, JobEvent, QueueSettings
+from jobs.tests.factories import queued_job
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(params=[driver.name for driver in drivers.available_drivers()], autouse=True)
+def driver(request):
+    (chosen,) = [d for d in drivers.available_drivers() if d.name == request.param]
+    with drivers.use_driver(chosen):
+        yield chosen
+
+
+def claim(queue: str = "default", worker_id: str = "worker-a"):
+    return services.claim_next_job(worker_id=worker_id, queue=queue)
+
+
+def finish(job) -> None:
+    assert services.complete_job(job_id=job.id, worker_id="worker-a", attempt=job.attempts)
+
+
+def test_a_paused_queue_is_not_claimed_from():
+    queued_job(queue="emails")
+    services.pause_queue(queue="emails")
+    assert claim("emails") is None
+    services.resume_queue(queue="emails")
+    assert claim("emails") is not None
+
+
+def test_pausing_one_queue_leaves_the_others_claimable():
+    queued_job(queue="reports")
+    services.pause_queue(queue="emails")
+    assert claim("reports") is not None
+
+
+def test_a_queue_at_its_concurrency_limit_is_not_claimed_from():
+    for _ in range(3):
+        queued_job(queue="emails")
+    services.set_queue_limits(queue="emails", concurrency_limit=2)
+    first, second = claim("emails"), claim("emails")
+    assert first is not None and second is not None
+    assert claim("emails") is None
+    finish(first)
+    assert claim("emails") is not None
+
+
+def test_a_rate_limit_admits_at_most_n_claims_per_period():
+    for _ in range(3):
+        queued_job(queue="emails")
+    services.set_queue_limits(queue="emails", rate_limit=2, rate_period_seconds=3600)
+    assert claim("emails") is not None
+    assert claim("emails") is not None
+    assert claim("emails") is None
+    assert len(QueueSettings.objects.get(name="emails").rate_window) == 2
+
+
+def test_a_rate_window_forgets_claims_older_than_its_period():
+    queued_job(queue="emails")
+    services.set_queue_limits(queue="emails", rate_limit=1, rate_period_seconds=60)
+    old = (timezone.now() - timedelta(seconds=61)).timestamp()
+    QueueSettings.objects.filter(name="emails").update(rate_window=[old])
+    assert claim("emails") is not None
+
+
+def test_a_key_at_its_limit_is_skipped_for_the_next_key(settings):
+    settings.JOB_CONCURRENCY_KEY_LIMITS = {"customer:*": 1}
+    a1 = queued_job(concurrency_key="customer:a", priority=90)
+    queued_job(concurrency_key="customer:a", priority=80)
+    b = queued_job(concurrency_key="customer:b", priority=10)
+    first = claim()
+    assert first is not None and first.id == a1.id
+    second = claim()
+    assert second is not None and second.id == b.id
+    assert claim() is None
+    finish(first)
+    assert claim() is not None
+
+
+def test_a_key_limit_row_applies_like_the_setting():
+    ConcurrencyKeyLimit.objects.create(pattern="tenant-7", limit=1)
+    queued_job(concurrency_key="tenant-7")
+    queued_job(concurrency_key="tenant-7")
+    assert claim() is not None
+    assert claim() is None
+
+
+def test_an_unlimited_key_is_claimed_freely(settings):
+    settings.JOB_CONCURRENCY_KEY_LIMITS = {"customer:*": 1}
+    queued_job(concurrency_key="other")
+    queued_job(concurrency_key="other")
+    assert claim() is not None and claim() is not None
+
+
+def test_a_gated_claim_writes_its_claimed_event():
+    queued_job(queue="emails")
+    services.set_queue_limits(queue="emails", concurrency_limit=5)
+    job = claim("emails")
+    assert job is not None and job.status == Job.Status.RUNNING and job.attempts == 1
+    assert JobEvent.objects.filter(job_id=job.id, type="claimed").count() == 1
+
+
+def test_complete_and_claim_respects_the_limit():
+    for _ in range(3):
+        queued_job(queue="emails")
+    services.set_queue_limits(queue="emails", concurrency_limit=1)
+    first = claim("emails")
+    assert first is not None
+    done, following = services.complete_and_claim_next(
+        job_id=first.id, worker_id="worker-a", attempt=1, queue="emails"
+    )
+    assert done is not None and following is not None
+    assert claim("emails", worker_id="worker-b") is None
+
+
+def test_a_finished_unique_job_frees_its_key():
+    job, _ = services.create_job(type="demo.success", unique_key="u")
+    same, created = services.create_job(type="demo.success", unique_key="u")
+    assert (same.id, created) == (job.id, False)
+    claimed = claim()
+    assert claimed is not None
+    finish(claimed)
+    _, created = services.create_job(type="demo.success", unique_key="u")
+    assert created
