@@ -27,6 +27,7 @@ import type {
   Schedule,
   ScheduleTrigger,
   CreateMatch,
+  JobCreateResult,
   Throughput,
   ThroughputParams,
   TimelinePage,
@@ -311,8 +312,8 @@ export function createApiClient(options: ClientOptions) {
      * or running).
      */
     async createJob(input: JobCreateInput): Promise<{ job: Job; created: boolean; matched: CreateMatch | null }> {
-      const res = await request<Job & { matched?: CreateMatch | null }>('jobs/', { method: 'POST', body: input });
-      const { matched = null, ...job } = res.data;
+      const res = await request<JobCreateResult>('jobs/', { method: 'POST', body: input });
+      const { matched, ...job } = res.data;
       return { job, created: res.status === 201, matched };
     },
 

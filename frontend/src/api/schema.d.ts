@@ -315,6 +315,142 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/queues/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Every known queue, by name: counts by status, paused, limits, running vs limit. */
+        get: operations["queues_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/queues/{name}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** @description Set the queue's limits (null removes one); they hold across all workers. */
+        patch: operations["queues_partial_update"];
+        trace?: never;
+    };
+    "/api/queues/{name}/pause/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Pause the queue: no worker claims from it from now on; running jobs finish. */
+        post: operations["queues_pause"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/queues/{name}/resume/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Resume the queue and wake idle workers at once. */
+        post: operations["queues_resume"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/schedules/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Every schedule of JOB_SCHEDULES, by name: next run, last run and its job. */
+        get: operations["schedules_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/schedules/{name}/pause/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Pause the schedule: no tick is enqueued until it is resumed. */
+        post: operations["schedules_pause"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/schedules/{name}/resume/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Resume the schedule from its next tick (ticks while paused are not run). */
+        post: operations["schedules_resume"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/schedules/{name}/trigger/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Enqueue one job of the schedule now, outside its ticks. */
+        post: operations["schedules_trigger"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workers/": {
         parameters: {
             query?: never;
@@ -344,8 +480,15 @@ export interface components {
         BulkCreatedJob: {
             /** Format: uuid */
             id: string;
-            /** @description False: the idempotency key was known; this is the existing job. */
+            /** @description False: a key was known; this is the existing job. */
             created: boolean;
+            /**
+             * @description Which rule returned an existing job: idempotency_key (permanent), unique_key (a queued or running job holds it); null: the job was created.
+             *
+             *     * `idempotency_key` - idempotency_key
+             *     * `unique_key` - unique_key
+             */
+            matched: (components["schemas"]["MatchedEnum"] | components["schemas"]["NullEnum"]) | null;
         };
         CancelOutcome: {
             /** @description Queued jobs that became cancelled. */
@@ -397,6 +540,7 @@ export interface components {
             readonly payload: {
                 [key: string]: unknown;
             };
+            /** @default queued */
             readonly status: components["schemas"]["JobStatusEnum"];
             readonly priority: number;
             /** Format: date-time */
@@ -423,6 +567,8 @@ export interface components {
             readonly metadata: {
                 [key: string]: string;
             };
+            readonly unique_key: string | null;
+            readonly concurrency_key: string | null;
         };
         /**
          * @description The body of `POST /api/jobs/bulk/`: up to BULK_CREATE_MAX jobs, validated as a
@@ -473,6 +619,55 @@ export interface components {
             metadata?: {
                 [key: string]: string;
             };
+            /** @description While a queued or running job holds this key, a create with it returns that job (200, matched: unique_key); once it finished, a new job is created. */
+            unique_key?: string | null;
+            /** @description Running jobs with one key are bounded by its limit (JOB_CONCURRENCY_KEY_LIMITS and the concurrency key limits table), across every worker. */
+            concurrency_key?: string | null;
+        };
+        /** @description A created job, or the existing one a key matched, and which rule matched. */
+        JobCreateResult: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly type: string;
+            readonly payload: {
+                [key: string]: unknown;
+            };
+            /** @default queued */
+            readonly status: components["schemas"]["JobStatusEnum"];
+            readonly priority: number;
+            /** Format: date-time */
+            readonly available_at: string;
+            readonly attempts: number;
+            readonly max_attempts: number;
+            readonly idempotency_key: string | null;
+            readonly locked_by: string | null;
+            /** Format: date-time */
+            readonly locked_until: string | null;
+            readonly last_error: string;
+            readonly result: unknown;
+            /** Format: date-time */
+            readonly created_at: string;
+            /** Format: date-time */
+            readonly updated_at: string;
+            /** Format: date-time */
+            readonly finished_at: string | null;
+            readonly queue: string;
+            readonly timeout_seconds: number | null;
+            /** Format: date-time */
+            readonly cancel_requested_at: string | null;
+            /** @description String keys and values given at creation, and the trace context (traceparent, tracestate, baggage) the tracing adds. */
+            readonly metadata: {
+                [key: string]: string;
+            };
+            readonly unique_key: string | null;
+            readonly concurrency_key: string | null;
+            /**
+             * @description Which rule returned an existing job: idempotency_key (permanent), unique_key (a queued or running job holds it); null: the job was created.
+             *
+             *     * `idempotency_key` - idempotency_key
+             *     * `unique_key` - unique_key
+             */
+            readonly matched: (components["schemas"]["MatchedEnum"] | components["schemas"]["NullEnum"]) | null;
         };
         JobEvent: {
             readonly id: number;
@@ -622,6 +817,12 @@ export interface components {
             /** @description Registered types and any other type seen, by name. */
             types: components["schemas"]["JobTypeHealth"][];
         };
+        /**
+         * @description * `type` - type
+         *     * `task` - task
+         * @enum {string}
+         */
+        KindEnum: "type" | "task";
         LastError: {
             /** @description The error, cut to 1,000 characters. */
             message: string;
@@ -663,6 +864,20 @@ export interface components {
             username: string;
             password: string;
         };
+        /**
+         * @description * `idempotency_key` - idempotency_key
+         *     * `unique_key` - unique_key
+         * @enum {string}
+         */
+        MatchedEnum: "idempotency_key" | "unique_key";
+        /**
+         * @description * `latest` - latest
+         *     * `skip` - skip
+         * @enum {string}
+         */
+        MissedEnum: "latest" | "skip";
+        /** @enum {unknown} */
+        NullEnum: null;
         PageLimits: {
             /** @description Page size when `limit` is omitted. */
             default_limit: number;
@@ -705,11 +920,46 @@ export interface components {
             /** @description GET /api/jobs/{id}/events/: at most `default_limit` events per response unless `limit` asks for up to `max_limit`. */
             job_timeline: components["schemas"]["TimelinePageLimits"];
         };
+        /** @description The body of `PATCH /api/queues/{name}/`: any of the limits; null removes one. */
+        PatchedQueueLimitsRequest: {
+            concurrency_limit?: number | null;
+            rate_limit?: number | null;
+            rate_period_seconds?: number | null;
+        };
         Percentiles: {
             /** @description Milliseconds; null: no sample. */
             p50: number | null;
             /** @description Milliseconds; null: no sample. */
             p95: number | null;
+        };
+        Queue: {
+            name: string;
+            /** @description No worker claims from a paused queue. */
+            paused: boolean;
+            /** Format: date-time */
+            paused_at: string | null;
+            /** @description Jobs of the queue by status. */
+            counts: components["schemas"]["QueueCounts"];
+            /** @description At most this many running at once, across all workers. */
+            concurrency_limit: number | null;
+            /** @description At most this many claimed per rate_period_seconds. */
+            rate_limit: number | null;
+            rate_period_seconds: number | null;
+            running: number;
+            /**
+             * Format: double
+             * @description running / concurrency_limit; null without a limit.
+             */
+            saturation: number | null;
+            /** Format: date-time */
+            oldest_queued_at: string | null;
+        };
+        QueueCounts: {
+            queued: number;
+            running: number;
+            succeeded: number;
+            failed: number;
+            cancelled: number;
         };
         RetryConflict: {
             detail: string;
@@ -734,6 +984,49 @@ export interface components {
          * @enum {string}
          */
         RoleEnum: "worker" | "maintenance";
+        Schedule: {
+            name: string;
+            /** @description The job type or the django.tasks task path. */
+            target: string;
+            kind: components["schemas"]["KindEnum"];
+            cron: string | null;
+            interval_seconds: number | null;
+            timezone: string;
+            queue: string;
+            priority: number;
+            /**
+             * @description Ticks missed while no worker ran: run the latest once, or skip them.
+             *
+             *     * `latest` - latest
+             *     * `skip` - skip
+             */
+            missed: components["schemas"]["MissedEnum"];
+            paused: boolean;
+            /** Format: date-time */
+            paused_at: string | null;
+            /**
+             * Format: date-time
+             * @description Null while paused.
+             */
+            next_run_at: string | null;
+            /**
+             * Format: date-time
+             * @description The last tick enqueued.
+             */
+            last_run_at: string | null;
+            last_job: components["schemas"]["ScheduleLastJob"] | null;
+        };
+        ScheduleLastJob: {
+            /** Format: uuid */
+            id: string;
+            status: components["schemas"]["JobStatusEnum"];
+            /** Format: date-time */
+            created_at: string;
+        };
+        ScheduleTrigger: {
+            schedule: components["schemas"]["Schedule"];
+            job: components["schemas"]["Job"];
+        };
         Session: {
             /** @description False on the open local demo (DEBUG=true): the API needs no sign-in. */
             login_required: boolean;
@@ -1069,6 +1362,8 @@ export interface operations {
     jobs_list: {
         parameters: {
             query?: {
+                /** @description Exact concurrency key. */
+                concurrency_key?: string;
                 /** @description Exact idempotency key: the one job created with it, if any. */
                 idempotency_key?: string;
                 /** @description Jobs per page (default 25, at most 100). */
@@ -1089,6 +1384,8 @@ export interface operations {
                 status?: "queued" | "running" | "succeeded" | "failed" | "cancelled" | "";
                 /** @description Case-insensitive substring of the job type. */
                 type?: string;
+                /** @description Exact unique key. */
+                unique_key?: string;
             };
             header?: never;
             path?: never;
@@ -1132,13 +1429,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The job already created with this idempotency key. */
+            /** @description The job already created with this idempotency key, or the queued or running job holding this unique_key (see matched). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Job"];
+                    "application/json": components["schemas"]["JobCreateResult"];
                 };
             };
             /** @description Created a queued job. */
@@ -1147,7 +1444,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Job"];
+                    "application/json": components["schemas"]["JobCreateResult"];
                 };
             };
             /** @description Invalid input. */
@@ -1569,6 +1866,246 @@ export interface operations {
                     } & {
                         [key: string]: string[];
                     };
+                };
+            };
+        };
+    };
+    queues_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Queue"][];
+                };
+            };
+        };
+    };
+    queues_partial_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The queue's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedQueueLimitsRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Queue"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail?: string | string[];
+                    } & {
+                        [key: string]: string[];
+                    };
+                };
+            };
+        };
+    };
+    queues_pause: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The queue's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Queue"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail?: string | string[];
+                    } & {
+                        [key: string]: string[];
+                    };
+                };
+            };
+        };
+    };
+    queues_resume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The queue's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Queue"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail?: string | string[];
+                    } & {
+                        [key: string]: string[];
+                    };
+                };
+            };
+        };
+    };
+    schedules_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"][];
+                };
+            };
+        };
+    };
+    schedules_pause: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description No schedule of this name. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    schedules_resume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description No schedule of this name. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    schedules_trigger: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleTrigger"];
+                };
+            };
+            /** @description No schedule of this name. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

@@ -78,16 +78,7 @@ export const JOB_EVENT_TYPES = enumValues<JobEventType>()([
 /** ISO 8601 timestamp with offset, as the API serialises it. */
 export type IsoDateTime = string;
 
-/**
- * Issue 24's keys on a job (unique while queued or running; concurrency-limited).
- * HAND-WRITTEN until the backend's schema has them: see the flow-control block below.
- */
-export interface FlowKeys {
-  unique_key?: string | null;
-  concurrency_key?: string | null;
-}
-
-export type Job = Narrow<Schema['Job'], { payload: JsonObject; result: JsonValue | null }> & FlowKeys;
+export type Job = Narrow<Schema['Job'], { payload: JsonObject; result: JsonValue | null }>;
 export type JobEvent = Narrow<Schema['JobEvent'], { data: JsonObject }>;
 
 /** Limit-offset page of the jobs list. */
@@ -120,7 +111,7 @@ export type Health = Schema['Health'];
 export type Session = Schema['Session'];
 export type LoginInput = Schema['LoginRequest'];
 
-export type JobCreateInput = Schema['JobCreateRequest'] & FlowKeys;
+export type JobCreateInput = Schema['JobCreateRequest'];
 
 /** The body of the bulk actions: the list's filters and/or ids (never all empty). */
 export type JobSelection = Schema['JobSelectionRequest'];
@@ -128,68 +119,32 @@ export type CancelOutcome = Schema['CancelOutcome'];
 export type RetryOutcome = Schema['RetryOutcome'];
 
 // --- Flow control (issue 24): queues and schedules ----------------------------------
-// HAND-WRITTEN from the issue's contract until the backend's schema has them.
 
 /** A job's count in each status. */
-export type StatusCounts = Record<JobStatus, number>;
+export type StatusCounts = Schema['QueueCounts'];
 
-/** One queue (`GET /api/queues/`): counts, pause state, limits and how full they are. */
-export interface Queue {
-  name: string;
-  paused: boolean;
-  paused_at: IsoDateTime | null;
-  counts: StatusCounts;
-  /** At most this many running across all workers; null: no limit. */
-  concurrency_limit: number | null;
-  /** At most this many started per `rate_period_seconds`; null: no limit. */
-  rate_limit: number | null;
-  rate_period_seconds: number | null;
-  running: number;
-  /** running / concurrency_limit; null without a limit. */
-  saturation: number | null;
-  oldest_queued_at: IsoDateTime | null;
-}
+/**
+ * One queue (`GET /api/queues/`): counts, pause state, limits (null: none) and how full
+ * they are (`saturation`: running / concurrency_limit, null without a limit).
+ */
+export type Queue = Schema['Queue'];
 
 /** The body of `PATCH /api/queues/{name}/`: any of the limits, null to remove one. */
-export interface QueueLimitsInput {
-  concurrency_limit?: number | null;
-  rate_limit?: number | null;
-  rate_period_seconds?: number | null;
-}
+export type QueueLimitsInput = Schema['PatchedQueueLimitsRequest'];
 
-export interface ScheduleLastJob {
-  id: string;
-  status: JobStatus;
-  created_at: IsoDateTime;
-}
+export type ScheduleLastJob = Schema['ScheduleLastJob'];
 
 /** One schedule declared in the settings (`GET /api/schedules/`) and its run-time state. */
-export interface Schedule {
-  name: string;
-  /** The job type or the dotted task path it enqueues. */
-  target: string;
-  kind: 'type' | 'task';
-  cron: string | null;
-  interval_seconds: number | null;
-  timezone: string;
-  queue: string;
-  priority: number;
-  missed: 'latest' | 'skip';
-  paused: boolean;
-  /** Null while paused. */
-  next_run_at: IsoDateTime | null;
-  last_run_at: IsoDateTime | null;
-  last_job: ScheduleLastJob | null;
-}
+export type Schedule = Schema['Schedule'];
 
 /** `POST /api/schedules/{name}/trigger/`: the schedule and the job it just enqueued. */
-export interface ScheduleTrigger {
-  schedule: Schedule;
-  job: Job;
-}
+export type ScheduleTrigger = Narrow<Schema['ScheduleTrigger'], { job: Job }>;
+
+/** A create's answer (`POST /api/jobs/`): the job, and which rule returned it if it existed. */
+export type JobCreateResult = Narrow<Schema['JobCreateResult'], { payload: JsonObject; result: JsonValue | null }>;
 
 /** Which rule returned an existing job instead of creating one (`matched` on a create's answer). */
-export type CreateMatch = 'idempotency_key' | 'unique_key';
+export type CreateMatch = Schema['MatchedEnum'];
 
 /** Query parameters of an operation, by its operationId. */
 export type QueryParams<Op extends keyof operations> = NonNullable<operations[Op]['parameters']['query']>;

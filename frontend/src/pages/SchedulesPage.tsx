@@ -35,9 +35,16 @@ function ScheduleRow({
       <th scope="row">
         <span className="mono queue-name">{schedule.name}</span>{' '}
         {schedule.paused ? (
-          <span className="badge badge--warning state-badge" data-paused="true">
-            paused
-          </span>
+          <>
+            <span className="badge badge--warning state-badge" data-paused="true">
+              paused
+            </span>
+            {schedule.paused_at && (
+              <span className="cell-detail">
+                since <RelativeTime value={schedule.paused_at} />
+              </span>
+            )}
+          </>
         ) : (
           <span className="badge badge--success state-badge" data-paused="false">
             active

@@ -46,6 +46,8 @@ export function makeJob(overrides: Partial<Job> = {}): Job {
     timeout_seconds: null,
     cancel_requested_at: null,
     metadata: {},
+    unique_key: null,
+    concurrency_key: null,
     ...overrides,
   };
 }
@@ -243,6 +245,7 @@ export function makeSchedule(overrides: Partial<Schedule> = {}): Schedule {
     priority: 0,
     missed: 'latest',
     paused: false,
+    paused_at: null,
     next_run_at: '2026-06-21T11:01:00Z',
     last_run_at: null,
     last_job: null,
