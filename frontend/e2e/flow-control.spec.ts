@@ -3,8 +3,9 @@
  * while jobs run; pause and resume with a confirmation), the unique and concurrency keys on
  * the create and job pages, the Schedules page (trigger now, pause, resume) and the
  * overview's "Needs attention" for a paused queue with a backlog and a schedule whose last
- * job failed. run-e2e.sh declares the schedule SCHEDULE (demo.fail, daily, missed ticks
- * skipped: it only runs when triggered here).
+ * job failed. run-e2e.sh declares the schedules (e2e-heartbeat every 30 s, e2e-nightly-report
+ * and e2e-failing-report, daily with missed ticks skipped, so the last only runs when triggered here)
+ * and limits the queue `emails` to 2 running and 10 started per second.
  */
 import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
 import { mkdirSync } from 'node:fs';
@@ -12,8 +13,8 @@ import path from 'node:path';
 
 const API = process.env.E2E_API_URL ?? 'http://127.0.0.1:8000/api';
 const SCREENSHOTS = process.env.SCREENSHOT_DIR ?? path.resolve(import.meta.dirname, '../../assets/screenshots');
-/** Declared in run-e2e.sh's JOB_SCHEDULES_JSON. */
-const SCHEDULE = 'e2e-nightly-report';
+/** Declared in run-e2e.sh's JOB_SCHEDULES_JSON: demo.fail at 04:30 UTC. */
+const FAILING = 'e2e-failing-report';
 /** Queues of their own, so the other specs' jobs do not count here. */
 const LIMITED = 'e2e-limited';
 const PAUSED = 'e2e-paused';
@@ -75,6 +76,9 @@ test('a concurrency limit set on the Queues page holds: one of three slow jobs r
   await page.goto('/');
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Queues' }).click();
   await expect(page).toHaveURL(/\/queues$/);
+  // run-e2e.sh limits `emails` before the API starts.
+  await expect(queueRow(page, 'emails')).toContainText('0 of 2 running (0 %)');
+  await expect(queueRow(page, 'emails')).toContainText('10 per 1 s');
   const row = queueRow(page, LIMITED);
   await expect(row).toContainText('0 running, no limit');
 
@@ -200,14 +204,22 @@ test('a schedule triggered from the Schedules page enqueues a job; its failure s
   await page.goto('/');
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Schedules' }).click();
   await expect(page).toHaveURL(/\/schedules$/);
-  const row = page.locator(`tr[data-schedule="${SCHEDULE}"]`);
+  const heartbeat = page.locator('tr[data-schedule="e2e-heartbeat"]');
+  await expect(heartbeat).toContainText('every 30 s');
+  await expect(heartbeat.locator('[data-next-run]')).toContainText(/^(in \d+s|just now)$/);
+  const nightly = page.locator('tr[data-schedule="e2e-nightly-report"]');
+  await expect(nightly).toContainText('0 3 * * *');
+  await expect(nightly).toContainText('Asia/Tehran · missed ticks: skipped');
+  await expect(nightly).toContainText('none yet');
+
+  const row = page.locator(`tr[data-schedule="${FAILING}"]`);
   await expect(row).toContainText('demo.fail');
-  await expect(row).toContainText('0 3 * * *');
+  await expect(row).toContainText('30 4 * * *');
   await expect(row.locator('[data-paused]')).toHaveText('active');
   await expect(row.locator('[data-next-run]')).toContainText(/^in /);
 
-  await page.getByRole('button', { name: `Trigger schedule ${SCHEDULE} now` }).click();
-  const dialog = page.getByRole('dialog', { name: `Run schedule ${SCHEDULE}?` });
+  await page.getByRole('button', { name: `Trigger schedule ${FAILING} now` }).click();
+  const dialog = page.getByRole('dialog', { name: `Run schedule ${FAILING}?` });
   await dialog.getByRole('button', { name: 'Trigger now' }).click();
   await expect(dialog).toBeHidden();
   const link = page.getByTestId('triggered-job-link');
@@ -218,19 +230,19 @@ test('a schedule triggered from the Schedules page enqueues a job; its failure s
   await expect(row.locator('[data-last-job] [data-status]')).toHaveAttribute('data-status', 'failed');
 
   // Pause and resume: a paused schedule has no next run.
-  await page.getByRole('button', { name: `Pause schedule ${SCHEDULE}` }).click();
-  await page.getByRole('dialog', { name: `Pause schedule ${SCHEDULE}?` }).getByRole('button', { name: 'Pause schedule' }).click();
+  await page.getByRole('button', { name: `Pause schedule ${FAILING}` }).click();
+  await page.getByRole('dialog', { name: `Pause schedule ${FAILING}?` }).getByRole('button', { name: 'Pause schedule' }).click();
   await expect(row.locator('[data-paused]')).toHaveText('paused');
   await expect(row.locator('[data-next-run]')).toHaveText('paused');
   await page.screenshot({ path: path.join(SCREENSHOTS, 'schedules.png'), fullPage: true });
-  await page.getByRole('button', { name: `Resume schedule ${SCHEDULE}` }).click();
-  await page.getByRole('dialog', { name: `Resume schedule ${SCHEDULE}?` }).getByRole('button', { name: 'Resume schedule' }).click();
+  await page.getByRole('button', { name: `Resume schedule ${FAILING}` }).click();
+  await page.getByRole('dialog', { name: `Resume schedule ${FAILING}?` }).getByRole('button', { name: 'Resume schedule' }).click();
   await expect(row.locator('[data-paused]')).toHaveText('active');
   await expect(row.locator('[data-next-run]')).toContainText(/^in /);
 
   await page.goto('/');
   const item = page.getByRole('list', { name: 'Needs attention' }).locator('li[data-kind="failed_schedule"]');
-  await expect(item).toContainText(`Schedule ${SCHEDULE}: its last job failed`);
+  await expect(item).toContainText(`Schedule ${FAILING}: its last job failed`);
   await item.getByRole('link', { name: `Job ${id.slice(0, 8)}` }).click();
   await expect(page).toHaveURL(new RegExp(`/jobs/${id}$`));
 });
