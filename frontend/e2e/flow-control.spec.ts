@@ -13,7 +13,7 @@ import path from 'node:path';
 
 const API = process.env.E2E_API_URL ?? 'http://127.0.0.1:8000/api';
 const SCREENSHOTS = process.env.SCREENSHOT_DIR ?? path.resolve(import.meta.dirname, '../../assets/screenshots');
-/** Declared in run-e2e.sh's JOB_SCHEDULES_JSON: demo.fail at 04:30 UTC. */
+/** Declared in run-e2e.sh's JOB_SCHEDULES_JSON: demo.fail daily at 04:30 (the settings' time zone). */
 const FAILING = 'e2e-failing-report';
 /** Queues of their own, so the other specs' jobs do not count here. */
 const LIMITED = 'e2e-limited';
@@ -178,6 +178,11 @@ test('a queue paused from the page is not claimed from, shows under Needs attent
   await page.waitForTimeout(2000); // a few polls of the worker (200 ms): it must not claim
   expect(await jobStatus(request, id)).toBe('queued');
 
+  // Three slow jobs on `emails` (limited to 2 by run-e2e.sh) fill it for the screenshot.
+  const emails: string[] = [];
+  for (let i = 0; i < 3; i++)
+    emails.push(await createViaApi(request, { type: 'demo.slow', queue: 'emails', payload: { sleep_seconds: 10 } }));
+
   await page.goto('/');
   const attention = page.getByRole('list', { name: 'Needs attention' });
   const item = attention.locator('li[data-kind="paused_queue"]');
@@ -186,6 +191,8 @@ test('a queue paused from the page is not claimed from, shows under Needs attent
   await expect(page).toHaveURL(/\/queues$/);
   await expect(queueRow(page, PAUSED).locator('[data-count="queued"]')).toHaveText('1');
   await expect(queueRow(page, LIMITED)).toContainText('of 1 running');
+  await expect(queueRow(page, 'emails')).toContainText('2 of 2 running (100 %)', { timeout: 30_000 });
+  await expect(queueRow(page, 'emails').locator('[data-count="queued"]')).toHaveText('1');
   await page.screenshot({ path: path.join(SCREENSHOTS, 'queues.png'), fullPage: true });
 
   await page.getByRole('button', { name: `Resume queue ${PAUSED}` }).click();
@@ -195,6 +202,7 @@ test('a queue paused from the page is not claimed from, shows under Needs attent
   await expect(queueRow(page, PAUSED).locator('[data-paused]')).toHaveText('active');
   await expect.poll(() => jobStatus(request, id), { timeout: 30_000 }).toBe('succeeded');
   await expect(queueRow(page, PAUSED).locator('[data-count="queued"]')).toHaveText('0');
+  for (const e of emails) await expect.poll(() => jobStatus(request, e), { timeout: 60_000 }).toBe('succeeded');
 });
 
 test('a schedule triggered from the Schedules page enqueues a job; its failure shows under Needs attention', async ({
