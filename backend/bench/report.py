@@ -28,6 +28,8 @@ from .pgbouncer import render as render_pgbouncer
 from .raw_sql import RawSqlRun
 from .scale import FutureJobsCase, ScaleResult
 from .tasks import TasksResult
+from .flowcontrol import FlowControlResult
+from .flowcontrol import render as render_flow_control
 from .tracing import TracingResult
 from .tracing import render as render_tracing
 from .wakeup import WakeupResult
@@ -76,6 +78,7 @@ class Results:
     wakeup: WakeupResult | None = None
     pgbouncer: PgBouncerResult | None = None
     tracing: TracingResult | None = None
+    flowcontrol: FlowControlResult | None = None
     targets: list[Target] = field(default_factory=list)
     goals: list[Goal] = field(default_factory=list)
 
@@ -855,6 +858,8 @@ def render(results: Results) -> str:
         out += render_pgbouncer(results.pgbouncer)
     if results.tracing:
         out += render_tracing(results.tracing)
+    if results.flowcontrol:
+        out += render_flow_control(results.flowcontrol)
     if results.targets:
         out += ["", "Other targets"]
         for target in results.targets:

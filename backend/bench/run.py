@@ -25,6 +25,9 @@ and written, with the raw figures, to ``bench-results/latest.json`` (and ``lates
    directly and through pgbouncer in transaction mode with at most 10 server connections.
 10. Tracing (``bench.tracing``): 1 worker process x 4 threads drains ``--tracing-jobs`` with
     OpenTelemetry not importable, installed but off, and on (exporting over OTLP/HTTP).
+11. Flow control (``bench.flowcontrol``): 1 worker process x 4 threads drains
+    ``--flow-jobs`` from a queue without controls and from one whose limits do not bind
+    (the goal: >= 0.9 of the throughput, printed PASS or MISS).
 
 Benchmarks print figures; nothing here asserts a timing.
 """
@@ -63,6 +66,7 @@ from .scale import SMALL, run_scale
 from .server import ServerShape
 from .tasks import run_tasks
 from .tracing import run_tracing
+from .flowcontrol import run_flow_control
 from .wakeup import run_wakeup
 from .workers import CONFIGS, WorkerRun, run_heartbeat_cost, run_workers
 
@@ -78,6 +82,7 @@ PHASES = (
     "activity",
     "pgbouncer",
     "tracing",
+    "flowcontrol",
 )
 
 
@@ -182,6 +187,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=5000,
         help="jobs per tracing run: a drain of 2,000 lasts about a second, too short to "
         "tell a few per cent apart on a shared machine (5000)",
+    )
+    parser.add_argument(
+        "--flow-rounds",
+        type=int,
+        default=4,
+        help="rounds of the flow control modes (unlimited, limited), alternating which "
+        "goes first; the median ratio is reported (4)",
+    )
+    parser.add_argument(
+        "--flow-jobs", type=int, default=5000, help="jobs per flow control run (5000)"
     )
     parser.add_argument(
         "--db",
@@ -346,6 +361,15 @@ def main(argv: list[str] | None = None) -> int:
         if "pgbouncer" in args.phases:
             results.pgbouncer = run_pgbouncer(
                 db, env, jobs=args.jobs, repeat=args.repeat, log_dir=log_dir
+            )
+        if "flowcontrol" in args.phases:
+            results.flowcontrol = run_flow_control(
+                db,
+                env,
+                jobs=args.flow_jobs,
+                threads=4,
+                rounds=args.flow_rounds,
+                log_dir=log_dir,
             )
         if "tracing" in args.phases:
             results.tracing = run_tracing(

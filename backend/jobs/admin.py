@@ -1,4 +1,5 @@
-"""Admin: inspect jobs and their timelines, retry failed jobs, cancel jobs.
+"""Admin: inspect jobs and their timelines, retry failed jobs, cancel jobs; pause, resume
+and limit queues, edit per-key concurrency limits, pause, resume and trigger schedules.
 
 Styled by django-unfold when the project installs it ("unfold" in INSTALLED_APPS), by
 Django's own admin otherwise; the behaviour is the same.
@@ -25,7 +26,7 @@ else:
     from django.contrib.admin import ModelAdmin, TabularInline, action, display
 
 from . import services
-from .models import Job, JobEvent, JobStatus
+from .models import ConcurrencyKeyLimit, Job, JobEvent, JobStatus, QueueSettings, ScheduleState
 
 # Tuples, not lists: the admin options are typed as sequences of names, and a tuple of
 # names fits them where a list[str] would not (lists are invariant).
@@ -175,3 +176,110 @@ class JobEventAdmin(ReadOnlyAdminMixin, ModelAdmin):
     fields = EVENT_FIELDS
     readonly_fields = EVENT_FIELDS
     show_full_result_count = False
+
+
+# --- Flow control (issue 24) ------------------------------------------------------------
+
+
+class JobPermissionsMixin:
+    """Flow control is the jobs' business: viewing needs ``view_job``, changing
+    ``change_job``, as in the API."""
+
+    def has_view_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return bool(request.user.has_perm("jobs.view_job"))
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return bool(request.user.has_perm("jobs.change_job"))
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return bool(request.user.has_perm("jobs.change_job"))
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_change_jobs_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.has_perm("jobs.change_job"))
+
+
+@admin.register(QueueSettings)
+class QueueSettingsAdmin(JobPermissionsMixin, ModelAdmin):
+    list_display = ["name", "paused_at", "concurrency_limit", "rate_limit", "rate_period_seconds"]
+    fields = ["name", "concurrency_limit", "rate_limit", "rate_period_seconds", "paused_at"]
+    readonly_fields = ["paused_at"]
+    ordering = ["name"]
+    actions = ["pause_queues", "resume_queues"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: object = None) -> list[str]:
+        return ["name", "paused_at"] if obj is not None else ["paused_at"]
+
+    def save_model(
+        self, request: HttpRequest, obj: QueueSettings, form: object, change: bool
+    ) -> None:
+        # Through the service, like PATCH /api/queues/{name}/ (it wakes the workers).
+        services.set_queue_limits(
+            queue=obj.name,
+            concurrency_limit=obj.concurrency_limit,
+            rate_limit=obj.rate_limit,
+            rate_period_seconds=obj.rate_period_seconds,
+        )
+
+    @action(description="Pause selected queues", permissions=["change_jobs"])
+    def pause_queues(self, request: HttpRequest, queryset: QuerySet[QueueSettings]) -> None:
+        for queue in queryset:
+            services.pause_queue(queue=queue.name)
+        self.message_user(request, f"Paused {queryset.count()} queue(s).", messages.SUCCESS)
+
+    @action(description="Resume selected queues", permissions=["change_jobs"])
+    def resume_queues(self, request: HttpRequest, queryset: QuerySet[QueueSettings]) -> None:
+        for queue in queryset:
+            services.resume_queue(queue=queue.name)
+        self.message_user(request, f"Resumed {queryset.count()} queue(s).", messages.SUCCESS)
+
+
+@admin.register(ConcurrencyKeyLimit)
+class ConcurrencyKeyLimitAdmin(JobPermissionsMixin, ModelAdmin):
+    list_display = ["pattern", "limit"]
+    ordering = ["pattern"]
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return bool(request.user.has_perm("jobs.change_job"))
+
+
+@admin.register(ScheduleState)
+class ScheduleStateAdmin(JobPermissionsMixin, ModelAdmin):
+    """The schedules a worker has seen (declared in JOB_SCHEDULES)."""
+
+    list_display = ["name", "paused_at", "last_enqueued_tick_at", "last_job_id"]
+    readonly_fields = [
+        "name",
+        "paused_at",
+        "last_tick_at",
+        "last_enqueued_tick_at",
+        "last_job_id",
+        "updated_at",
+    ]
+    ordering = ["name"]
+    actions = ["pause_schedules", "resume_schedules", "trigger_schedules"]
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False  # declared in settings
+
+    @action(description="Pause selected schedules", permissions=["change_jobs"])
+    def pause_schedules(self, request: HttpRequest, queryset: QuerySet[ScheduleState]) -> None:
+        for schedule in queryset:
+            services.pause_schedule(name=schedule.name)
+        self.message_user(request, f"Paused {queryset.count()} schedule(s).", messages.SUCCESS)
+
+    @action(description="Resume selected schedules", permissions=["change_jobs"])
+    def resume_schedules(self, request: HttpRequest, queryset: QuerySet[ScheduleState]) -> None:
+        for schedule in queryset:
+            services.resume_schedule(name=schedule.name)
+        self.message_user(request, f"Resumed {queryset.count()} schedule(s).", messages.SUCCESS)
+
+    @action(description="Trigger selected schedules now", permissions=["change_jobs"])
+    def trigger_schedules(self, request: HttpRequest, queryset: QuerySet[ScheduleState]) -> None:
+        for schedule in queryset:
+            services.trigger_schedule(name=schedule.name)
+        self.message_user(
+            request, f"Enqueued one job of {queryset.count()} schedule(s).", messages.SUCCESS
+        )

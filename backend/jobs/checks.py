@@ -15,10 +15,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.apps import AppConfig
+from django.conf import settings
 from django.core.checks import CheckMessage, Error, register
 
 from . import extras
 from .conf import app_settings
+from .flowcontrol import ScheduleError, parse_schedule
 from .limits import MAX_ATTEMPTS_MAX, QUEUE_NAME_PATTERN, TIMEOUT_SECONDS_MAX
 from .tracing import RECORDABLE
 
@@ -110,6 +112,37 @@ def check_settings(
         errors += _transaction_pooling_errors()
     errors += _metrics_errors(app_settings.JOB_WORKER_METRICS_PORT)
     errors += _tracing_errors(app_settings.JOB_TRACING, app_settings.JOB_TRACING_RECORD)
+    errors += _flow_control_errors(
+        app_settings.JOB_SCHEDULES, app_settings.JOB_CONCURRENCY_KEY_LIMITS
+    )
+    return errors
+
+
+def _flow_control_errors(schedules: Any, key_limits: Any) -> list[CheckMessage]:
+    """``jobs.E024``: a schedule of ``JOB_SCHEDULES`` that cannot be served; ``jobs.E025``:
+    a ``JOB_CONCURRENCY_KEY_LIMITS`` entry that is not a pattern and a limit >= 1."""
+    errors: list[CheckMessage] = []
+    if not isinstance(schedules, dict):
+        schedules = {"JOB_SCHEDULES": "a dict of name -> schedule"}
+    for name, raw in schedules.items():
+        try:
+            parse_schedule(str(name), raw, default_timezone=str(settings.TIME_ZONE or "UTC"))
+        except ScheduleError as exc:
+            errors.append(Error(f"JOB_SCHEDULES: {exc}", id="jobs.E024"))
+    if not isinstance(key_limits, dict) or not all(
+        isinstance(pattern, str)
+        and isinstance(limit, int)
+        and not isinstance(limit, bool)
+        and limit >= 1
+        for pattern, limit in key_limits.items()
+    ):
+        errors.append(
+            Error(
+                "JOB_CONCURRENCY_KEY_LIMITS must map key patterns to limits >= 1, "
+                'e.g. {"customer:*": 2, "default": 10}.',
+                id="jobs.E025",
+            )
+        )
     return errors
 
 

@@ -109,6 +109,47 @@ class QueueCollector(Collector):
             "1 when jobqueue_jobs_finished comes from PostgreSQL's planner statistics.",
             value=1 if stats["estimated"] else 0,
         )
+        yield from flow_control_metrics(live, now)
+
+
+def flow_control_metrics(live: list[dict[str, Any]], now: datetime) -> Iterator[Metric]:
+    """Issue 24: paused queues, concurrency limits and how full they are, schedule lag.
+    Queues without a settings row have no pause or limit and are left out."""
+    running: dict[str, int] = {}
+    for row in live:
+        if row["status"] == JobStatus.RUNNING:
+            running[row["queue"]] = running.get(row["queue"], 0) + row["jobs"]
+    paused = GaugeMetricFamily(
+        f"{PREFIX}_queue_paused", "1 while the queue is paused cluster-wide.", labels=["queue"]
+    )
+    limit = GaugeMetricFamily(
+        f"{PREFIX}_queue_concurrency_limit",
+        "Most running jobs the queue allows across all workers (queues with a limit).",
+        labels=["queue"],
+    )
+    saturation = GaugeMetricFamily(
+        f"{PREFIX}_queue_saturation",
+        "Running jobs over the queue's concurrency limit (1: at the limit).",
+        labels=["queue"],
+    )
+    for queue in selectors.queue_controls():
+        paused.add_metric([queue.name], 1 if queue.paused_at is not None else 0)
+        if queue.concurrency_limit is not None:
+            limit.add_metric([queue.name], queue.concurrency_limit)
+            saturation.add_metric(
+                [queue.name], running.get(queue.name, 0) / queue.concurrency_limit
+            )
+    yield paused
+    yield limit
+    yield saturation
+    lag = GaugeMetricFamily(
+        f"{PREFIX}_schedule_lag_seconds",
+        "Now minus the schedule's oldest due tick no worker has enqueued (0: up to date).",
+        labels=["schedule"],
+    )
+    for name, seconds in selectors.schedule_lag_seconds(now).items():
+        lag.add_metric([name], seconds)
+    yield lag
 
 
 def queue_metrics(accept: str) -> tuple[bytes, str]:

@@ -638,3 +638,8 @@ def schedule_lag_seconds(now: datetime | None = None) -> dict[str, float]:
         due = spec.next_tick(row.last_tick_at)
         lag[name] = max((now - due).total_seconds(), 0.0)
     return lag
+
+
+def queue_controls() -> list[QueueSettings]:
+    """The queues that have a settings row (a pause or a limit, or had one), by name."""
+    return list(QueueSettings.objects.order_by("name"))

@@ -261,3 +261,16 @@ def test_viewing_needs_view_job_and_changing_needs_change_job(api, limited_user)
     limited_user.user_permissions.add(Permission.objects.get(codename="change_job"))
     api.force_authenticate(get_user_model().objects.get(pk=limited_user.pk))
     assert post(api, "/api/queues/emails/pause/").status_code == 200
+
+
+def test_metrics_show_paused_queues_limits_saturation_and_schedule_lag(api, schedules):
+    services.pause_queue(queue="emails")
+    services.set_queue_limits(queue="reports", concurrency_limit=4)
+    start = timezone.now() - timedelta(minutes=5)
+    services.enqueue_due_ticks(now=start)  # seen 5 minutes ago, not since: lagging
+    body = api.get("/metrics").content.decode()
+    assert 'jobqueue_queue_paused{queue="emails"} 1.0' in body
+    assert 'jobqueue_queue_concurrency_limit{queue="reports"} 4.0' in body
+    assert 'jobqueue_queue_saturation{queue="reports"} 0.0' in body
+    lag = [line for line in body.splitlines() if 'schedule="every-minute"' in line]
+    assert lag and float(lag[0].split()[-1]) > 60
