@@ -226,7 +226,7 @@ test('a schedule triggered from the Schedules page enqueues a job; its failure s
   await expect(row.locator('[data-paused]')).toHaveText('active');
   await expect(row.locator('[data-next-run]')).toContainText(/^in /);
 
-  await page.getByRole('button', { name: `Trigger schedule ${FAILING} now` }).click();
+  await page.getByRole('button', { name: `Trigger now: schedule ${FAILING}` }).click();
   const dialog = page.getByRole('dialog', { name: `Run schedule ${FAILING}?` });
   await dialog.getByRole('button', { name: 'Trigger now' }).click();
   await expect(dialog).toBeHidden();

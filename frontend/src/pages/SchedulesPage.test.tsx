@@ -88,7 +88,7 @@ describe('Schedules page', () => {
   it('triggers a schedule only after the confirmation and links to the new job', async () => {
     const posts = serve([NIGHTLY]);
     renderApp('/schedules');
-    await userEvent.click(await screen.findByRole('button', { name: 'Trigger schedule nightly-report now' }, LOAD));
+    await userEvent.click(await screen.findByRole('button', { name: 'Trigger now: schedule nightly-report' }, LOAD));
     const dialog = screen.getByRole('dialog', { name: 'Run schedule nightly-report?' });
     expect(dialog).toHaveTextContent('Enqueues one demo.fail job on queue reports now');
     expect(posts).toEqual([]);
@@ -124,7 +124,7 @@ describe('Schedules page', () => {
       http.post(`${API}/schedules/:name/trigger/`, () => HttpResponse.json({ detail: 'Schedule not found.' }, { status: 404 })),
     );
     renderApp('/schedules');
-    await userEvent.click(await screen.findByRole('button', { name: 'Trigger schedule nightly-report now' }, LOAD));
+    await userEvent.click(await screen.findByRole('button', { name: 'Trigger now: schedule nightly-report' }, LOAD));
     await userEvent.click(within(screen.getByRole('dialog')).getByRole('button', { name: 'Trigger now' }));
     expect(await within(screen.getByRole('dialog')).findByRole('alert')).toHaveTextContent('404: Schedule not found.');
   });

@@ -95,7 +95,7 @@ function ScheduleRow({
             <button
               type="button"
               className="button button--small button--primary"
-              aria-label={`Trigger schedule ${schedule.name} now`}
+              aria-label={`Trigger now: schedule ${schedule.name}`}
               onClick={() => onAction(schedule, 'trigger')}
             >
               Trigger now
