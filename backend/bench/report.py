@@ -22,14 +22,14 @@ from .activity import render as render_activity
 from .bulk import BulkEnqueue
 from .common import JOB_TYPE, REPO_DIR, IndexSize, TableSize, load_average, ratio
 from .enqueue import PRODUCTION_LABEL, EnqueueResult
+from .flowcontrol import FlowControlResult
+from .flowcontrol import render as render_flow_control
 from .goals import NOT_RUN, Goal
 from .pgbouncer import PgBouncerResult
 from .pgbouncer import render as render_pgbouncer
 from .raw_sql import RawSqlRun
 from .scale import FutureJobsCase, ScaleResult
 from .tasks import TasksResult
-from .flowcontrol import FlowControlResult
-from .flowcontrol import render as render_flow_control
 from .tracing import TracingResult
 from .tracing import render as render_tracing
 from .wakeup import WakeupResult

@@ -60,13 +60,13 @@ from .common import (
     table_sizes,
 )
 from .enqueue import run_enqueue
+from .flowcontrol import run_flow_control
 from .pgbouncer import run_pgbouncer
 from .raw_sql import PROTOCOLS, SCRIPTS, RawSqlRun, pgbench_available, run_pgbench
 from .scale import SMALL, run_scale
 from .server import ServerShape
 from .tasks import run_tasks
 from .tracing import run_tracing
-from .flowcontrol import run_flow_control
 from .wakeup import run_wakeup
 from .workers import CONFIGS, WorkerRun, run_heartbeat_cost, run_workers
 

@@ -169,12 +169,7 @@ class Job(models.Model):
                 name="job_timeout_idx",
                 condition=Q(status=JobStatus.RUNNING),
             ),
-            # The running counts the claim gate reads under its locks (per queue, per key).
-            models.Index(
-                fields=["queue"],
-                name="job_running_queue_idx",
-                condition=Q(status=JobStatus.RUNNING),
-            ),
+            # The running count per key the gated claim reads under the key's lock.
             models.Index(
                 fields=["concurrency_key"],
                 name="job_running_key_idx",
@@ -382,3 +377,36 @@ class ScheduleState(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class QueueSlot(models.Model):
+    """One of a limited queue's ``concurrency_limit`` slots: a claim from the queue takes a
+    free slot (``FOR UPDATE SKIP LOCKED``, so claimers never wait on each other) and the
+    end of the attempt frees it, in the same statements. No free slot, no claim: the
+    limit holds across every worker without serialising them."""
+
+    id = models.BigAutoField(primary_key=True)
+    queue = models.CharField(max_length=QUEUE_NAME_MAX_LENGTH)
+    position = models.IntegerField()
+    job_id = models.UUIDField(null=True, blank=True)
+
+    class Meta:
+        app_label = "jobs"
+        indexes = [
+            # A free slot of a queue, lowest position first.
+            models.Index(
+                fields=["queue", "position"],
+                name="queue_slot_free_idx",
+                condition=Q(job_id__isnull=True),
+            ),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["queue", "position"], name="queue_slot_position"),
+            # The slot an ending attempt frees, found by its job.
+            models.UniqueConstraint(
+                fields=["job_id"], condition=Q(job_id__isnull=False), name="queue_slot_job"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.queue} #{self.position}"

@@ -37,7 +37,15 @@ from .drivers.orm import job_row
 from .errors import DuplicateIdempotencyKey, EmptySelection, InvalidTransition, ScheduleNotFound
 from .flowcontrol import ScheduleSpec, parse_schedules, plan_ticks, tick_key
 from .limits import metadata_problem
-from .models import DEFAULT_QUEUE, Job, JobEventType, JobStatus, QueueSettings, ScheduleState
+from .models import (
+    DEFAULT_QUEUE,
+    Job,
+    JobEventType,
+    JobStatus,
+    QueueSettings,
+    QueueSlot,
+    ScheduleState,
+)
 from .storable import UnstorableValue, json_problem, storable_text, to_storable_json
 
 LEASE_EXPIRED_ERROR = "Lease expired before the job finished"
@@ -701,8 +709,43 @@ def set_queue_limits(
             row.rate_period_seconds = rate_period_seconds
         row.updated_at = now
         row.save()
+        _sync_slots(queue, row.concurrency_limit)
         get_driver().wake(queue)
     return row
+
+
+def _sync_slots(queue: str, limit: int | None) -> None:
+    """Make the queue's slots match ``limit`` (inside the queue row's lock): positions 1 to
+    ``limit`` exist; free slots above it go. A running job of the queue that holds no slot
+    (claimed before the limit) is given one, above the limit if need be: claims wait
+    until the jobs above the limit finished."""
+    slots = QueueSlot.objects.filter(queue=queue)
+    slots.filter(job_id__isnull=True, position__gt=limit or 0).delete()
+    if limit is None:
+        return
+    taken = set(slots.values_list("position", flat=True))
+    QueueSlot.objects.bulk_create(
+        [QueueSlot(queue=queue, position=n) for n in range(1, limit + 1) if n not in taken],
+        ignore_conflicts=True,
+    )
+    held = set(slots.filter(job_id__isnull=False).values_list("job_id", flat=True))
+    unslotted = [
+        job_id
+        for job_id in Job.objects.filter(queue=queue, status=JobStatus.RUNNING).values_list(
+            "pk", flat=True
+        )
+        if job_id not in held
+    ]
+    free = list(slots.filter(job_id__isnull=True).order_by("position"))
+    top = max([*taken, limit])
+    for job_id in unslotted:
+        if free:
+            slot = free.pop(0)
+            slot.job_id = job_id
+            slot.save(update_fields=["job_id"])
+        else:
+            top += 1
+            QueueSlot.objects.create(queue=queue, position=top, job_id=job_id)
 
 
 # --- Flow control: schedules (issue 24) -------------------------------------------------

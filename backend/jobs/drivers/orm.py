@@ -28,6 +28,7 @@ from ..models import (
     JobEventType,
     JobStatus,
     QueueSettings,
+    QueueSlot,
 )
 from .base import (
     JOB_ROW_FIELDS,
@@ -45,6 +46,26 @@ from .base import (
     StatusEstimate,
     TypeSample,
 )
+
+
+def _free_slot(queue: str, limit: int) -> QueueSlot | None:
+    """A free slot of the limited ``queue`` within ``limit``, locked (SKIP LOCKED); none
+    while a slot above a lowered limit is still held."""
+    slots = QueueSlot.objects.filter(queue=queue)
+    if slots.filter(position__gt=limit, job_id__isnull=False).exists():
+        return None
+    free: QueueSlot | None = (
+        slots.select_for_update(skip_locked=True)
+        .filter(job_id__isnull=True, position__lte=limit)
+        .order_by("position")
+        .first()
+    )
+    return free
+
+
+def _free_slots_of(job_ids: Iterable[Any]) -> None:
+    """The ended attempts' queue slots, if they held any, are free again."""
+    QueueSlot.objects.filter(job_id__in=list(job_ids)).update(job_id=None)
 
 
 def job_row(job: Job) -> JobRow:
@@ -231,14 +252,14 @@ class OrmDriver:
             # lock on its settings row (on SQLite: the database's one writer at a time).
             gate = QueueSettings.objects.select_for_update().filter(name=queue).first()
             window: list[float] | None = None
+            slot: QueueSlot | None = None
             if gate is not None and gate.gated:
                 if gate.paused_at is not None:
                     return None
-                if gate.concurrency_limit is not None and (
-                    Job.objects.filter(status=JobStatus.RUNNING, queue=queue).count()
-                    >= gate.concurrency_limit
-                ):
-                    return None
+                if gate.concurrency_limit is not None:
+                    slot = _free_slot(queue, gate.concurrency_limit)
+                    if slot is None:
+                        return None
                 claimed_at = timezone.now()
                 locked_until += claimed_at - now
                 now = claimed_at
@@ -288,6 +309,8 @@ class OrmDriver:
                 blocked.append(job.concurrency_key)
             if window is not None:
                 QueueSettings.objects.filter(name=queue).update(rate_window=window)
+            if slot is not None:
+                QueueSlot.objects.filter(pk=slot.pk).update(job_id=job.pk)
             job.status = JobStatus.RUNNING
             job.attempts += 1
             job.locked_by = worker_id
@@ -400,6 +423,7 @@ class OrmDriver:
             )
             if job is None:
                 return None
+            _free_slots_of([job.pk])
             _owner_event(
                 owner,
                 JobEventType.SUCCEEDED,
@@ -453,6 +477,7 @@ class OrmDriver:
             job = self._update_owned(owner, changes)
             if job is None:
                 return None
+            _free_slots_of([job.pk])
             if job.status == JobStatus.QUEUED:
                 event_type, event = JobEventType.RETRY_SCHEDULED, failure.retry_event
             elif job.status == JobStatus.CANCELLED:
@@ -558,6 +583,7 @@ class OrmDriver:
             )
             for release in sorted(releases, key=lambda release: release.id)
         )
+        _free_slots_of(jobs)
 
     def retry_jobs(self, selection: Selection, *, now: datetime, message: str) -> int:
         with transaction.atomic():

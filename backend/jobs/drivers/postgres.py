@@ -351,9 +351,10 @@ class PostgresDriver:
         return found
 
     def _gated_claim(self, params: dict[str, Any]) -> JobRow | None:
-        """The claim of a paused or limited queue, or of a job whose concurrency_key may
-        be limited: one transaction that takes the queue's row lock, then each candidate's
-        key lock, counting what runs after each lock (see queries.sql gate_lock)."""
+        """The claim of a rate-limited queue, or of a job whose concurrency_key may be
+        limited: one transaction that takes the queue's row lock (and a slot of a limited
+        queue), then each candidate's key lock, counting what runs after each lock (see
+        queries.sql gate_lock)."""
         queue = params["queue"]
         with transaction.atomic(), _cursor() as cursor:
             self._execute(cursor, "gate_lock", {"queue": queue})
@@ -366,10 +367,13 @@ class PostgresDriver:
                 paused, limit, rate, period, window, now = gate
             if paused:
                 return None
+            slot = None
             if limit is not None:
-                self._execute(cursor, "running_in_queue", {"queue": queue})
-                if cast(tuple[int], cursor.fetchone())[0] >= limit:
+                self._execute(cursor, "take_slot", {"queue": queue, "slots": limit})
+                taken = cursor.fetchone()
+                if taken is None:
                     return None
+                slot = taken[0]
             new_window = None
             if rate is not None:
                 admitted, new_window = rate_admits(
@@ -410,6 +414,8 @@ class PostgresDriver:
                 },
             )
             row = cursor.fetchone()
+            if row is not None and slot is not None:
+                self._execute(cursor, "hold_slot", {"slot": slot, "job_id": job_id})
             if new_window is not None:
                 self._execute(
                     cursor, "store_rate_window", {"queue": queue, "window": to_json(new_window)}

@@ -109,18 +109,22 @@ WITH RECURSIVE completed AS (
         :completed_data::jsonb, :now, ended.type, claim.wait_ms, claim.run_ms
     FROM completed AS ended
     {ended_attempt_timing}
+), completed_slot AS (
+    -- The queue slot the completed attempt held, if any, is free again.
+    UPDATE jobs_queueslot SET job_id = NULL WHERE job_id IN (SELECT id FROM completed)
 ), gate AS MATERIALIZED (
-    -- Flow control (issue 24): a queue that is paused or limited is claimed from only by
-    -- the gated claim (postgres.py), under a lock on its jobs_queuesettings row. One probe
-    -- of that small table's primary key; a queue without a row is not gated.
-    SELECT EXISTS (
-        SELECT 1 FROM jobs_queuesettings AS settings
-        WHERE settings.name = :queue AND (settings.paused_at IS NOT NULL
-            OR settings.concurrency_limit IS NOT NULL OR settings.rate_limit IS NOT NULL)
-    ) AS gated
+    -- Flow control (issue 24), one probe of the primary key of jobs_queuesettings (a queue
+    -- without a row has no control): a paused queue is not claimed from; a queue with a
+    -- rate limit is claimed from by the gated claim (postgres.py), under a lock on its row;
+    -- a queue with a concurrency limit is claimed from here, with a free slot.
+    SELECT bool_or(settings.paused_at IS NOT NULL) AS paused,
+        bool_or(settings.rate_limit IS NOT NULL) AS gated,
+        max(settings.concurrency_limit) AS slots
+    FROM jobs_queuesettings AS settings WHERE settings.name = :queue
 ), level AS (
     (SELECT priority FROM jobs_job
-        WHERE status = 'queued' AND queue = :queue AND NOT (SELECT gated FROM gate)
+        WHERE status = 'queued' AND queue = :queue
+            AND NOT (SELECT coalesce(paused OR gated, false) FROM gate)
         ORDER BY priority DESC LIMIT 1)
     UNION ALL
     SELECT (SELECT job.priority FROM jobs_job AS job
@@ -138,6 +142,22 @@ WITH RECURSIVE completed AS (
         FOR UPDATE SKIP LOCKED
     ) AS due
     LIMIT 1
+), slot AS MATERIALIZED (
+    -- A claim from a limited queue holds one of its concurrency_limit slots: a free one at a
+    -- position within the limit, skipping slots other claimers hold (so they never wait
+    -- on each other). A slot taken meanwhile fails the recheck of job_id IS NULL and is
+    -- skipped too. While slots above a lowered limit are still held, none is free.
+    SELECT free.id FROM jobs_queueslot AS free
+    WHERE (SELECT slots FROM gate) IS NOT NULL AND EXISTS (SELECT 1 FROM candidate)
+        AND free.queue = :queue AND free.job_id IS NULL
+        AND free.position <= (SELECT slots FROM gate)
+        AND NOT EXISTS (
+            SELECT 1 FROM jobs_queueslot AS held
+            WHERE held.queue = :queue AND held.position > (SELECT slots FROM gate)
+                AND held.job_id IS NOT NULL)
+    ORDER BY free.position
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
 ), claimed AS (
     UPDATE jobs_job AS job
     SET status = 'running', attempts = job.attempts + 1, locked_by = :worker_id,
@@ -145,8 +165,12 @@ WITH RECURSIVE completed AS (
     FROM candidate
     -- A job with a concurrency_key, while key limits exist, goes to the gated claim.
     WHERE job.id = candidate.id AND (candidate.concurrency_key IS NULL
-        OR NOT (:keys_limited OR EXISTS (SELECT 1 FROM jobs_concurrencykeylimit)))
+            OR NOT (:keys_limited OR EXISTS (SELECT 1 FROM jobs_concurrencykeylimit)))
+        AND ((SELECT slots FROM gate) IS NULL OR EXISTS (SELECT 1 FROM slot))
     RETURNING job.*
+), slot_taken AS (
+    UPDATE jobs_queueslot AS taken SET job_id = claimed.id
+    FROM slot, claimed WHERE taken.id = slot.id
 ), claimed_event AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
         job_type, wait_ms)
@@ -159,9 +183,12 @@ SELECT 'completed' AS part, * FROM completed
 UNION ALL
 SELECT 'claimed', * FROM claimed
 UNION ALL
--- 'gated' (its columns NULL): the claim is the gated claim's to make.
+-- A gated row (its columns NULL): the claim is for the gated claim to make.
 SELECT 'gated', job.* FROM (SELECT 1) AS one LEFT JOIN jobs_job AS job ON false
-WHERE (SELECT gated FROM gate) OR EXISTS (
+-- Also when a candidate was found but not claimed: its key may be limited, or every slot
+-- of a limited queue looked held to the snapshot of this statement (the completion above may
+-- have just freed one): the gated claim looks again with a fresh one.
+WHERE (SELECT coalesce(gated AND NOT paused, false) FROM gate) OR EXISTS (
     SELECT 1 FROM candidate WHERE NOT EXISTS (SELECT 1 FROM claimed));
 
 -- name: complete_and_claim_call
@@ -262,6 +289,9 @@ WITH failed AS (
         :now, ended.type, claim.wait_ms, claim.run_ms
     FROM failed AS ended
     {ended_attempt_timing}
+), slot AS (
+    -- The queue slot the attempt held, if any, is free again.
+    UPDATE jobs_queueslot SET job_id = NULL WHERE job_id IN (SELECT id FROM failed)
 )
 SELECT * FROM failed;
 
@@ -341,6 +371,9 @@ WITH release AS (
     FROM release
     WHERE job.id = release.id AND job.status = 'running'
     RETURNING job.id, job.type, job.attempts
+), slot AS (
+    -- The queue slots the released attempts held, if any, are free again.
+    UPDATE jobs_queueslot SET job_id = NULL WHERE job_id IN (SELECT id FROM released)
 )
 INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
     job_type, wait_ms, run_ms)
@@ -438,10 +471,6 @@ FOR UPDATE;
 -- name: clock
 SELECT clock_timestamp();
 
--- name: running_in_queue
--- Served by job_running_queue_idx.
-SELECT count(*) FROM jobs_job WHERE status = 'running' AND queue = :queue;
-
 -- name: key_lock
 -- Claimers of jobs with one concurrency_key take turns, whatever their queue (released
 -- at commit).
@@ -497,6 +526,20 @@ WITH claimed AS (
     FROM claimed
 )
 SELECT * FROM claimed;
+
+-- name: take_slot
+-- The gated claim's slot (as complete_and_claim's `slot`), locked for this transaction.
+SELECT free.id FROM jobs_queueslot AS free
+WHERE free.queue = :queue AND free.job_id IS NULL AND free.position <= :slots
+    AND NOT EXISTS (
+        SELECT 1 FROM jobs_queueslot AS held
+        WHERE held.queue = :queue AND held.position > :slots AND held.job_id IS NOT NULL)
+ORDER BY free.position
+LIMIT 1
+FOR UPDATE SKIP LOCKED;
+
+-- name: hold_slot
+UPDATE jobs_queueslot SET job_id = :job_id WHERE id = :slot;
 
 -- name: store_rate_window
 UPDATE jobs_queuesettings SET rate_window = :window::jsonb WHERE name = :queue;

@@ -37,18 +37,22 @@ WITH RECURSIVE completed AS (
             AND event.attempt = ended.attempts
         ORDER BY event.id DESC LIMIT 1
     ) AS claim ON true
+), completed_slot AS (
+    -- The queue slot the completed attempt held, if any, is free again.
+    UPDATE jobs_queueslot SET job_id = NULL WHERE job_id IN (SELECT id FROM completed)
 ), gate AS MATERIALIZED (
-    -- Flow control (issue 24): a queue that is paused or limited is claimed from only by
-    -- the gated claim (postgres.py), under a lock on its jobs_queuesettings row. One probe
-    -- of that small table's primary key; a queue without a row is not gated.
-    SELECT EXISTS (
-        SELECT 1 FROM jobs_queuesettings AS settings
-        WHERE settings.name = p_queue AND (settings.paused_at IS NOT NULL
-            OR settings.concurrency_limit IS NOT NULL OR settings.rate_limit IS NOT NULL)
-    ) AS gated
+    -- Flow control (issue 24), one probe of the primary key of jobs_queuesettings (a queue
+    -- without a row has no control): a paused queue is not claimed from; a queue with a
+    -- rate limit is claimed from by the gated claim (postgres.py), under a lock on its row;
+    -- a queue with a concurrency limit is claimed from here, with a free slot.
+    SELECT bool_or(settings.paused_at IS NOT NULL) AS paused,
+        bool_or(settings.rate_limit IS NOT NULL) AS gated,
+        max(settings.concurrency_limit) AS slots
+    FROM jobs_queuesettings AS settings WHERE settings.name = p_queue
 ), level AS (
     (SELECT priority FROM jobs_job
-        WHERE status = 'queued' AND queue = p_queue AND NOT (SELECT gated FROM gate)
+        WHERE status = 'queued' AND queue = p_queue
+            AND NOT (SELECT coalesce(paused OR gated, false) FROM gate)
         ORDER BY priority DESC LIMIT 1)
     UNION ALL
     SELECT (SELECT job.priority FROM jobs_job AS job
@@ -66,6 +70,22 @@ WITH RECURSIVE completed AS (
         FOR UPDATE SKIP LOCKED
     ) AS due
     LIMIT 1
+), slot AS MATERIALIZED (
+    -- A claim from a limited queue holds one of its concurrency_limit slots: a free one at a
+    -- position within the limit, skipping slots other claimers hold (so they never wait
+    -- on each other). A slot taken meanwhile fails the recheck of job_id IS NULL and is
+    -- skipped too. While slots above a lowered limit are still held, none is free.
+    SELECT free.id FROM jobs_queueslot AS free
+    WHERE (SELECT slots FROM gate) IS NOT NULL AND EXISTS (SELECT 1 FROM candidate)
+        AND free.queue = p_queue AND free.job_id IS NULL
+        AND free.position <= (SELECT slots FROM gate)
+        AND NOT EXISTS (
+            SELECT 1 FROM jobs_queueslot AS held
+            WHERE held.queue = p_queue AND held.position > (SELECT slots FROM gate)
+                AND held.job_id IS NOT NULL)
+    ORDER BY free.position
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
 ), claimed AS (
     UPDATE jobs_job AS job
     SET status = 'running', attempts = job.attempts + 1, locked_by = p_worker_id,
@@ -73,8 +93,12 @@ WITH RECURSIVE completed AS (
     FROM candidate
     -- A job with a concurrency_key, while key limits exist, goes to the gated claim.
     WHERE job.id = candidate.id AND (candidate.concurrency_key IS NULL
-        OR NOT (p_keys_limited OR EXISTS (SELECT 1 FROM jobs_concurrencykeylimit)))
+            OR NOT (p_keys_limited OR EXISTS (SELECT 1 FROM jobs_concurrencykeylimit)))
+        AND ((SELECT slots FROM gate) IS NULL OR EXISTS (SELECT 1 FROM slot))
     RETURNING job.*
+), slot_taken AS (
+    UPDATE jobs_queueslot AS taken SET job_id = claimed.id
+    FROM slot, claimed WHERE taken.id = slot.id
 ), claimed_event AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
         job_type, wait_ms)
@@ -87,9 +111,12 @@ SELECT 'completed' AS part, * FROM completed
 UNION ALL
 SELECT 'claimed', * FROM claimed
 UNION ALL
--- 'gated' (its columns NULL): the claim is the gated claim's to make.
+-- A gated row (its columns NULL): the claim is for the gated claim to make.
 SELECT 'gated', job.* FROM (SELECT 1) AS one LEFT JOIN jobs_job AS job ON false
-WHERE (SELECT gated FROM gate) OR EXISTS (
+-- Also when a candidate was found but not claimed: its key may be limited, or every slot
+-- of a limited queue looked held to the snapshot of this statement (the completion above may
+-- have just freed one): the gated claim looks again with a fresh one.
+WHERE (SELECT coalesce(gated AND NOT paused, false) FROM gate) OR EXISTS (
     SELECT 1 FROM candidate WHERE NOT EXISTS (SELECT 1 FROM claimed));
 END
 $function$
@@ -229,14 +256,6 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name="job",
             index=models.Index(
-                condition=models.Q(("status", "running")),
-                fields=["queue"],
-                name="job_running_queue_idx",
-            ),
-        ),
-        migrations.AddIndex(
-            model_name="job",
-            index=models.Index(
                 condition=models.Q(("concurrency_key__isnull", False), ("status", "running")),
                 fields=["concurrency_key"],
                 name="job_running_key_idx",
@@ -279,6 +298,34 @@ class Migration(migrations.Migration):
                 ),
                 name="queue_rate_limit_valid",
             ),
+        ),
+        migrations.CreateModel(
+            name="QueueSlot",
+            fields=[
+                ("id", models.BigAutoField(primary_key=True, serialize=False)),
+                ("queue", models.CharField(max_length=64)),
+                ("position", models.IntegerField()),
+                ("job_id", models.UUIDField(blank=True, null=True)),
+            ],
+            options={
+                "indexes": [
+                    models.Index(
+                        condition=models.Q(("job_id__isnull", True)),
+                        fields=["queue", "position"],
+                        name="queue_slot_free_idx",
+                    )
+                ],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("queue", "position"), name="queue_slot_position"
+                    ),
+                    models.UniqueConstraint(
+                        condition=models.Q(("job_id__isnull", False)),
+                        fields=("job_id",),
+                        name="queue_slot_job",
+                    ),
+                ],
+            },
         ),
         migrations.RunPython(
             _on_postgres(DROP_0006, CREATE), _on_postgres(DROP, CREATE_0006), elidable=False

@@ -31,6 +31,8 @@ def test_job_row_fields_are_the_table_columns_in_order():
 
 def test_queries_sql_names_only_model_tables_statuses_and_event_types():
     tables = {Job._meta.db_table, JobEvent._meta.db_table, "pg_class", "pg_stats"}
+    # Flow control's tables (issue 24).
+    tables |= {"jobs_queuesettings", "jobs_queueslot", "jobs_concurrencykeylimit"}
     # Besides statuses and event types: the empty error, the manual_retry data keys and
     # complete_and_claim's labels for its two halves.
     values = (
@@ -39,6 +41,8 @@ def test_queries_sql_names_only_model_tables_statuses_and_event_types():
         | {"", "previous_status", "previous_attempts", "previous_error", "completed"}
     )
     values |= {"status", "jobs_job"}  # status_estimate names the column and the table
+    # complete_and_claim's third label (issue 24) and the key lock's namespace.
+    values |= {"gated", "jobs.concurrency_key:"}
     for query in QUERIES.values():
         text = query.text
         for table in re.findall(r"\b(?:FROM|INTO|UPDATE|JOIN)\s+([a-z_]+)\b(?!\s*\()", text):

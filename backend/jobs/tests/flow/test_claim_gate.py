@@ -130,3 +130,35 @@ def test_a_finished_unique_job_frees_its_key():
     finish(claimed)
     _, created = services.create_job(type="demo.success", unique_key="u")
     assert created
+
+
+def test_a_limit_set_while_jobs_run_counts_them():
+    for _ in range(3):
+        queued_job(queue="emails")
+    first = claim("emails")
+    assert first is not None
+    services.set_queue_limits(queue="emails", concurrency_limit=1)
+    assert claim("emails") is None
+    finish(first)
+    assert claim("emails") is not None
+
+
+def test_a_lowered_limit_admits_no_claim_until_running_jobs_fit_it():
+    for _ in range(4):
+        queued_job(queue="emails")
+    services.set_queue_limits(queue="emails", concurrency_limit=2)
+    first, second = claim("emails"), claim("emails")
+    services.set_queue_limits(queue="emails", concurrency_limit=1)
+    finish(first)
+    assert claim("emails") is None  # the job above the new limit still runs
+    finish(second)
+    assert claim("emails") is not None
+
+
+def test_a_failed_attempt_frees_its_slot():
+    queued_job(queue="emails")
+    queued_job(queue="emails")
+    services.set_queue_limits(queue="emails", concurrency_limit=1)
+    first = claim("emails")
+    services.fail_job(job_id=first.id, worker_id="worker-a", attempt=1, error="boom")
+    assert claim("emails") is not None
