@@ -4,7 +4,8 @@
 # (scripts/nginx_conf.py, as the Compose `web` service runs it: CSP and all), Playwright
 # driving the system Chromium, in two phases:
 #  1. the open local demo: nginx in front of `runserver` with DEBUG=true
-#     (e2e/dashboard.spec.ts, then e2e/operator.spec.ts: issue 27's operator checks);
+#     (e2e/dashboard.spec.ts, then e2e/operator.spec.ts: issue 27's operator checks, then
+#     e2e/flow-control.spec.ts: issue 24's queues and schedules);
 #  2. production: nginx in front of gunicorn with DEBUG=false, signed in with a session
 #     (e2e/front-door.spec.ts).
 # Every process started here is stopped on exit.
@@ -102,9 +103,10 @@ export JOB_WORKER_BACKOFF_BASE_SECONDS=1 JOB_WORKER_POLL_INTERVAL_MS=200
 # A worker sees a cancel request at its next heartbeat (lease/3) and demo.slow checks in
 # every min(lease/3, 5 s): a 9 s lease ends a cancelled job within about 6 s, not 15 s.
 export JOB_WORKER_LEASE_SECONDS=9
-# Flow control (issue 24): two schedules for the Schedules page (one every 30 s, one
-# nightly in another time zone) and, after migrate, a limited queue for the Queues page.
-export JOB_SCHEDULES_JSON='{"e2e-heartbeat": {"type": "demo.success", "interval": 30, "queue": "default"}, "e2e-nightly-report": {"type": "demo.success", "cron": "0 3 * * *", "timezone": "Asia/Tehran", "queue": "reports", "missed": "skip"}}'
+# Flow control (issue 24): schedules for the Schedules page (one every 30 s, one nightly in
+# another time zone, and one that e2e/flow-control.spec.ts triggers by hand and expects to
+# fail) and, after migrate, a limited queue for the Queues page.
+export JOB_SCHEDULES_JSON='{"e2e-heartbeat": {"type": "demo.success", "interval": 30, "queue": "default"}, "e2e-nightly-report": {"type": "demo.success", "cron": "0 3 * * *", "timezone": "Asia/Tehran", "queue": "reports", "missed": "skip"}, "e2e-failing-report": {"type": "demo.fail", "cron": "30 4 * * *", "queue": "reports", "missed": "skip"}}'
 export JOB_CONCURRENCY_KEY_LIMITS_JSON='{"customer:*": 2}'
 
 say "migrate"
@@ -161,7 +163,7 @@ say "playwright with $CHROMIUM ($("$CHROMIUM" --version 2>/dev/null | head -n1))
 cd "$FRONTEND"
 E2E_BASE_URL="$WEB_URL" E2E_API_URL="$API_URL" CHROMIUM_PATH="$CHROMIUM" \
   SCREENSHOT_DIR="${SCREENSHOT_DIR:-$ROOT/assets/screenshots}" \
-  node node_modules/@playwright/test/cli.js test e2e/dashboard.spec.ts e2e/operator.spec.ts --pass-with-no-tests "$@"
+  node node_modules/@playwright/test/cli.js test e2e/dashboard.spec.ts e2e/operator.spec.ts e2e/flow-control.spec.ts --pass-with-no-tests "$@"
 
 # --- Phase 2: production behind nginx -----------------------------------------------------
 PROD_API_PORT="$(free_port)"

@@ -7,6 +7,8 @@ import { JobsPage } from './pages/JobsPage';
 import { JobTypesPage } from './pages/JobTypesPage';
 import { NotFoundPage } from './pages/NotFoundPage';
 import { OverviewPage } from './pages/OverviewPage';
+import { QueuesPage } from './pages/QueuesPage';
+import { SchedulesPage } from './pages/SchedulesPage';
 import { WorkersPage } from './pages/WorkersPage';
 
 export const routes: RouteObject[] = [
@@ -18,6 +20,8 @@ export const routes: RouteObject[] = [
       { path: 'jobs/:id', element: <JobDetailPage /> },
       { path: 'job-types', element: <JobTypesPage /> },
       { path: 'workers', element: <WorkersPage /> },
+      { path: 'queues', element: <QueuesPage /> },
+      { path: 'schedules', element: <SchedulesPage /> },
       { path: 'events', element: <EventsPage /> },
       { path: 'create', element: <CreateJobPage /> },
       { path: '*', element: <NotFoundPage /> },

@@ -1,6 +1,6 @@
 import { http, HttpResponse } from 'msw';
 import { describe, expect, it } from 'vitest';
-import { API, JOB_ID, makeJob } from '../test/fixtures';
+import { API, JOB_ID, makeJob, makeQueue } from '../test/fixtures';
 import { makeEvent } from '../test/fixtures';
 import { server, timelineResponse } from '../test/server';
 import {
@@ -130,6 +130,36 @@ describe('api client', () => {
     const second = await api.createJob({ type: 'demo.fail', idempotency_key: 'k' });
     expect(first).toMatchObject({ created: true, job: { type: 'demo.fail' } });
     expect(second.created).toBe(false);
+  });
+
+  it('names the rule that matched an existing job, and keeps it off the job', async () => {
+    server.use(
+      http.post(`${API}/jobs/`, () => HttpResponse.json({ ...makeJob(), matched: 'unique_key' }, { status: 200 })),
+    );
+    const outcome = await api.createJob({ type: 'demo.success', unique_key: 'k' });
+    expect(outcome).toMatchObject({ created: false, matched: 'unique_key' });
+    expect(outcome.job).not.toHaveProperty('matched');
+  });
+
+  it('sends the queue limits as a PATCH with the CSRF token, the name escaped', async () => {
+    const seen: { method: string; path: string; csrf: string | null; body: unknown }[] = [];
+    server.use(
+      http.patch(`${API}/queues/:name/`, async ({ request }) => {
+        seen.push({
+          method: request.method,
+          path: new URL(request.url).pathname,
+          csrf: request.headers.get('x-csrftoken'),
+          body: await request.json(),
+        });
+        return HttpResponse.json(makeQueue({ name: 'a:b', concurrency_limit: 2 }));
+      }),
+    );
+    const client = createApiClient({ baseUrl: API, csrfToken: () => 'tok3n' });
+    const queue = await client.updateQueueLimits('a:b', { concurrency_limit: 2, rate_limit: null });
+    expect(queue.concurrency_limit).toBe(2);
+    expect(seen).toEqual([
+      { method: 'PATCH', path: '/api/queues/a%3Ab/', csrf: 'tok3n', body: { concurrency_limit: 2, rate_limit: null } },
+    ]);
   });
 
   it('turns a 400 into an ApiError carrying field errors', async () => {

@@ -27,6 +27,12 @@ import type {
   RetryOutcome,
   Session,
   JobEvent,
+  Queue,
+  QueueLimitsInput,
+  Schedule,
+  ScheduleTrigger,
+  CreateMatch,
+  JobCreateResult,
   Throughput,
   ThroughputParams,
   TimelinePage,
@@ -107,7 +113,7 @@ export interface ClientOptions {
 }
 
 export interface RequestOptions {
-  method?: 'GET' | 'POST';
+  method?: 'GET' | 'POST' | 'PATCH';
   query?: Record<string, string | number | undefined | null>;
   body?: unknown;
   signal?: AbortSignal | undefined;
@@ -319,10 +325,15 @@ export function createApiClient(options: ClientOptions) {
         signal,
       ),
 
-    /** POST a new job. `created` is false when an idempotency key matched an existing job (200). */
-    async createJob(input: JobCreateInput): Promise<{ job: Job; created: boolean }> {
-      const res = await request<Job>('jobs/', { method: 'POST', body: input });
-      return { job: res.data, created: res.status === 201 };
+    /**
+     * POST a new job. `created` is false when an existing job was returned (200): `matched`
+     * names the rule, its idempotency key (for good) or its unique key (while it is queued
+     * or running).
+     */
+    async createJob(input: JobCreateInput): Promise<{ job: Job; created: boolean; matched: CreateMatch | null }> {
+      const res = await request<JobCreateResult>('jobs/', { method: 'POST', body: input });
+      const { matched, ...job } = res.data;
+      return { job, created: res.status === 201, matched };
     },
 
     /** POST up to `bulk_create_max` jobs at once; any bad item refuses the whole request. */
@@ -341,6 +352,39 @@ export function createApiClient(options: ClientOptions) {
     async cancelJob(id: string): Promise<{ job: Job; requested: boolean }> {
       const res = await request<Job>(`jobs/${encodeURIComponent(id)}/cancel/`, { method: 'POST' });
       return { job: res.data, requested: res.status === 202 };
+    },
+
+    /** Every known queue, by name: counts, pause state, limits and saturation. */
+    listQueues: (signal?: AbortSignal) => get<Queue[]>('queues/', undefined, signal),
+
+    /** Stop every worker claiming from the queue; running jobs finish. */
+    async pauseQueue(name: string): Promise<Queue> {
+      return (await request<Queue>(`queues/${encodeURIComponent(name)}/pause/`, { method: 'POST' })).data;
+    },
+
+    async resumeQueue(name: string): Promise<Queue> {
+      return (await request<Queue>(`queues/${encodeURIComponent(name)}/resume/`, { method: 'POST' })).data;
+    },
+
+    /** Change the queue's limits; a 400 names the offending fields. */
+    async updateQueueLimits(name: string, limits: QueueLimitsInput): Promise<Queue> {
+      return (await request<Queue>(`queues/${encodeURIComponent(name)}/`, { method: 'PATCH', body: limits })).data;
+    },
+
+    /** Every schedule of the settings, by name, with its next run and last job. */
+    listSchedules: (signal?: AbortSignal) => get<Schedule[]>('schedules/', undefined, signal),
+
+    async pauseSchedule(name: string): Promise<Schedule> {
+      return (await request<Schedule>(`schedules/${encodeURIComponent(name)}/pause/`, { method: 'POST' })).data;
+    },
+
+    async resumeSchedule(name: string): Promise<Schedule> {
+      return (await request<Schedule>(`schedules/${encodeURIComponent(name)}/resume/`, { method: 'POST' })).data;
+    },
+
+    /** Enqueue one job of the schedule now, outside its ticks. */
+    async triggerSchedule(name: string): Promise<ScheduleTrigger> {
+      return (await request<ScheduleTrigger>(`schedules/${encodeURIComponent(name)}/trigger/`, { method: 'POST' })).data;
     },
 
     async bulkCancel(selection: JobSelection): Promise<CancelOutcome> {

@@ -119,6 +119,34 @@ export type JobSelection = Schema['JobSelectionRequest'];
 export type CancelOutcome = Schema['CancelOutcome'];
 export type RetryOutcome = Schema['RetryOutcome'];
 
+// --- Flow control (issue 24): queues and schedules ----------------------------------
+
+/** A job's count in each status. */
+export type StatusCounts = Schema['QueueCounts'];
+
+/**
+ * One queue (`GET /api/queues/`): counts, pause state, limits (null: none) and how full
+ * they are (`saturation`: running / concurrency_limit, null without a limit).
+ */
+export type Queue = Schema['Queue'];
+
+/** The body of `PATCH /api/queues/{name}/`: any of the limits, null to remove one. */
+export type QueueLimitsInput = Schema['PatchedQueueLimitsRequest'];
+
+export type ScheduleLastJob = Schema['ScheduleLastJob'];
+
+/** One schedule declared in the settings (`GET /api/schedules/`) and its run-time state. */
+export type Schedule = Schema['Schedule'];
+
+/** `POST /api/schedules/{name}/trigger/`: the schedule and the job it just enqueued. */
+export type ScheduleTrigger = Narrow<Schema['ScheduleTrigger'], { job: Job }>;
+
+/** A create's answer (`POST /api/jobs/`): the job, and which rule returned it if it existed. */
+export type JobCreateResult = Narrow<Schema['JobCreateResult'], { payload: JsonObject; result: JsonValue | null }>;
+
+/** Which rule returned an existing job instead of creating one (`matched` on a create's answer). */
+export type CreateMatch = Schema['MatchedEnum'];
+
 /** Query parameters of an operation, by its operationId. */
 export type QueryParams<Op extends keyof operations> = NonNullable<operations[Op]['parameters']['query']>;
 

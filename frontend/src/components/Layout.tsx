@@ -13,6 +13,8 @@ const NAV = [
   { to: '/jobs', label: 'Jobs', end: false },
   { to: '/job-types', label: 'Job types', end: false },
   { to: '/workers', label: 'Workers', end: false },
+  { to: '/queues', label: 'Queues', end: false },
+  { to: '/schedules', label: 'Schedules', end: false },
   { to: '/events', label: 'Events', end: false },
   { to: '/create', label: 'Create', end: false },
 ];

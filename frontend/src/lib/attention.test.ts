@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { makeTypeHealth, stats } from '../test/fixtures';
+import { makeQueue, makeSchedule, makeTypeHealth, stats } from '../test/fixtures';
 import {
   attentionItems,
   BACKLOG_AGE_THRESHOLD_MS,
   FAILING_TYPE_MIN_ATTEMPTS,
   FAILING_TYPE_RATE,
+  hasPausedBacklog,
   isFailing,
+  lastRunFailed,
 } from './attention';
 
 const NOW = Date.parse('2026-06-21T11:00:00Z');
@@ -72,5 +74,73 @@ describe('attentionItems', () => {
     expect(attentionItems({ ...stats, overdue_running: 1 }, undefined, NOW).map((i) => i.title)).toEqual([
       '1 running job has an expired lease',
     ]);
+  });
+
+  it('lists schedules whose last job failed, linking to that job', () => {
+    const failed = makeSchedule({
+      name: 'nightly-report',
+      target: 'demo.fail',
+      last_job: { id: 'abcdef12-0000-4000-8000-000000000000', status: 'failed', created_at: ago(120_000) },
+    });
+    const fine = makeSchedule({
+      name: 'fine',
+      last_job: { id: 'fedcba21-0000-4000-8000-000000000000', status: 'succeeded', created_at: ago(60_000) },
+    });
+    const items = attentionItems(stats, [], NOW, { schedules: [fine, failed, makeSchedule({ name: 'never-ran' })] });
+    expect(items).toHaveLength(1);
+    expect(items[0]).toMatchObject({
+      kind: 'failed_schedule',
+      key: 'schedule:nightly-report',
+      title: 'Schedule nightly-report: its last job failed',
+      to: '/jobs/abcdef12-0000-4000-8000-000000000000',
+      linkLabel: 'Job abcdef12',
+    });
+    expect(items[0]!.detail).toBe('Job abcdef12 (demo.fail), created 2m 00s ago, failed after its last attempt.');
+  });
+
+  it('lists paused queues holding queued jobs, largest backlog first', () => {
+    const counts = (queued: number) => ({ queued, running: 0, succeeded: 0, failed: 0, cancelled: 0 });
+    const queues = [
+      makeQueue({ name: 'small', paused: true, paused_at: ago(60_000), counts: counts(2) }),
+      makeQueue({ name: 'big', paused: true, paused_at: ago(600_000), counts: counts(40), oldest_queued_at: ago(900_000) }),
+      makeQueue({ name: 'paused-empty', paused: true, paused_at: ago(60_000) }),
+      makeQueue({ name: 'busy-but-active', counts: counts(500) }),
+    ];
+    const items = attentionItems(stats, [], NOW, { queues });
+    expect(items.map((i) => i.key)).toEqual(['queue:big', 'queue:small']);
+    expect(items[0]).toMatchObject({
+      kind: 'paused_queue',
+      title: 'Queue big is paused with 40 jobs waiting',
+      detail:
+        'No worker claims from it, paused 10m 00s ago, so every new job adds to its backlog until it is resumed. ' +
+        'The oldest has waited 15m 00s.',
+      to: '/queues',
+    });
+    expect(items[1]!.title).toBe('Queue small is paused with 2 jobs waiting');
+  });
+
+  it('puts failed schedules after failing types and paused queues before the backlog', () => {
+    const items = attentionItems(
+      { ...stats, overdue_running: 1, oldest_due_at: ago(BACKLOG_AGE_THRESHOLD_MS + 60_000) },
+      [makeTypeHealth('broken', { counts: { failed: 3 } })],
+      NOW,
+      {
+        queues: [makeQueue({ name: 'q', paused: true, counts: { queued: 1, running: 0, succeeded: 0, failed: 0, cancelled: 0 } })],
+        schedules: [makeSchedule({ name: 's', last_job: { id: 'j', status: 'failed', created_at: ago(1000) } })],
+      },
+    );
+    expect(items.map((i) => i.kind)).toEqual(['failing_type', 'failed_schedule', 'overdue_leases', 'paused_queue', 'backlog']);
+  });
+});
+
+describe('hasPausedBacklog and lastRunFailed', () => {
+  it('need a paused queue with queued jobs, and a last job that failed', () => {
+    const one = { queued: 1, running: 0, succeeded: 0, failed: 0, cancelled: 0 };
+    expect(hasPausedBacklog(makeQueue({ paused: true, counts: one }))).toBe(true);
+    expect(hasPausedBacklog(makeQueue({ paused: false, counts: one }))).toBe(false);
+    expect(hasPausedBacklog(makeQueue({ paused: true }))).toBe(false);
+    expect(lastRunFailed(makeSchedule({ last_job: { id: 'j', status: 'failed', created_at: ago(0) } }))).toBe(true);
+    expect(lastRunFailed(makeSchedule({ last_job: { id: 'j', status: 'queued', created_at: ago(0) } }))).toBe(false);
+    expect(lastRunFailed(makeSchedule())).toBe(false);
   });
 });

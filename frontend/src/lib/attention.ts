@@ -3,7 +3,7 @@
  * per-type health. Thresholds are named here (and in the README) so they can be found
  * and argued about.
  */
-import type { JobStats, JobTypeHealth } from '../api/types';
+import type { JobStats, JobTypeHealth, Queue, Schedule } from '../api/types';
 import { failuresOf, formatRate } from './jobTypes';
 import { formatDuration } from './time';
 
@@ -16,7 +16,13 @@ export const FAILING_TYPE_MIN_ATTEMPTS = 3;
 /** The backlog is growing when the oldest due job has waited longer than this. */
 export const BACKLOG_AGE_THRESHOLD_MS = 5 * 60_000;
 
-export type AttentionKind = 'failing_type' | 'overdue_leases' | 'backlog';
+export type AttentionKind = 'failing_type' | 'overdue_leases' | 'backlog' | 'paused_queue' | 'failed_schedule';
+
+/** The queues and schedules the flow-control rules read; undefined while they load (or failed). */
+export interface FlowState {
+  queues?: readonly Queue[] | undefined;
+  schedules?: readonly Schedule[] | undefined;
+}
 
 export interface AttentionItem {
   kind: AttentionKind;
@@ -40,11 +46,32 @@ export function isFailing(type: JobTypeHealth): boolean {
 const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
 
 /**
- * What needs attention, most specific first: failing types (worst rate first), running
- * jobs whose lease expired, then a backlog older than the threshold. Empty when all is
- * fine. `types` is undefined while it loads (its rules then say nothing).
+ * A paused queue holding queued jobs: no worker claims from it, so its backlog only grows
+ * (each new job adds to it) until someone resumes it. A paused queue with nothing queued
+ * is somebody's deliberate choice, not a problem yet.
  */
-export function attentionItems(stats: JobStats, types: readonly JobTypeHealth[] | undefined, now: number): AttentionItem[] {
+export function hasPausedBacklog(queue: Queue): boolean {
+  return queue.paused && queue.counts.queued > 0;
+}
+
+/** A schedule whose most recent job failed (for good: a job being retried is still queued). */
+export function lastRunFailed(schedule: Schedule): boolean {
+  return schedule.last_job?.status === 'failed';
+}
+
+/**
+ * What needs attention, most specific first: failing types (worst rate first), schedules
+ * whose last job failed, running jobs whose lease expired, paused queues with a backlog
+ * (largest first), then a backlog older than the threshold. Empty when all is fine.
+ * `types`, `flow.queues` and `flow.schedules` are undefined while they load (their rules
+ * then say nothing).
+ */
+export function attentionItems(
+  stats: JobStats,
+  types: readonly JobTypeHealth[] | undefined,
+  now: number,
+  flow: FlowState = {},
+): AttentionItem[] {
   const items: AttentionItem[] = [];
   const failing = (types ?? []).filter(isFailing).sort((a, b) => (b.failure_rate ?? 0) - (a.failure_rate ?? 0));
   for (const type of failing) {
@@ -60,6 +87,20 @@ export function attentionItems(stats: JobStats, types: readonly JobTypeHealth[] 
       linkLabel: `${type.type} jobs`,
     });
   }
+  for (const schedule of (flow.schedules ?? []).filter(lastRunFailed)) {
+    const job = schedule.last_job;
+    if (!job) continue;
+    items.push({
+      kind: 'failed_schedule',
+      key: `schedule:${schedule.name}`,
+      title: `Schedule ${schedule.name}: its last job failed`,
+      detail:
+        `Job ${job.id.slice(0, 8)} (${schedule.target}), created ${formatDuration(now - Date.parse(job.created_at))} ago, ` +
+        `failed after its last attempt.${schedule.paused ? ' The schedule is paused.' : ''}`,
+      to: `/jobs/${job.id}`,
+      linkLabel: `Job ${job.id.slice(0, 8)}`,
+    });
+  }
   if (stats.overdue_running > 0) {
     items.push({
       kind: 'overdue_leases',
@@ -68,6 +109,21 @@ export function attentionItems(stats: JobStats, types: readonly JobTypeHealth[] 
       detail: 'Its worker is gone or stuck; cleanup requeues the job (or fails it on its last attempt).',
       to: '/workers',
       linkLabel: 'Workers',
+    });
+  }
+  const paused = (flow.queues ?? []).filter(hasPausedBacklog).sort((a, b) => b.counts.queued - a.counts.queued);
+  for (const queue of paused) {
+    const since = queue.paused_at ? `, paused ${formatDuration(now - Date.parse(queue.paused_at))} ago` : '';
+    const oldest = queue.oldest_queued_at
+      ? ` The oldest has waited ${formatDuration(now - Date.parse(queue.oldest_queued_at))}.`
+      : '';
+    items.push({
+      kind: 'paused_queue',
+      key: `queue:${queue.name}`,
+      title: `Queue ${queue.name} is paused with ${queue.counts.queued.toLocaleString()} ${queue.counts.queued === 1 ? 'job' : 'jobs'} waiting`,
+      detail: `No worker claims from it${since}, so every new job adds to its backlog until it is resumed.${oldest}`,
+      to: '/queues',
+      linkLabel: 'Queues',
     });
   }
   if (stats.oldest_due_at) {

@@ -5,6 +5,7 @@ import {
   bulkFieldErrors,
   bulkFromTemplate,
   initialValues,
+  KEY_MAX_LENGTH,
   parseCount,
   splitServerErrors,
   type CreateFormValues,
@@ -69,6 +70,25 @@ describe('buildCreateRequest', () => {
   it('converts a picked local time to ISO 8601', () => {
     const result = buildCreateRequest(values({ schedule: 'at', availableAt: '2026-03-04T05:06' }), config.limits, NOW);
     expect(result.ok && result.input.available_at).toBe(new Date('2026-03-04T05:06').toISOString());
+  });
+
+  it('sends the unique and concurrency keys trimmed when given, and leaves them out when blank', () => {
+    const given = buildCreateRequest(values({ uniqueKey: ' rebuild ', concurrencyKey: 'customer:7' }), config.limits, NOW);
+    expect(given.ok && given.input).toMatchObject({ unique_key: 'rebuild', concurrency_key: 'customer:7' });
+    const blank = buildCreateRequest(values({ uniqueKey: '  ', concurrencyKey: '' }), config.limits, NOW);
+    expect(blank.ok && blank.input).not.toHaveProperty('unique_key');
+    expect(blank.ok && blank.input).not.toHaveProperty('concurrency_key');
+  });
+
+  it('bounds the unique and concurrency keys by their column length', () => {
+    const long = 'k'.repeat(KEY_MAX_LENGTH + 1);
+    expect(buildCreateRequest(values({ uniqueKey: long, concurrencyKey: long }), config.limits, NOW)).toEqual({
+      ok: false,
+      errors: {
+        unique_key: [`At most ${KEY_MAX_LENGTH} characters.`],
+        concurrency_key: [`At most ${KEY_MAX_LENGTH} characters.`],
+      },
+    });
   });
 
   it('sends a blank idempotency key as null', () => {

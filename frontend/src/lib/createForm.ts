@@ -17,6 +17,10 @@ export interface CreateFormValues {
   queue: string;
   /** Blank: the job type's default timeout, else the worker's. */
   timeoutSeconds: string;
+  /** Blank: none. At most one queued or running job has it. */
+  uniqueKey: string;
+  /** Blank: none. Limits how many jobs with it run at once. */
+  concurrencyKey: string;
 }
 
 export const CREATE_FIELDS = [
@@ -28,6 +32,8 @@ export const CREATE_FIELDS = [
   'idempotency_key',
   'queue',
   'timeout_seconds',
+  'unique_key',
+  'concurrency_key',
 ] as const;
 export type CreateField = (typeof CREATE_FIELDS)[number];
 export type FormErrors = Partial<Record<CreateField, string[]>>;
@@ -35,6 +41,8 @@ export type FormErrors = Partial<Record<CreateField, string[]>>;
 export type BuildResult = { ok: true; input: JobCreateInput } | { ok: false; errors: FormErrors };
 
 export const DEFAULT_PRIORITY = 50;
+/** Length of the unique and concurrency key columns (issue 24). */
+export const KEY_MAX_LENGTH = 255;
 
 export function initialValues(config: ApiConfig | undefined): CreateFormValues {
   const first = config?.job_types[0];
@@ -49,6 +57,8 @@ export function initialValues(config: ApiConfig | undefined): CreateFormValues {
     idempotencyKey: '',
     queue: '',
     timeoutSeconds: '',
+    uniqueKey: '',
+    concurrencyKey: '',
   };
 }
 
@@ -100,6 +110,12 @@ export function buildCreateRequest(values: CreateFormValues, limits: ApiConfig['
   if (key.length > limits.idempotency_key_max_length)
     add('idempotency_key', `At most ${limits.idempotency_key_max_length} characters.`);
 
+  // The API's columns hold 255 characters, like the idempotency key's.
+  const uniqueKey = values.uniqueKey.trim();
+  if (uniqueKey.length > KEY_MAX_LENGTH) add('unique_key', `At most ${KEY_MAX_LENGTH} characters.`);
+  const concurrencyKey = values.concurrencyKey.trim();
+  if (concurrencyKey.length > KEY_MAX_LENGTH) add('concurrency_key', `At most ${KEY_MAX_LENGTH} characters.`);
+
   const queue = values.queue.trim();
   const queueProblem = queue === '' ? null : queueNameProblem(queue, limits.queue_name_max_length);
   if (queueProblem) add('queue', queueProblem);
@@ -127,6 +143,9 @@ export function buildCreateRequest(values: CreateFormValues, limits: ApiConfig['
       // The API defaults the queue when it is omitted (null is not a queue name).
       ...(queue === '' ? {} : { queue }),
       timeout_seconds: timeoutSeconds,
+      // Sent only when set, so a create without them reads as before.
+      ...(uniqueKey === '' ? {} : { unique_key: uniqueKey }),
+      ...(concurrencyKey === '' ? {} : { concurrency_key: concurrencyKey }),
     },
   };
 }

@@ -64,6 +64,37 @@ describe('Create page', () => {
     ]);
   });
 
+  it('sends the unique and concurrency keys when set', async () => {
+    const bodies = capturePosts((b) => HttpResponse.json(makeJob({ type: b.type }), { status: 201 }));
+    renderApp('/create');
+    await userEvent.type(await screen.findByLabelText('Unique key (optional)'), ' rebuild-index ');
+    await userEvent.type(screen.getByLabelText('Concurrency key (optional)'), 'customer:42');
+    await userEvent.click(screen.getByRole('button', { name: 'Create job' }));
+    await screen.findByTestId('created-job-link');
+    expect(bodies).toHaveLength(1);
+    expect(bodies[0]).toMatchObject({ unique_key: 'rebuild-index', concurrency_key: 'customer:42' });
+  });
+
+  it('says so when the unique key returned the job still queued or running', async () => {
+    capturePosts(() => HttpResponse.json({ ...makeJob({ unique_key: 'rebuild-index' }), matched: 'unique_key' }, { status: 200 }));
+    renderApp('/create');
+    await userEvent.type(await screen.findByLabelText('Unique key (optional)'), 'rebuild-index');
+    await userEvent.click(screen.getByRole('button', { name: 'Create job' }));
+    expect(await screen.findByRole('status')).toHaveTextContent(
+      'A job with this unique key is already queued or running: open job',
+    );
+  });
+
+  it('shows the API’s unique key error next to the field', async () => {
+    capturePosts(() => HttpResponse.json({ unique_key: ['Ensure this field has no more than 255 characters.'] }, { status: 400 }));
+    renderApp('/create');
+    await userEvent.type(await screen.findByLabelText('Unique key (optional)'), 'k');
+    await userEvent.click(screen.getByRole('button', { name: 'Create job' }));
+    await waitFor(() =>
+      expect(screen.getByLabelText('Unique key (optional)')).toHaveAccessibleDescription(/no more than 255 characters/),
+    );
+  });
+
   it('says so when the idempotency key returned an existing job', async () => {
     capturePosts(() => HttpResponse.json(makeJob(), { status: 200 }));
     renderApp('/create');

@@ -2,7 +2,7 @@ import { useState, type FormEvent } from 'react';
 import { Link } from 'react-router';
 import { api } from '../api/client';
 import { useBulkCreate, useConfig, useCreateJob } from '../api/hooks';
-import type { ApiConfig, BulkCreateResult, Job, JobTypeInfo } from '../api/types';
+import type { ApiConfig, BulkCreateResult, CreateMatch, Job, JobTypeInfo } from '../api/types';
 import { DemoLauncher, type LaunchedJob } from '../components/DemoLauncher';
 import { FormField } from '../components/FormField';
 import { JsonEditor } from '../components/JsonEditor';
@@ -16,6 +16,7 @@ import {
   parseCount,
   splitServerErrors,
   type CreateFormValues,
+  KEY_MAX_LENGTH,
   type FormErrors,
   type Schedule,
 } from '../lib/createForm';
@@ -26,7 +27,7 @@ function CreateForm({ config }: { config: ApiConfig }) {
   const [values, setValues] = useState<CreateFormValues>(() => initialValues(config));
   const [payloadEdited, setPayloadEdited] = useState(false);
   const [clientErrors, setClientErrors] = useState<FormErrors>({});
-  const [created, setCreated] = useState<{ job: Job; created: boolean } | null>(null);
+  const [created, setCreated] = useState<{ job: Job; created: boolean; matched: CreateMatch | null } | null>(null);
   const [count, setCount] = useState('1');
   const [countError, setCountError] = useState<string | null>(null);
   const [bulkCreated, setBulkCreated] = useState<{ result: BulkCreateResult; type: string } | null>(null);
@@ -102,7 +103,11 @@ function CreateForm({ config }: { config: ApiConfig }) {
       )}
       {created && (
         <div className="notice" role="status">
-          {created.created ? 'Job created: ' : 'A job with this idempotency key already exists: '}
+          {created.created
+            ? 'Job created: '
+            : created.matched === 'unique_key'
+              ? 'A job with this unique key is already queued or running: '
+              : 'A job with this idempotency key already exists: '}
           <Link to={`/jobs/${created.job.id}`} data-testid="created-job-link">
             open job <span className="mono">{created.job.id.slice(0, 8)}</span>
           </Link>
@@ -173,6 +178,46 @@ function CreateForm({ config }: { config: ApiConfig }) {
               maxLength={config.limits.idempotency_key_max_length}
               value={values.idempotencyKey}
               onChange={(e) => set('idempotencyKey', e.target.value)}
+            />
+          )}
+        </FormField>
+
+        <FormField
+          id="job-unique-key"
+          label="Unique key (optional)"
+          errors={errorsFor('unique_key')}
+          hint="While a job with this key is queued or running, creating another returns it."
+        >
+          {(p) => (
+            <input
+              {...p}
+              type="text"
+              className="mono"
+              autoComplete="off"
+              spellCheck={false}
+              maxLength={KEY_MAX_LENGTH}
+              value={values.uniqueKey}
+              onChange={(e) => set('uniqueKey', e.target.value)}
+            />
+          )}
+        </FormField>
+
+        <FormField
+          id="job-concurrency-key"
+          label="Concurrency key (optional)"
+          errors={errorsFor('concurrency_key')}
+          hint="Jobs sharing a key run at most as many at once as its configured limit."
+        >
+          {(p) => (
+            <input
+              {...p}
+              type="text"
+              className="mono"
+              autoComplete="off"
+              spellCheck={false}
+              maxLength={KEY_MAX_LENGTH}
+              value={values.concurrencyKey}
+              onChange={(e) => set('concurrencyKey', e.target.value)}
             />
           )}
         </FormField>

@@ -47,6 +47,23 @@ describe('Job detail page', () => {
     expect(screen.queryByRole('button', { name: 'Cancel job' })).not.toBeInTheDocument();
   });
 
+  it('shows the unique and concurrency keys when the job has them', async () => {
+    serve(makeJob({ unique_key: 'rebuild-index', concurrency_key: 'customer:42' }), [makeEvent()]);
+    renderApp(`/jobs/${JOB_ID}`);
+    const fields = await screen.findByRole('region', { name: 'Fields' });
+    const value = (label: string) => within(fields).getByText(label, { selector: 'dt' }).nextElementSibling;
+    expect(value('Unique key')).toHaveTextContent('rebuild-index');
+    expect(value('Concurrency key')).toHaveTextContent('customer:42');
+  });
+
+  it('leaves the keys out when the job has none', async () => {
+    serve(makeJob({ unique_key: null, concurrency_key: null }), [makeEvent()]);
+    renderApp(`/jobs/${JOB_ID}`);
+    const fields = await screen.findByRole('region', { name: 'Fields' });
+    expect(within(fields).queryByText('Unique key')).not.toBeInTheDocument();
+    expect(within(fields).queryByText('Concurrency key')).not.toBeInTheDocument();
+  });
+
   it('shows the metadata, with the trace id its traceparent names', async () => {
     const state = serve(
       makeJob({

@@ -80,6 +80,18 @@ function JobFields({ job, worker }: { job: JobDetail; worker: WorkerSettings | u
       <Field label="Idempotency key">
         {job.idempotency_key ? <span className="mono">{job.idempotency_key}</span> : <span className="muted">none</span>}
       </Field>
+      {job.unique_key && (
+        <Field label="Unique key">
+          <span className="mono">{job.unique_key}</span>
+          <span className="muted small"> (no second job with it while this one is queued or running)</span>
+        </Field>
+      )}
+      {job.concurrency_key && (
+        <Field label="Concurrency key">
+          <span className="mono">{job.concurrency_key}</span>
+          <span className="muted small"> (counts against its key’s concurrency limit)</span>
+        </Field>
+      )}
       {/* A finished job will not be claimed again (until a retry): nothing is "available" about it. */}
       {isLive(job.status) && (
         <Field label={job.status === 'queued' ? 'Available' : 'Became available'}>

@@ -1,7 +1,7 @@
 import { screen, waitFor, within } from '@testing-library/react';
 import { http, HttpResponse } from 'msw';
 import { describe, expect, it } from 'vitest';
-import { API, makeJobTypes, makeThroughput, makeTypeHealth, stats } from '../test/fixtures';
+import { API, JOB_ID, makeJobTypes, makeQueue, makeSchedule, makeThroughput, makeTypeHealth, stats } from '../test/fixtures';
 import { renderApp } from '../test/render';
 import { server } from '../test/server';
 
@@ -139,5 +139,48 @@ describe('Overview page', () => {
     renderApp('/');
     expect(await screen.findByText(/Failing job types are unknown/)).toBeInTheDocument();
     expect(screen.queryByText('Nothing needs attention.')).not.toBeInTheDocument();
+  });
+
+  it('lists a paused queue holding jobs and a schedule whose last job failed under Needs attention', async () => {
+    server.use(
+      http.get(`${API}/queues/`, () =>
+        HttpResponse.json([
+          makeQueue({
+            name: 'emails',
+            paused: true,
+            paused_at: new Date(Date.now() - 60_000).toISOString(),
+            counts: { queued: 12, running: 0, succeeded: 0, failed: 0, cancelled: 0 },
+          }),
+          makeQueue({ name: 'default', counts: { queued: 3, running: 1, succeeded: 0, failed: 0, cancelled: 0 } }),
+        ]),
+      ),
+      http.get(`${API}/schedules/`, () =>
+        HttpResponse.json([
+          makeSchedule({
+            name: 'nightly-report',
+            last_job: { id: JOB_ID, status: 'failed', created_at: new Date(Date.now() - 60_000).toISOString() },
+          }),
+          makeSchedule({ name: 'fine' }),
+        ]),
+      ),
+    );
+    renderApp('/');
+    const list = await screen.findByRole('list', { name: 'Needs attention' });
+    const paused = await within(list).findByText('Queue emails is paused with 12 jobs waiting');
+    expect(within(paused.closest('li')!).getByRole('link', { name: 'Queues' })).toHaveAttribute('href', '/queues');
+    const failed = within(list).getByText('Schedule nightly-report: its last job failed');
+    expect(within(failed.closest('li')!).getByRole('link')).toHaveAttribute('href', `/jobs/${JOB_ID}`);
+    expect(within(list).getAllByRole('listitem')).toHaveLength(2);
+  });
+
+  it('says the flow-control rules are unknown when queues and schedules cannot be read', async () => {
+    server.use(
+      http.get(`${API}/queues/`, () => HttpResponse.json({ detail: 'Forbidden.' }, { status: 403 })),
+      http.get(`${API}/schedules/`, () => HttpResponse.json({ detail: 'Forbidden.' }, { status: 403 })),
+    );
+    renderApp('/');
+    expect(await screen.findByText(/Paused queues are unknown: 403: Forbidden\./)).toHaveTextContent(
+      'Failed schedules are unknown: 403: Forbidden.',
+    );
   });
 });

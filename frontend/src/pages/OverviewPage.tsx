@@ -1,10 +1,10 @@
 import { Link } from 'react-router';
-import { useJobTypes, useStats, useThroughput } from '../api/hooks';
+import { useJobTypes, useQueues, useSchedules, useStats, useThroughput } from '../api/hooks';
 import type { JobStats, JobTypeHealth } from '../api/types';
 import { StatCard } from '../components/StatCard';
 import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
 import { ThroughputChart } from '../components/ThroughputChart';
-import { ATTENTION_WINDOW_MINUTES, attentionItems } from '../lib/attention';
+import { ATTENTION_WINDOW_MINUTES, attentionItems, type FlowState } from '../lib/attention';
 import { errorMessage } from '../lib/errors';
 import { formatDuration, formatExact } from '../lib/time';
 import { useNow } from '../lib/useNow';
@@ -30,13 +30,15 @@ function NeedsAttention({
   stats,
   types,
   typesFailed,
+  flow,
 }: {
   stats: JobStats;
   types: readonly JobTypeHealth[] | undefined;
   typesFailed: boolean;
+  flow: FlowState;
 }) {
   const now = useNow();
-  const items = attentionItems(stats, types, now);
+  const items = attentionItems(stats, types, now, flow);
   if (items.length === 0) {
     // Without the types, failing types are unknown: do not claim all is fine.
     if (types === undefined) return typesFailed ? null : <Loading label="Checking job types…" />;
@@ -59,6 +61,8 @@ export function OverviewPage() {
   const stats = useStats();
   const throughput = useThroughput(THROUGHPUT_WINDOW);
   const types = useJobTypes(ATTENTION_WINDOW_MINUTES);
+  const queues = useQueues();
+  const schedules = useSchedules();
 
   return (
     <div className="page">
@@ -81,7 +85,20 @@ export function OverviewPage() {
                   Failing job types are unknown: {errorMessage(types.error)}
                 </p>
               ))}
-            <NeedsAttention stats={stats.data} types={types.data?.types} typesFailed={types.isError} />
+            {((queues.isError && !queues.data) || (schedules.isError && !schedules.data)) && (
+              <p className="stale-note" role="status">
+                {queues.isError && !queues.data ? `Paused queues are unknown: ${errorMessage(queues.error)}. ` : ''}
+                {schedules.isError && !schedules.data
+                  ? `Failed schedules are unknown: ${errorMessage(schedules.error)}.`
+                  : ''}
+              </p>
+            )}
+            <NeedsAttention
+              stats={stats.data}
+              types={types.data?.types}
+              typesFailed={types.isError}
+              flow={{ queues: queues.data, schedules: schedules.data }}
+            />
           </>
         ) : null}
       </section>

@@ -12,6 +12,8 @@ import type {
   JobStats,
   JobTypeHealth,
   JobTypes,
+  Queue,
+  Schedule,
   Session,
   LiveWorkerProcess,
   LiveWorkerThread,
@@ -258,3 +260,48 @@ export function makeAttempt(overrides: Partial<JobAttempt> = {}): JobAttempt {
     ...overrides,
   };
 }
+/** A queue as `GET /api/queues/` lists it: active, empty and without limits unless overridden. */
+export function makeQueue(overrides: Partial<Queue> = {}): Queue {
+  return {
+    name: 'default',
+    paused: false,
+    paused_at: null,
+    counts: { queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 },
+    concurrency_limit: null,
+    rate_limit: null,
+    rate_period_seconds: null,
+    running: 0,
+    saturation: null,
+    oldest_queued_at: null,
+    ...overrides,
+  };
+}
+
+/** A schedule as `GET /api/schedules/` lists it: a 60 s interval on demo.success, never run yet. */
+export function makeSchedule(overrides: Partial<Schedule> = {}): Schedule {
+  return {
+    name: 'heartbeat',
+    target: 'demo.success',
+    kind: 'type',
+    cron: null,
+    interval_seconds: 60,
+    timezone: 'UTC',
+    queue: 'default',
+    priority: 0,
+    missed: 'latest',
+    paused: false,
+    paused_at: null,
+    next_run_at: '2026-06-21T11:01:00Z',
+    last_run_at: null,
+    last_job: null,
+    ...overrides,
+  };
+}
+
+/** Signed in with view permission only. */
+export const viewOnlySession: Session = {
+  login_required: true,
+  authenticated: true,
+  username: 'viewer',
+  permissions: { view: true, add: false, change: false },
+};

@@ -13,6 +13,8 @@ export const defaultHandlers = [
   http.get(`${API}/jobs/types/`, () => HttpResponse.json(makeJobTypes([]))),
   http.get(`${API}/workers/`, () => HttpResponse.json(makeWorkers([]))),
   http.get(`${API}/jobs/:id/attempts/`, () => HttpResponse.json([])),
+  http.get(`${API}/queues/`, () => HttpResponse.json([])),
+  http.get(`${API}/schedules/`, () => HttpResponse.json([])),
 ];
 
 export const server = setupServer(...defaultHandlers);

@@ -20,7 +20,7 @@ export {
   type ConnectionState,
 } from './health';
 export { useConfig, usePageLimits } from './config';
-export { useLogin, useLogout, useSession } from './session';
+export { useCanChange, useLogin, useLogout, useSession } from './session';
 export { useActiveQueues, useStats, useThroughput } from './stats';
 export { useJob, useJobAttempts, useJobCounts, useJobEvents, useJobs } from './jobs';
 export { useBulkCancel, useBulkCreate, useBulkRetry, useCancelJob, useCreateJob, useRetryJob } from './jobActions';
@@ -28,3 +28,5 @@ export { useJobTypes } from './jobTypes';
 export { useWorkers } from './workers';
 export { useEventFeed } from './events';
 export { useFindJob } from './search';
+export { useQueues, useSetQueuePaused, useUpdateQueueLimits } from './queues';
+export { useSchedules, useSetSchedulePaused, useTriggerSchedule } from './schedules';

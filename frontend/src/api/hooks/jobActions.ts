@@ -4,12 +4,21 @@
  */
 import { useMutation, useQueryClient, type QueryClient } from '@tanstack/react-query';
 import { api, type ApiError } from '../client';
-import type { BulkCreateInput, BulkCreateResult, CancelOutcome, Job, JobCreateInput, JobSelection, RetryOutcome } from '../types';
+import type {
+  BulkCreateInput,
+  BulkCreateResult,
+  CancelOutcome,
+  CreateMatch,
+  Job,
+  JobCreateInput,
+  JobSelection,
+  RetryOutcome,
+} from '../types';
 import { queryKeys } from './keys';
 
 export function useCreateJob() {
   const queryClient = useQueryClient();
-  return useMutation<{ job: Job; created: boolean }, ApiError, JobCreateInput>({
+  return useMutation<{ job: Job; created: boolean; matched: CreateMatch | null }, ApiError, JobCreateInput>({
     mutationFn: (input) => api.createJob(input),
     onSuccess: ({ job }) => {
       queryClient.setQueryData(queryKeys.job(job.id), job);

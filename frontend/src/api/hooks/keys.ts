@@ -33,4 +33,9 @@ export const queryKeys = {
   eventFeed: (p: EventFeedParams) => ['events', p] as const,
 
   workers: ['workers'] as const,
+
+  /** Every queue with its counts and limits (`/queues/`). */
+  queues: ['queues'] as const,
+  /** Every schedule with its next run and last job (`/schedules/`). */
+  schedules: ['schedules'] as const,
 };

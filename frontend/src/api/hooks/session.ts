@@ -14,6 +14,14 @@ export function useSession() {
   });
 }
 
+/**
+ * Whether the signed-in user may change jobs, queues and schedules (`change_job`): the
+ * pages hide their write buttons otherwise. False while the session is unknown.
+ */
+export function useCanChange(): boolean {
+  return useSession().data?.permissions.change === true;
+}
+
 const notSession = (query: { queryKey: readonly unknown[] }) => query.queryKey[0] !== queryKeys.session[0];
 
 /** Sign in with a session; every query is reloaded as the new user. */
