@@ -80,7 +80,7 @@ PEERS = [
         package="pgqueuer",
         store="postgres",
         configs={
-            "4x10": "4 instances in 1 process, batch 10 (its benchmark's shape)",
+            "4x10": "4 instances x batch 10 (its benchmark)",
             "1x10": "1 instance, batch 10",
         },
     ),
@@ -91,8 +91,8 @@ PEERS = [
         package="celery",
         store="redis",
         configs={
-            "default": "threads pool x 4, prefetch multiplier 4 (default)",
-            "prefetch64": "threads pool x 4, prefetch multiplier 64",
+            "default": "threads x 4, prefetch x4 (default)",
+            "prefetch64": "threads x 4, prefetch x64",
         },
     ),
     Peer(
@@ -102,8 +102,8 @@ PEERS = [
         package="dramatiq",
         store="redis",
         configs={
-            "default": "1 process x 4 threads, prefetch 8 (default)",
-            "prefetch64": "1 process x 4 threads, prefetch 64",
+            "default": "1 proc x 4 threads, prefetch 8 (default)",
+            "prefetch64": "1 proc x 4 threads, prefetch 64",
         },
     ),
     Peer(
@@ -120,7 +120,7 @@ PEERS = [
         app="djtasks_app",
         package="django-tasks-db",
         store="postgres",
-        configs={"default": "4 db_worker processes"},
+        configs={"default": "4 db_worker processes, CONN_MAX_AGE 60"},
     ),
 ]
 PEER_KEYS = [peer.key for peer in PEERS]
@@ -541,7 +541,7 @@ def run_ours(
         name="this queue",
         version="",
         config=config,
-        description=f"{processes} process x {threads} threads (run_job_workers)",
+        description=f"{processes} proc x {threads} threads (run_job_workers)",
         store="PostgreSQL",
         jobs=jobs,
         span_seconds=run.span_seconds,

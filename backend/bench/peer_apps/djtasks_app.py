@@ -1,6 +1,7 @@
 """django-tasks-db (the ``django.tasks`` database backend) on Django 6: 4 ``db_worker``
 processes (one task at a time each; the backend's way to run tasks concurrently) with
-``--batch`` (exit when nothing is left) and no start-up delay, jobs enqueued with
+``--batch`` (exit when nothing is left) and no start-up delay, persistent database
+connections (``CONN_MAX_AGE`` 60, as a deployment sets it), jobs enqueued with
 ``Task.enqueue()`` in one transaction.
 
 The window comes from the results table: the first ``started_at`` to the last
@@ -30,6 +31,9 @@ settings.configure(
             "PORT": _url.port,
             "USER": _url.username,
             "PASSWORD": _url.password or "",
+            # Persistent connections, as a production deployment sets (Django's default, 0,
+            # opens a connection per task).
+            "CONN_MAX_AGE": 60,
         }
     },
     TASKS={"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}},
