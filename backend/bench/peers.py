@@ -171,9 +171,6 @@ class PeersResult:
     comparisons: list[Comparison] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
 
-    def goal(self) -> Goal:  # pragma: no cover - ReportsGoal shape; goals() lists them all
-        return self.goals()[0]
-
     def goals(self) -> list[Goal]:
         return peer_goals(self)
 
