@@ -18,17 +18,23 @@ call to their last handler's return. CPU per job over that window: the worker pr
 and the store's (PostgreSQL backends of the database, or redis-server), from ``/proc``
 (``bench/cpu.py``); commits per job from ``pg_stat_database`` (Redis: commands per job).
 
-``--peer-rounds`` rounds (2) run every system and configuration once each, every other
-round in reverse order; the best round of each is kept. The goals compare this queue's
-1 x 4 and 2 x 4 with PgQueuer's best configuration (>= 1.0) and Celery's (>= 3.0).
+The PostgreSQL systems' databases are analyzed once the backlog is in (``ANALYZE``, what
+autovacuum does in production soon after a backlog arrives; ``--no-peer-analyze`` leaves
+the statistics as they were). ``--peer-rounds`` rounds (2) run every system and
+configuration once each, every other round in reverse order; the best round of each is
+kept. The goals compare this queue's 1 x 4 and 2 x 4 with PgQueuer's best configuration
+(>= 1.0) and Celery's (>= 3.0).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -38,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import BACKEND_DIR, REPO_DIR, free_port, started, terminate, wait_until
+from harness import BACKEND_DIR, REPO_DIR, free_port, terminate, wait_until
 
 from .common import (
     Database,
@@ -167,6 +173,7 @@ class Comparison:
 class PeersResult:
     jobs: int
     rounds: int
+    analyzed: bool = True  # ANALYZE after each backlog arrived, on every PostgreSQL system
     runs: list[SystemRun]
     comparisons: list[Comparison] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
@@ -278,7 +285,8 @@ def render(result: PeersResult) -> list[str]:
     out = [
         "",
         f"25.2 Peers in the same run: {result.jobs:,} no-op jobs enqueued before the worker "
-        f"starts, 4 executors, best of {result.rounds} interleaved rounds",
+        f"starts{', then ANALYZE' if result.analyzed else ''}, 4 executors, best of "
+        f"{result.rounds} interleaved rounds",
         f"   {'system':<26}{'configuration':<44}{'jobs/s':>8}{'rounds':>16}"
         f"{'worker CPU':>11}{'store CPU':>10}{'commits':>8}{'redis cmd':>10}",
         f"   {'':<26}{'':<44}{'':>8}{'':>16}{'ms/job':>11}{'ms/job':>10}{'/job':>8}{'/job':>10}",
@@ -428,6 +436,16 @@ def _commits(conninfo: dict[str, Any]) -> int:
         db.close()
 
 
+def analyze(conninfo: dict[str, Any]) -> None:
+    """What autovacuum does in production soon after a backlog arrives: statistics for
+    every table of the database."""
+    db = Database(conninfo)
+    try:
+        db.execute("ANALYZE")
+    finally:
+        db.close()
+
+
 def run_peer(
     peer: Peer,
     config: str,
@@ -438,6 +456,7 @@ def run_peer(
     redis: PrivateRedis | None,
     log_dir: Path,
     label: str,
+    analyzed: bool,
 ) -> SystemRun:
     """Prepare the backlog with the peer's app, then run its worker until it exits."""
     env = {
@@ -466,6 +485,8 @@ def run_peer(
             timeout=600,
         )
     postgres = peer.store == "postgres"
+    if postgres and analyzed:
+        analyze(conninfo)
 
     def counter() -> int:
         if postgres:
@@ -485,11 +506,24 @@ def run_peer(
         conninfo=conninfo if postgres else None,
         redis_pid=None if redis is None else redis.proc.pid,
     )
-    with started(procs), log_path.open("a") as out, sampler:
+    with log_path.open("a") as out, sampler:
+        # A session of its own: whatever the app starts (db_worker processes) goes with it.
         procs.append(
-            subprocess.Popen(command, cwd=APPS_DIR, env=env, stdout=out, stderr=subprocess.STDOUT)
+            subprocess.Popen(
+                command,
+                cwd=APPS_DIR,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         )
-        code = procs[0].wait(timeout=max(300, jobs / 10))
+        try:
+            code = procs[0].wait(timeout=max(300, jobs / 10))
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(procs[0].pid, signal.SIGKILL)
+            procs[0].wait(timeout=10)
     if code != 0 or not result_path.exists():
         raise RuntimeError(f"{peer.name} {config}: worker exit code {code}; see {log_path}")
     window = json.loads(result_path.read_text())
@@ -518,7 +552,14 @@ def run_peer(
 
 
 def run_ours(
-    db: Database, env: dict[str, str], config: str, *, jobs: int, log_dir: Path, label: str
+    db: Database,
+    env: dict[str, str],
+    config: str,
+    *,
+    jobs: int,
+    log_dir: Path,
+    label: str,
+    analyzed: bool,
 ) -> SystemRun:
     processes, threads = OUR_CONFIGS[config]
     run = run_workers(
@@ -531,6 +572,7 @@ def run_ours(
         log_dir=log_dir,
         label=label,
         enqueue_first=True,
+        after_enqueue=(lambda target: target.execute("ANALYZE")) if analyzed else None,
         measure_cpu=True,
     )
     return SystemRun(
@@ -561,6 +603,7 @@ def run_peers(
     base_database: str,
     keep_db: bool,
     log_dir: Path,
+    analyzed: bool = True,
 ) -> PeersResult:
     peers = [peer for peer in PEERS if peer.key in systems]
     errors: dict[str, str] = {}
@@ -594,7 +637,15 @@ def run_peers(
                 log(f"peers: {system} {config} (round {number + 1}/{rounds}), {jobs} jobs")
                 try:
                     if system == OURS:
-                        run = run_ours(db, env, config, jobs=jobs, log_dir=log_dir, label=label)
+                        run = run_ours(
+                            db,
+                            env,
+                            config,
+                            jobs=jobs,
+                            log_dir=log_dir,
+                            label=label,
+                            analyzed=analyzed,
+                        )
                     else:
                         peer = next(item for item in peers if item.key == system)
                         run = run_peer(
@@ -606,6 +657,7 @@ def run_peers(
                             redis=redis,
                             log_dir=log_dir,
                             label=label,
+                            analyzed=analyzed,
                         )
                 except (RuntimeError, subprocess.SubprocessError, TimeoutError) as error:
                     log(f"peers: {system} {config} failed: {error}")
@@ -621,6 +673,6 @@ def run_peers(
                 if peer.store == "postgres":
                     drop_database(db.conninfo, peer_database(base_database, peer))
     runs = [best_of(items) for items in samples.values()]
-    result = PeersResult(jobs=jobs, rounds=rounds, runs=runs, errors=errors)
+    result = PeersResult(jobs=jobs, rounds=rounds, analyzed=analyzed, runs=runs, errors=errors)
     result.comparisons = compare(runs)
     return result

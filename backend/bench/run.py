@@ -189,6 +189,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="interleaved rounds of the peers phase; the best of each is kept (2)",
     )
     parser.add_argument(
+        "--peer-analyze",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="ANALYZE each PostgreSQL system's database once its backlog is in, as "
+        "autovacuum would in production (default: on)",
+    )
+    parser.add_argument(
         "--peer-systems",
         default=",".join([OURS, *PEER_KEYS]),
         help=f"comma-separated systems of the peers phase: {','.join([OURS, *PEER_KEYS])} "
@@ -435,6 +442,7 @@ def main(argv: list[str] | None = None) -> int:
                 base_database=args.db,
                 keep_db=args.keep_db,
                 log_dir=log_dir,
+                analyzed=args.peer_analyze,
             )
     finally:
         db.close()

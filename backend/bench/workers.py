@@ -105,16 +105,20 @@ def run_workers(
     label: str = "",
     setup: Callable[[Database], None] | None = None,
     enqueue_first: bool = False,
+    after_enqueue: Callable[[Database], None] | None = None,
     measure_cpu: bool = False,
 ) -> WorkerRun:
     """``enqueue_first``: the backlog is inserted before the workers start (how the peers
-    are measured, ``bench/peers.py``) instead of while they idle; ``measure_cpu``: the
-    workers' and their backends' CPU per job over the drain window."""
+    are measured, ``bench/peers.py``) instead of while they idle, then ``after_enqueue``
+    runs (an ``ANALYZE``, say); ``measure_cpu``: the workers' and their backends' CPU per
+    job over the drain window."""
     reset_tables(db)
     if setup is not None:
         setup(db)
     if enqueue_first:
         enqueue_bulk(db, jobs, job_type=job_type)
+        if after_enqueue is not None:
+            after_enqueue(db)
     before = _commits(db)
     sampler = (
         CpuSampler(roots=lambda: [proc.pid for proc in procs], conninfo=db.conninfo)

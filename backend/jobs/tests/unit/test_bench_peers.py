@@ -59,6 +59,11 @@ def test_the_peers_options_are_parsed():
     assert (args.peer_jobs, args.peer_rounds, args.peer_systems) == (500, 3, ["celery"])
 
 
+def test_the_peers_databases_are_analyzed_unless_told_not_to():
+    assert parse_args(["--peers"]).peer_analyze is True
+    assert parse_args(["--peers", "--no-peer-analyze"]).peer_analyze is False
+
+
 @pytest.mark.parametrize(
     "argv",
     [
