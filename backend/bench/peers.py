@@ -174,6 +174,7 @@ class PeersResult:
     jobs: int
     rounds: int
     analyzed: bool = True  # ANALYZE after each backlog arrived, on every PostgreSQL system
+    redis_version: str = ""  # the redis-server the Redis peers ran against
     runs: list[SystemRun]
     comparisons: list[Comparison] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
@@ -300,7 +301,10 @@ def render(result: PeersResult) -> list[str]:
             f"{_fmt(run.store_cpu_ms_per_job, '.3f'):>10}"
             f"{_fmt(run.commits_per_job, '.2f'):>8}{_fmt(run.redis_commands_per_job, '.1f'):>10}"
         )
-    out.append("   store CPU = the PostgreSQL backends of the system's database, or redis-server")
+    out.append(
+        "   store CPU = the PostgreSQL backends of the system's database, or redis-server"
+        + (f" ({result.redis_version}, no persistence)" if result.redis_version else "")
+    )
     out.append("   ratios, this queue / each peer's best configuration:")
     for item in result.comparisons:
         mark = f"  [{item.status}] goal >= {item.goal:.1f}" if item.goal else ""
@@ -615,6 +619,11 @@ def run_peers(
             errors[peer.key] = f"virtualenv not installed ({error})"
     peers = [peer for peer in peers if peer.key in pythons]
     redis = PrivateRedis() if any(peer.store == "redis" for peer in peers) else None
+    redis_version = ""
+    if redis is not None:
+        for line in redis_command(redis.port, "INFO", "server").decode().splitlines():
+            if line.startswith("redis_version:"):
+                redis_version = "Redis " + line.split(":", 1)[1].strip()
     conninfos: dict[str, dict[str, Any]] = {}
     for peer in peers:
         if peer.store == "postgres":
@@ -673,6 +682,13 @@ def run_peers(
                 if peer.store == "postgres":
                     drop_database(db.conninfo, peer_database(base_database, peer))
     runs = [best_of(items) for items in samples.values()]
-    result = PeersResult(jobs=jobs, rounds=rounds, analyzed=analyzed, runs=runs, errors=errors)
+    result = PeersResult(
+        jobs=jobs,
+        rounds=rounds,
+        analyzed=analyzed,
+        redis_version=redis_version,
+        runs=runs,
+        errors=errors,
+    )
     result.comparisons = compare(runs)
     return result
