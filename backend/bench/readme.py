@@ -77,6 +77,7 @@ class PeerRow:
 class PeersTable:
     jobs: int
     rounds: int
+    analyzed: bool  # each PostgreSQL system's database analyzed once its backlog was in
     ours_1x4: float | None  # this queue's 1 x 4 jobs/s, what every row is compared with
     rows: list[PeerRow]
 
@@ -149,7 +150,11 @@ def _parse_peers(data: dict[str, Any]) -> PeersTable | None:
         None,
     )
     return PeersTable(
-        jobs=int(peers["jobs"]), rounds=int(peers["rounds"]), ours_1x4=ours, rows=rows
+        jobs=int(peers["jobs"]),
+        rounds=int(peers["rounds"]),
+        analyzed=bool(peers.get("analyzed", False)),
+        ours_1x4=ours,
+        rows=rows,
     )
 
 
@@ -194,9 +199,11 @@ def _number(value: float | None, spec: str) -> str:
 
 
 def _render_peers(peers: PeersTable) -> list[str]:
+    analyzed = " (then ANALYZE, as autovacuum would)" if peers.analyzed else ""
     lines = [
-        f"Peers in the same run: {peers.jobs:,} no-op jobs enqueued before the worker starts, "
-        f"4 executors, best of {peers.rounds} interleaved rounds (`make bench-peers`). Store "
+        f"Peers in the same run: {peers.jobs:,} no-op jobs enqueued before the worker starts"
+        f"{analyzed}, 4 executors, best of {peers.rounds} interleaved rounds "
+        "(`make bench-peers`). Store "
         "CPU is the PostgreSQL backends of the system's database, or redis-server; Redis "
         "systems show commands per job where PostgreSQL ones show commits.",
         "",
