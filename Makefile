@@ -83,6 +83,10 @@ test-fuzz: venv ## Fuzz the API from its OpenAPI schema (schemathesis) + product
 bench: venv ## Every performance goal beside its same-run reference on PostgreSQL: prints a report, writes bench-results/latest.json (BENCH_ARGS=--help)
 	cd $(BACKEND) && $(PY) -m bench.run $(BENCH_ARGS)
 
+.PHONY: bench-peers
+bench-peers: venv ## This queue beside PgQueuer, Celery and Dramatiq on Redis, Procrastinate and django-tasks-db, same backlog, same run (installs each into backend/.bench-venvs/, and Debian's redis-server if missing)
+	cd $(BACKEND) && $(PY) -m bench.run --only peers $(BENCH_ARGS)
+
 .PHONY: bench-readme
 bench-readme: venv ## Rewrite README.md's performance table from bench-results/latest.json (run make bench first)
 	cd $(BACKEND) && $(PY) -m bench.readme

@@ -20,6 +20,7 @@ from .common import REPO_DIR, RESULTS_DIR
 START = "<!-- bench:start -->"
 END = "<!-- bench:end -->"
 README = REPO_DIR / "README.md"
+OURS = "this-queue"  # bench.peers.OURS (not imported: this module reads JSON only)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,10 +56,38 @@ class TargetRow:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PeerRow:
+    """One system's configuration in the peers phase (``bench/peers.py``)."""
+
+    system: str
+    name: str
+    version: str
+    config: str
+    description: str
+    store: str
+    jobs_per_second: float
+    rounds: list[float]
+    worker_cpu_ms_per_job: float | None
+    store_cpu_ms_per_job: float | None
+    commits_per_job: float | None
+    redis_commands_per_job: float | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PeersTable:
+    jobs: int
+    rounds: int
+    analyzed: bool  # each PostgreSQL system's database analyzed once its backlog was in
+    ours_1x4: float | None  # this queue's 1 x 4 jobs/s, what every row is compared with
+    rows: list[PeerRow]
+
+
+@dataclass(frozen=True, kw_only=True)
 class BenchSummary:
     note: RunNote
     goals: list[GoalRow]
     targets: list[TargetRow]
+    peers: PeersTable | None = None
 
 
 def parse(data: dict[str, Any]) -> BenchSummary:
@@ -92,7 +121,41 @@ def parse(data: dict[str, Any]) -> BenchSummary:
         TargetRow(target=str(item["target"]), measured=str(item["measured"]), met=item["met"])
         for item in data.get("targets", [])
     ]
-    return BenchSummary(note=note, goals=goals, targets=targets)
+    return BenchSummary(note=note, goals=goals, targets=targets, peers=_parse_peers(data))
+
+
+def _parse_peers(data: dict[str, Any]) -> PeersTable | None:
+    peers = data.get("peers")
+    if not peers:
+        return None
+    rows = [
+        PeerRow(
+            system=str(run["system"]),
+            name=str(run["name"]),
+            version=str(run.get("version", "")),
+            config=str(run["config"]),
+            description=str(run["description"]),
+            store=str(run["store"]),
+            jobs_per_second=float(run["jobs_per_second"]),
+            rounds=[float(value) for value in run.get("samples_jobs_per_second", [])],
+            worker_cpu_ms_per_job=run.get("worker_cpu_ms_per_job"),
+            store_cpu_ms_per_job=run.get("store_cpu_ms_per_job"),
+            commits_per_job=run.get("commits_per_job"),
+            redis_commands_per_job=run.get("redis_commands_per_job"),
+        )
+        for run in peers.get("runs", [])
+    ]
+    ours = next(
+        (row.jobs_per_second for row in rows if (row.system, row.config) == (OURS, "1 x 4")),
+        None,
+    )
+    return PeersTable(
+        jobs=int(peers["jobs"]),
+        rounds=int(peers["rounds"]),
+        analyzed=bool(peers.get("analyzed", False)),
+        ours_1x4=ours,
+        rows=rows,
+    )
 
 
 def _cell(text: str) -> str:
@@ -126,7 +189,53 @@ def render(summary: BenchSummary) -> str:
         for target in summary.targets:
             met = {True: "met", False: "**missed**", None: "n/a"}[target.met]
             lines.append(f"| {_cell(target.target)} | {_cell(target.measured)} | {met} |")
+    if summary.peers and summary.peers.rows:
+        lines += ["", *_render_peers(summary.peers)]
     return "\n".join(lines)
+
+
+def _number(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _render_peers(peers: PeersTable) -> list[str]:
+    analyzed = " (then ANALYZE, as autovacuum would)" if peers.analyzed else ""
+    lines = [
+        f"Peers in the same run: {peers.jobs:,} no-op jobs enqueued before the worker starts"
+        f"{analyzed}, 4 executors, best of {peers.rounds} interleaved rounds "
+        "(`make bench-peers`). Store "
+        "CPU is the PostgreSQL backends of the system's database, or redis-server; Redis "
+        "systems show commands per job where PostgreSQL ones show commits.",
+        "",
+        "| System | Configuration | Store | jobs/s | Rounds | This queue 1 x 4 / it "
+        "| Worker CPU ms/job | Store CPU ms/job | Commits (Redis commands) per job |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in peers.rows:
+        name = f"**{row.name}**" if row.system == OURS else f"{row.name} {row.version}"
+        versus = (
+            "-"
+            if peers.ours_1x4 is None or not row.jobs_per_second
+            else f"{peers.ours_1x4 / row.jobs_per_second:.2f}"
+        )
+        per_job = (
+            _number(row.commits_per_job, ".2f")
+            if row.redis_commands_per_job is None
+            else f"({row.redis_commands_per_job:.1f})"
+        )
+        cells = [
+            name.strip(),
+            row.description,
+            row.store,
+            f"{row.jobs_per_second:,.0f}",
+            " / ".join(f"{value:,.0f}" for value in row.rounds) or "-",
+            versus,
+            _number(row.worker_cpu_ms_per_job, ".3f"),
+            _number(row.store_cpu_ms_per_job, ".3f"),
+            per_job,
+        ]
+        lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+    return lines
 
 
 def replace_block(text: str, block: str) -> str:

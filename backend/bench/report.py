@@ -21,10 +21,13 @@ from .activity import ActivityResult
 from .activity import render as render_activity
 from .bulk import BulkEnqueue
 from .common import JOB_TYPE, REPO_DIR, IndexSize, TableSize, load_average, ratio
+from .decay import DecayResult
+from .decay import goals as decay_goals
 from .enqueue import PRODUCTION_LABEL, EnqueueResult
 from .flowcontrol import FlowControlResult
 from .flowcontrol import render as render_flow_control
 from .goals import NOT_RUN, Goal
+from .peers import PeersResult, peer_goals
 from .pgbouncer import PgBouncerResult
 from .pgbouncer import render as render_pgbouncer
 from .raw_sql import RawSqlRun
@@ -79,6 +82,8 @@ class Results:
     pgbouncer: PgBouncerResult | None = None
     tracing: TracingResult | None = None
     flowcontrol: FlowControlResult | None = None
+    decay: DecayResult | None = None
+    peers: PeersResult | None = None
     targets: list[Target] = field(default_factory=list)
     goals: list[Goal] = field(default_factory=list)
 
@@ -489,6 +494,8 @@ def evaluate_goals(results: Results) -> list[Goal]:
     goals += _wakeup_goals(results)
     goals.append(_pgbouncer_goal(results.pgbouncer))
     goals.append(_future_goal(results.scale.future if results.scale else None))
+    goals += peer_goals(results.peers)
+    goals += decay_goals(results.decay)
     return goals
 
 
@@ -749,7 +756,11 @@ def _wakeup(wake: WakeupResult) -> list[str]:
 
 
 def _goals(goals: list[Goal]) -> list[str]:
-    out = ["", "Goals (issue 13; 15.5 = issue 15, item 5): measured | same-run reference | ratio"]
+    out = [
+        "",
+        "Goals (issue 13; 15.5 = issue 15, item 5; 25.n = issue 25, goal n): measured | "
+        "same-run reference | ratio",
+    ]
     for goal in goals:
         out.append(f"   [{goal.status:<7}] {goal.number:<4} {goal.name}")
         out.append(f"             measured : {goal.measured}")
@@ -860,6 +871,10 @@ def render(results: Results) -> str:
         out += render_tracing(results.tracing)
     if results.flowcontrol:
         out += render_flow_control(results.flowcontrol)
+    if results.decay:
+        out += results.decay.render()
+    if results.peers:
+        out += results.peers.render()
     if results.targets:
         out += ["", "Other targets"]
         for target in results.targets:

@@ -28,6 +28,11 @@ and written, with the raw figures, to ``bench-results/latest.json`` (and ``lates
 11. Flow control (``bench.flowcontrol``): 1 worker process x 4 threads drains
     ``--flow-jobs`` from a queue without controls and from one whose limits do not bind
     (the goal: >= 0.9 of the throughput, printed PASS or MISS).
+12. Decay (``bench.decay``): one 1 x 4 worker drains ``--decay-rounds`` backlogs of
+    ``--decay-jobs`` in a row, on a private PostgreSQL with autovacuum on and on this server.
+13. Peers (``bench.peers``, only with ``--peers`` or ``--only peers``: ``make bench-peers``):
+    PgQueuer, Celery and Dramatiq on Redis, Procrastinate and django-tasks-db, each in a
+    virtualenv of its own, against this queue's 1 x 4 and 2 x 4 on the same backlog.
 
 Benchmarks print figures; nothing here asserts a timing.
 """
@@ -59,8 +64,10 @@ from .common import (
     server_info,
     table_sizes,
 )
+from .decay import SERVERS, run_decay
 from .enqueue import run_enqueue
 from .flowcontrol import run_flow_control
+from .peers import OURS, PEER_KEYS, run_peers
 from .pgbouncer import run_pgbouncer
 from .raw_sql import PROTOCOLS, SCRIPTS, RawSqlRun, pgbench_available, run_pgbench
 from .scale import SMALL, run_scale
@@ -83,7 +90,11 @@ PHASES = (
     "pgbouncer",
     "tracing",
     "flowcontrol",
+    "decay",
+    "peers",
 )
+# Phases that run unless --only names others; peers needs --peers (or --only peers).
+DEFAULT_PHASES = tuple(phase for phase in PHASES if phase != "peers")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -164,8 +175,53 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--api-threads", type=int, default=4, help="gunicorn threads each (4)")
     parser.add_argument(
         "--only",
-        default=",".join(PHASES),
-        help=f"comma-separated phases: {','.join(PHASES)} (default all)",
+        default=",".join(DEFAULT_PHASES),
+        help=f"comma-separated phases: {','.join(PHASES)} (default all but peers)",
+    )
+    parser.add_argument(
+        "--peers",
+        action="store_true",
+        help="also run the peers phase: PgQueuer, Celery, Dramatiq, Procrastinate and "
+        "django-tasks-db on the same backlog (make bench-peers runs it alone)",
+    )
+    parser.add_argument(
+        "--peer-jobs", type=int, default=10_000, help="backlog of each peers run (10000)"
+    )
+    parser.add_argument(
+        "--peer-rounds",
+        type=int,
+        default=2,
+        help="interleaved rounds of the peers phase; the best of each is kept (2)",
+    )
+    parser.add_argument(
+        "--peer-analyze",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="ANALYZE each PostgreSQL system's database once its backlog is in, as "
+        "autovacuum would in production (default: on)",
+    )
+    parser.add_argument(
+        "--peer-systems",
+        default=",".join([OURS, *PEER_KEYS]),
+        help=f"comma-separated systems of the peers phase: {','.join([OURS, *PEER_KEYS])} "
+        "(default all)",
+    )
+    parser.add_argument(
+        "--decay-jobs",
+        type=int,
+        default=20_000,
+        help="jobs in each backlog of the decay phase (20000)",
+    )
+    parser.add_argument(
+        "--decay-rounds",
+        type=int,
+        default=6,
+        help="backlogs drained in a row by one worker in the decay phase (6)",
+    )
+    parser.add_argument(
+        "--decay-servers",
+        default=",".join(SERVERS),
+        help=f"comma-separated servers of the decay phase: {','.join(SERVERS)} (default both)",
     )
     parser.add_argument(
         "--task-rounds",
@@ -211,8 +267,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     args = parser.parse_args(argv)
     args.phases = {phase.strip() for phase in args.only.split(",") if phase.strip()}
+    if args.peers:
+        args.phases.add("peers")
     if unknown := args.phases - set(PHASES):
         parser.error(f"unknown phase(s) in --only: {', '.join(sorted(unknown))}")
+    args.peer_systems = [item.strip() for item in args.peer_systems.split(",") if item.strip()]
+    if unknown := set(args.peer_systems) - {OURS, *PEER_KEYS}:
+        parser.error(f"unknown system(s) in --peer-systems: {', '.join(sorted(unknown))}")
+    args.decay_servers = [item.strip() for item in args.decay_servers.split(",") if item.strip()]
+    if unknown := set(args.decay_servers) - set(SERVERS):
+        parser.error(f"unknown server(s) in --decay-servers: {', '.join(sorted(unknown))}")
+    for name in ("peer_jobs", "peer_rounds", "decay_jobs", "decay_rounds"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.scale_max <= SMALL:
         parser.error(f"--scale-max must be above {SMALL} (the small scale point)")
     return args
@@ -379,6 +446,27 @@ def main(argv: list[str] | None = None) -> int:
                 threads=4,
                 rounds=args.tracing_rounds,
                 log_dir=log_dir,
+            )
+        if "decay" in args.phases:
+            results.decay = run_decay(
+                db,
+                env,
+                jobs=args.decay_jobs,
+                rounds=args.decay_rounds,
+                servers=args.decay_servers,
+                log_dir=log_dir,
+            )
+        if "peers" in args.phases:
+            results.peers = run_peers(
+                db,
+                env,
+                jobs=args.peer_jobs,
+                rounds=args.peer_rounds,
+                systems=args.peer_systems,
+                base_database=args.db,
+                keep_db=args.keep_db,
+                log_dir=log_dir,
+                analyzed=args.peer_analyze,
             )
     finally:
         db.close()

@@ -42,6 +42,7 @@ from .common import (
     load_average,
     reset_tables,
 )
+from .cpu import CpuSampler, cpu_between, ms_per_job
 
 # (processes, threads per process), in the order they run.
 CONFIGS = [(1, 4), (2, 4), (1, 1)]
@@ -62,6 +63,10 @@ class WorkerRun(EventWindow):
     commits_per_job: float
     load_average: list[float]
     samples_jobs_per_second: list[float] = field(default_factory=list)
+    # With ``measure_cpu``: the worker processes' and their PostgreSQL backends' CPU over
+    # the first-claimed to last-succeeded window (``bench/cpu.py``).
+    worker_cpu_ms_per_job: float | None = None
+    postgres_cpu_ms_per_job: float | None = None
 
 
 def _queue_empty(db: Database) -> bool:
@@ -70,6 +75,16 @@ def _queue_empty(db: Database) -> bool:
         "SELECT EXISTS (SELECT 1 FROM jobs_job WHERE status = 'running'"
         " OR (status = 'queued' AND available_at <= now()))"
     )
+
+
+def _window_epochs(db: Database) -> tuple[float, float]:
+    """The first ``claimed`` and last ``succeeded`` events, in seconds since the epoch."""
+    first, last = db.rows(
+        "SELECT extract(epoch FROM min(created_at) FILTER (WHERE type = 'claimed')),"
+        " extract(epoch FROM max(created_at) FILTER (WHERE type = 'succeeded'))"
+        " FROM jobs_jobevent"
+    )[0]
+    return float(first), float(last)
 
 
 def _commits(db: Database) -> int:
@@ -89,17 +104,37 @@ def run_workers(
     extra_env: dict[str, str] | None = None,
     label: str = "",
     setup: Callable[[Database], None] | None = None,
+    enqueue_first: bool = False,
+    after_enqueue: Callable[[Database], None] | None = None,
+    measure_cpu: bool = False,
 ) -> WorkerRun:
+    """``enqueue_first``: the backlog is inserted before the workers start (how the peers
+    are measured, ``bench/peers.py``) instead of while they idle, then ``after_enqueue``
+    runs (an ``ANALYZE``, say); ``measure_cpu``: the workers' and their backends' CPU per
+    job over the drain window."""
     reset_tables(db)
     if setup is not None:
         setup(db)
+    if enqueue_first:
+        enqueue_bulk(db, jobs, job_type=job_type)
+        if after_enqueue is not None:
+            after_enqueue(db)
+    before = _commits(db)
+    sampler = (
+        CpuSampler(roots=lambda: [proc.pid for proc in procs], conninfo=db.conninfo)
+        if measure_cpu
+        else None
+    )
     path = PATHS[driver]
     label = label or f"{processes}x{threads}-{path}"
     worker_env = dict(env, BENCH_DRIVER=driver, **(extra_env or {}))
     log_paths = [log_dir / f"worker-{label}-{index}.log" for index in range(processes)]
     command = [sys.executable, "manage.py", "run_job_workers", "--threads", str(threads)]
     procs: list[subprocess.Popen[bytes]] = []
+    enqueued_at = time.monotonic()
     with started(procs):
+        if sampler is not None:
+            sampler.start()
         for log_path in log_paths:
             with log_path.open("w") as out:
                 procs.append(
@@ -119,10 +154,11 @@ def run_workers(
             return started_threads >= processes * threads
 
         wait_until(ready, 90, interval=0.1, what="worker threads to start")
-        time.sleep(0.5)  # every thread has run its first (empty) claim and now idles
-        before = _commits(db)
-        enqueued_at = time.monotonic()
-        enqueue_bulk(db, jobs, job_type=job_type)
+        if not enqueue_first:
+            time.sleep(0.5)  # every thread has run its first (empty) claim and now idles
+            before = _commits(db)
+            enqueued_at = time.monotonic()
+            enqueue_bulk(db, jobs, job_type=job_type)
         wait_until(
             lambda: _queue_empty(db),
             timeout=max(120, jobs / 20),
@@ -130,6 +166,7 @@ def run_workers(
             what="the workers to drain the queue",
         )
         drained = time.monotonic() - enqueued_at
+        samples = sampler.stop() if sampler is not None else []
         for proc in procs:
             proc.send_signal(signal.SIGTERM)
         codes = [proc.wait(timeout=60) for proc in procs]
@@ -138,6 +175,9 @@ def run_workers(
     window = event_window(db)
     time.sleep(0.6)  # pg_stat_database is updated when the backends report
     after = _commits(db)
+    cpu: dict[str, float] = {}
+    if sampler is not None:
+        cpu = cpu_between(samples, *_window_epochs(db))
     result = WorkerRun(
         **vars(window),
         processes=processes,
@@ -148,6 +188,8 @@ def run_workers(
         # Includes the idle polls before the insert and after the drain; a rough figure.
         commits_per_job=round((after - before) / jobs, 2),
         load_average=load_average(),
+        worker_cpu_ms_per_job=ms_per_job(cpu["worker"], jobs) if cpu else None,
+        postgres_cpu_ms_per_job=ms_per_job(cpu["postgres"], jobs) if cpu else None,
     )
     if result.jobs_succeeded != jobs or result.claimed_events != jobs:
         raise RuntimeError(f"expected {jobs} jobs claimed and succeeded once: {result}")
