@@ -392,3 +392,8 @@ def test_the_index_lists_every_endpoint_and_the_schema_without_credentials(setti
     assert body["worker-list"] == "http://testserver/api/workers/"
     assert body["schema"] == "http://testserver/api/schema/"
     assert body["docs"] == "http://testserver/api/docs/"
+
+
+def test_the_api_docs_name_the_time_zone(api, settings):
+    schema = api.get("/api/schema/?format=json").json()
+    assert f"`{settings.TIME_ZONE}` here" in schema["info"]["description"]
