@@ -343,7 +343,7 @@ def test_the_api_creates_bulk_creates_retries_and_cancels_through_the_pooler(
     assert status == 201, created
     assert production_server.json(
         "POST", "/api/jobs/", token=token, body={"type": "demo.success", "idempotency_key": "k1"}
-    ) == (200, created)
+    ) == (200, {**created, "matched": "idempotency_key"})
 
     bulk = {"jobs": [{"type": "demo.success", "payload": {"n": n}} for n in range(50)]}
     status, body = production_server.json("POST", "/api/jobs/bulk/", token=token, body=bulk)
