@@ -210,7 +210,8 @@ def test_an_unknown_schedule_is_a_json_404(api, schedules):
 
 def test_due_ticks_are_enqueued_once_with_a_permanent_key(schedules, settings):
     settings.JOB_SCHEDULE_GRACE_SECONDS = 600
-    start = timezone.now()
+    # Ten seconds into a minute, so that 125 seconds later exactly two minutes have begun.
+    start = timezone.now().replace(second=10, microsecond=0)
     services.enqueue_due_ticks(now=start)  # first sight: the schedule starts now
     later = start + timedelta(seconds=125)
     assert services.enqueue_due_ticks(now=later) == 2
