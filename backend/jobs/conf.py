@@ -19,6 +19,14 @@ DEFAULTS: dict[str, Any] = {
     # Seconds between a worker process's heartbeats; 0: a third of the lease.
     "JOB_WORKER_HEARTBEAT_SECONDS": 0,
     "JOB_WORKER_CLEANUP_INTERVAL_SECONDS": 5,
+    # Batched completion (issue 25): successes written together, up to this many per
+    # statement, the oldest waiting at most JOB_WORKER_COMPLETE_FLUSH_MS (or none when a
+    # thread is idle); 1: each thread completes its job together with its next claim.
+    "JOB_WORKER_COMPLETE_BATCH_SIZE": 1,
+    "JOB_WORKER_COMPLETE_FLUSH_MS": 5,
+    # False (opt-in, PostgreSQL, batched completions only): their commits do not wait for
+    # the WAL to reach disk; a database crash may forget them and the jobs run again.
+    "JOB_WORKER_COMPLETE_SYNCHRONOUS_COMMIT": True,
     "JOB_WORKER_CLEANUP_BATCH_SIZE": 100,
     "JOB_WORKER_BACKOFF_BASE_SECONDS": 5,
     "JOB_WORKER_BACKOFF_MAX_SECONDS": 300,

@@ -153,7 +153,14 @@ class Job(models.Model):
         # check says what to add (jobs.E102) instead of a traceback.
         app_label = "jobs"
         indexes = [
-            models.Index(fields=["status"], name="jobs_job_status_idx"),
+            # Finished jobs only (issue 25): queued rows are in job_claim_idx and running
+            # ones in job_timeout_idx, and a hot statement's `status = 'queued'` or
+            # `'running'` must never find this index instead of those (see queries.sql).
+            models.Index(
+                fields=["status"],
+                name="jobs_job_status_idx",
+                condition=Q(status__in=FINISHED_STATUSES),
+            ),
             models.Index(fields=["available_at"], name="jobs_job_available_at_idx"),
             models.Index(fields=["created_at"], name="jobs_job_created_at_idx"),
             # One queue at a time, in the claim's ORDER BY: the claim reads it in order and

@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from . import tracing
 from .conf import app_settings
-from .drivers import JobRow, Owner, get_driver
+from .drivers import Completion, JobRow, Owner, get_driver
 from .drivers.base import CancelOutcome, Event, Failure, Heartbeat, NewJob, Release, Selection
 from .drivers.orm import job_row
 from .errors import DuplicateIdempotencyKey, EmptySelection, InvalidTransition, ScheduleNotFound
@@ -322,6 +322,31 @@ def complete_job(
         result_json=result_json,
         now=_now(now),
         event=_completed_event(),
+    )
+
+
+def complete_jobs(
+    *,
+    completions: Sequence[Completion],
+    now: datetime | None = None,
+    synchronous_commit: bool = True,
+) -> list[JobRow]:
+    """Batched ``complete_job``: every attempt of ``completions`` its owner still holds
+    becomes succeeded with its result and a ``succeeded`` event, atomically (one statement
+    on PostgreSQL); returns those rows. Each attempt keeps its own ownership guard: a
+    stale one changes nothing and does not stop the others. Results arrive as JSON text
+    already checked by ``jobs.storable.to_storable_json``, so nothing in a batch can be
+    unstorable. ``synchronous_commit=False`` (opt-in, completions only): PostgreSQL
+    acknowledges the commit before its WAL is on disk; a database crash may forget it and
+    the jobs run again, which at-least-once delivery allows.
+    """
+    if not completions:
+        return []
+    return get_driver().complete_jobs(
+        completions,
+        now=_now(now),
+        event=_completed_event(),
+        synchronous_commit=synchronous_commit,
     )
 
 

@@ -18,10 +18,11 @@ from contextlib import contextmanager
 from django.db import connections
 from django.db.utils import DEFAULT_DB_ALIAS
 
-from .base import Driver, JobRow, ListenerUnusable, Listening, Owner
+from .base import Completion, Driver, JobRow, ListenerUnusable, Listening, Owner
 from .orm import OrmDriver
 
 __all__ = [
+    "Completion",
     "Driver",
     "JobRow",
     "ListenerUnusable",

@@ -72,6 +72,15 @@ class Owner:
 
 
 @dataclass(frozen=True, slots=True)
+class Completion:
+    """One finished attempt of a batched completion: its owner and its result as JSON
+    text (``None``: no result)."""
+
+    owner: Owner
+    result_json: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class NewJob:
     id: UUID
     type: str
@@ -280,6 +289,20 @@ class Driver(Protocol):
         self, owner: Owner, *, result_json: str | None, now: datetime, event: Event
     ) -> JobRow | None:
         """The owner's attempt becomes succeeded with ``result``; ``succeeded`` event."""
+        ...
+
+    def complete_jobs(
+        self,
+        completions: Sequence[Completion],
+        *,
+        now: datetime,
+        event: Event,
+        synchronous_commit: bool = True,
+    ) -> list[JobRow]:
+        """Each attempt its owner still holds becomes succeeded with its result and a
+        ``succeeded`` event, atomically; the others change nothing. The completed rows.
+        ``synchronous_commit=False``: the commit does not wait for its WAL to reach disk
+        (PostgreSQL; a crash of the database may forget it, and the jobs run again)."""
         ...
 
     def complete_and_claim(

@@ -33,6 +33,7 @@ from ..models import (
 from .base import (
     JOB_ROW_FIELDS,
     CancelOutcome,
+    Completion,
     Event,
     ExpiredLease,
     Failure,
@@ -404,6 +405,23 @@ class OrmDriver:
             setattr(job, name, value)
         job.save(update_fields=list(values))
         return job
+
+    def complete_jobs(
+        self,
+        completions: Sequence[Completion],
+        *,
+        now: datetime,
+        event: Event,
+        synchronous_commit: bool = True,
+    ) -> list[JobRow]:
+        # One row at a time, in one transaction: each keeps its own ownership guard.
+        # synchronous_commit is PostgreSQL's; every commit here is durable.
+        with transaction.atomic():
+            rows = [
+                self.complete_job(done.owner, result_json=done.result_json, now=now, event=event)
+                for done in completions
+            ]
+        return [row for row in rows if row is not None]
 
     def complete_job(
         self, owner: Owner, *, result_json: str | None, now: datetime, event: Event

@@ -19,6 +19,7 @@ from ..flowcontrol import key_limit, rate_admits
 from . import sql
 from .base import (
     CancelOutcome,
+    Completion,
     ExpiredLease,
     Heartbeat,
     JobRow,
@@ -213,6 +214,12 @@ def _prepare() -> bool:
     return bool(app_settings.JOB_DB_PREPARED_STATEMENTS)
 
 
+# The bulk actions' selection is optional part by part (queries.sql's selection fragment):
+# only a plan made for the given values can read a selection of ids through the primary
+# key, so these always run unprepared, planned for their values (issue 25).
+CUSTOM_PLAN_ONLY = frozenset({"cancel_jobs", "retry_jobs"})
+
+
 def behind_pooler(conn: psycopg.Connection[Any]) -> bool:
     """Whether ``conn`` reaches PostgreSQL through a pooler such as PgBouncer.
 
@@ -274,7 +281,8 @@ class PostgresDriver:
 
     def _execute(self, cursor: psycopg.Cursor[Any], query: str, params: dict[str, Any]) -> None:
         started = time.monotonic()
-        cursor.execute(QUERIES[query].sql, params, prepare=_prepare())
+        prepare = _prepare() and query not in CUSTOM_PLAN_ONLY
+        cursor.execute(QUERIES[query].sql, params, prepare=prepare)
         db = _threads.db  # set by _cursor(), in which every call runs
         if db.queries_logged:
             # Django logs its own cursors' queries (DEBUG, assertNumQueries); so do we.
@@ -463,6 +471,31 @@ class PostgresDriver:
     ) -> JobRow | None:
         params = {**_completion_params(owner, result_json, event), **_NO_CLAIM, "now": now}
         return self._complete_and_claim(params).get("completed")
+
+    def complete_jobs(
+        self,
+        completions: Sequence[Completion],
+        *,
+        now: datetime,
+        event: Event,
+        synchronous_commit: bool = True,
+    ) -> list[JobRow]:
+        params = {
+            "ids": [done.owner.job_id for done in completions],
+            "worker_ids": [done.owner.worker_id for done in completions],
+            "attempts": [done.owner.attempt for done in completions],
+            "results": [done.result_json for done in completions],
+            "now": now,
+            **_event_params(event),
+        }
+        if synchronous_commit:
+            with _cursor() as cursor:
+                self._execute(cursor, "complete_jobs", params)
+                return [_job_row(values) for values in cursor.fetchall()]
+        with transaction.atomic(), _cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit = off")
+            self._execute(cursor, "complete_jobs", params)
+            return [_job_row(values) for values in cursor.fetchall()]
 
     def complete_and_claim(
         self,

@@ -9,17 +9,26 @@
 -- (run_ms, from that attempt's claimed event) and a copy of its wait_ms. Milliseconds are
 -- floored and never negative, as the ORM driver computes them.
 -- A -- fragment: is SQL several statements share, placed with {name} (see sql.py).
+-- Plans that hold whatever ANALYZE saw (issue 25; jobs/tests/drivers/test_hot_plans.py):
+-- a statement that acts on one attempt finds its row by the primary key and nothing else.
+-- Its ownership guard tests locked_by and attempts, never status: locked_by is set exactly
+-- while a job runs (the job_status_valid_shape constraint), and a status test would offer
+-- the planner jobs_job_status_idx or job_timeout_idx, which it takes when its statistics
+-- say `running` is rare and which then walk every dead `running` entry. A claim reads
+-- job_claim_idx; jobs_job_status_idx holds finished jobs only (migration 0009).
 
 -- fragment: ended_attempt_timing
 -- Joins the claimed event of the attempt that the job row `ended` (id, attempts) ends: the
 -- attempt's queue wait (claim.wait_ms) and its run time up to :now (claim.run_ms). The
 -- newest claimed event of that job and attempt, found via job_event_job_id_idx; without
--- one, both are NULL.
+-- one, both are NULL. The type test is an expression (type appended to an empty string) so that jobs_jobevent_type_idx
+-- cannot serve it: statistics taken while a backlog arrived say `claimed` is rare, and
+-- that index then walks every claimed event ever written.
 LEFT JOIN LATERAL (
     SELECT wait_ms,
         GREATEST(floor(EXTRACT(EPOCH FROM :now - created_at) * 1000), 0)::bigint AS run_ms
     FROM jobs_jobevent AS event
-    WHERE event.job_id = ended.id AND event.type = 'claimed'
+    WHERE event.job_id = ended.id AND event.type || '' = 'claimed'
         AND event.attempt = ended.attempts
     ORDER BY event.id DESC LIMIT 1
 ) AS claim ON true
@@ -100,7 +109,7 @@ WITH RECURSIVE completed AS (
     UPDATE jobs_job
     SET status = 'succeeded', result = :result_json::jsonb, locked_by = NULL,
         locked_until = NULL, finished_at = :now, updated_at = :now
-    WHERE id = :id AND status = 'running' AND locked_by = :worker_id AND attempts = :attempts
+    WHERE id = :id AND locked_by = :worker_id AND attempts = :attempts
     RETURNING *
 ), completed_event AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
@@ -191,6 +200,39 @@ SELECT 'gated', job.* FROM (SELECT 1) AS one LEFT JOIN jobs_job AS job ON false
 WHERE (SELECT coalesce(gated AND NOT paused, false) FROM gate) OR EXISTS (
     SELECT 1 FROM candidate WHERE NOT EXISTS (SELECT 1 FROM claimed));
 
+-- name: complete_jobs
+-- Batched completion (issue 25): every attempt of the arrays (:ids, :worker_ids,
+-- :attempts, with each result as JSON text in :results) that its owner still holds
+-- becomes succeeded, with its succeeded event, in one statement. Each row has its own
+-- ownership guard, as complete_and_claim's completion: a stale attempt in the batch
+-- matches no row and writes nothing, and the others still complete. The id array hands
+-- the primary key the rows to probe (a join would guess the arrays' size). The queue
+-- slots of the completed attempts are freed, as complete_and_claim's completion does.
+WITH done AS (
+    SELECT * FROM unnest(:ids::uuid[], :worker_ids::text[], :attempts::integer[],
+        :results::text[]) AS done(id, worker_id, attempt, result)
+), completed AS (
+    UPDATE jobs_job AS job
+    SET status = 'succeeded', result = done.result::jsonb, locked_by = NULL,
+        locked_until = NULL, finished_at = :now, updated_at = :now
+    FROM done
+    WHERE job.id = ANY(:ids::uuid[]) AND job.id = done.id
+        AND job.locked_by = done.worker_id AND job.attempts = done.attempt
+    RETURNING job.*
+), completed_event AS (
+    INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
+        job_type, wait_ms, run_ms)
+    SELECT ended.id, 'succeeded', ended.attempts, done.worker_id, :message, :data::jsonb,
+        :now, ended.type, claim.wait_ms, claim.run_ms
+    FROM completed AS ended JOIN done ON done.id = ended.id
+    {ended_attempt_timing}
+    ORDER BY ended.id
+), completed_slot AS (
+    -- The queue slots the completed attempts held, if any, are free again (issue 24).
+    UPDATE jobs_queueslot SET job_id = NULL WHERE job_id IN (SELECT id FROM completed)
+)
+SELECT * FROM completed;
+
 -- name: complete_and_claim_call
 -- complete_and_claim through the PL/pgSQL function of migration 0005, whose body is that
 -- statement: for connections that cannot prepare it (JOB_DB_PREPARED_STATEMENTS off, as
@@ -272,8 +314,7 @@ WITH failed AS (
         finished_at = CASE WHEN cancel_requested_at IS NULL AND attempts < max_attempts
             THEN NULL ELSE :now END,
         locked_by = NULL, locked_until = NULL, last_error = :error, updated_at = :now
-    WHERE id = :job_id AND status = 'running' AND locked_by = :worker_id
-        AND attempts = :attempt
+    WHERE id = :job_id AND locked_by = :worker_id AND attempts = :attempt
     RETURNING *
 ), event AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
@@ -299,8 +340,7 @@ SELECT * FROM failed;
 -- Ownership guard as complete_and_claim's completion: a stale worker cannot extend a lease it lost.
 WITH renewed AS (
     UPDATE jobs_job SET locked_until = :locked_until, updated_at = :now
-    WHERE id = :job_id AND status = 'running' AND locked_by = :worker_id
-        AND attempts = :attempt
+    WHERE id = :job_id AND locked_by = :worker_id AND attempts = :attempt
     RETURNING id, attempts, type
 ), event AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
@@ -322,16 +362,15 @@ WITH owned AS (
 ), renewed AS (
     UPDATE jobs_job AS job SET locked_until = :locked_until, updated_at = :now
     FROM owned
-    WHERE owned.renew AND job.id = owned.id AND job.status = 'running'
-        AND job.locked_by = owned.worker_id AND job.attempts = owned.attempt
+    WHERE owned.renew AND job.id = owned.id AND job.locked_by = owned.worker_id
+        AND job.attempts = owned.attempt
     RETURNING job.id, job.cancel_requested_at IS NOT NULL AS cancel_requested
 )
 SELECT id, cancel_requested FROM renewed
 UNION ALL
 SELECT job.id, job.cancel_requested_at IS NOT NULL
 FROM jobs_job AS job JOIN owned ON job.id = owned.id
-WHERE NOT owned.renew AND job.status = 'running' AND job.locked_by = owned.worker_id
-    AND job.attempts = owned.attempt;
+WHERE NOT owned.renew AND job.locked_by = owned.worker_id AND job.attempts = owned.attempt;
 
 -- name: record_progress
 -- FOR SHARE makes a concurrent requeue finish first; the guard is then re-checked against
@@ -341,8 +380,7 @@ INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, crea
 SELECT id, 'progress', attempts, :worker_id, :message, :data::jsonb, :now, type
 FROM (
     SELECT id, attempts, type FROM jobs_job
-    WHERE id = :job_id AND status = 'running' AND locked_by = :worker_id
-        AND attempts = :attempt
+    WHERE id = :job_id AND locked_by = :worker_id AND attempts = :attempt
     FOR SHARE
 ) AS owned
 RETURNING id;
@@ -369,7 +407,11 @@ WITH release AS (
         finished_at = release.finished_at, locked_by = NULL, locked_until = NULL,
         last_error = release.error, updated_at = :now
     FROM release
-    WHERE job.id = release.id AND job.status = 'running'
+    -- Still running (locked_by is set exactly while a job runs). The array hands the
+    -- primary key the ids to probe: a join would take the 100 rows jsonb_to_recordset is
+    -- assumed to return and scan the table.
+    WHERE job.id = ANY(ARRAY(SELECT id FROM release)) AND job.id = release.id
+        AND job.locked_by IS NOT NULL
     RETURNING job.id, job.type, job.attempts
 ), slot AS (
     -- The queue slots the released attempts held, if any, are free again.
@@ -421,7 +463,10 @@ SELECT count(*) FROM retried;
 -- retry_jobs: a job claimed meanwhile is seen running, so each job changes once.
 WITH target AS (
     SELECT id FROM jobs_job
-    WHERE (status = 'queued' OR (status = 'running' AND cancel_requested_at IS NULL))
+    -- Queued, or running and not asked before; written so that no index on status can
+    -- serve it (an OR of two index scans), leaving a selection by ids to the primary key.
+    WHERE status IN ('queued', 'running')
+        AND (status = 'queued' OR cancel_requested_at IS NULL)
         AND {selection}
     ORDER BY id
     FOR UPDATE
@@ -515,7 +560,11 @@ WITH claimed AS (
     UPDATE jobs_job AS job
     SET status = 'running', attempts = job.attempts + 1, locked_by = :worker_id,
         locked_until = :locked_until, last_error = '', result = NULL, updated_at = :now
-    WHERE job.id = :id AND job.status = 'queued'
+    -- Still queued (it is locked by this transaction since gated_candidate). The status
+    -- test is an expression so that job_claim_idx cannot serve it in place of the primary
+    -- key (issue 25: statistics that say `queued` is rare make the planner take it, and
+    -- it may hold many dead entries).
+    WHERE job.id = :id AND job.status || '' = 'queued'
     RETURNING job.*
 ), claimed_event AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,

@@ -24,6 +24,11 @@ class WorkerConfig:
     timeout_seconds: int = 0  # default for jobs whose type sets none; 0: no timeout
     burst: bool = False
     heartbeat_seconds: float = 0  # 0: a third of the lease
+    # Batched completion (jobs.worker.completer); 1: each thread completes its own job
+    # together with its next claim.
+    complete_batch_size: int = 1
+    complete_flush_seconds: float = 0.005
+    complete_synchronous_commit: bool = True
 
     @property
     def heartbeat_interval_seconds(self) -> float:
@@ -47,6 +52,9 @@ class WorkerConfig:
             timeout_seconds=app_settings.JOB_WORKER_TIMEOUT_SECONDS,
             burst=burst,
             heartbeat_seconds=app_settings.JOB_WORKER_HEARTBEAT_SECONDS,
+            complete_batch_size=app_settings.JOB_WORKER_COMPLETE_BATCH_SIZE,
+            complete_flush_seconds=app_settings.JOB_WORKER_COMPLETE_FLUSH_MS / 1000,
+            complete_synchronous_commit=app_settings.JOB_WORKER_COMPLETE_SYNCHRONOUS_COMMIT,
         )
 
 

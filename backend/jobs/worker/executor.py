@@ -15,7 +15,7 @@ from ..drivers import JobRow, Owner
 from ..models import JobStatus
 from ..registry import HandlerSpec, get_handler
 from ..signals import attempt_finished, attempt_started
-from ..storable import UnstorableValue
+from ..storable import UnstorableValue, to_storable_json
 from .attempts import Attempt
 from .config import make_worker_id
 from .context import JobContext
@@ -105,6 +105,8 @@ class WorkerThread(threading.Thread):
                 stop.wait(self.config.poll_interval_seconds)
                 continue
             if not claimed:
+                if self.runner.completer is not None:
+                    self.runner.completer.flush_now()  # idle: nothing to batch with
                 if self.config.burst:
                     break
                 self.runner.waker.wait(self.config.poll_interval_seconds)
@@ -198,6 +200,19 @@ class WorkerThread(threading.Thread):
             return self._finish(attempt, *self._failed(attempt, exc))
         if attempt.state.timed_out or attempt.state.lost:
             return self._finish(attempt, *self._interrupted(attempt))
+        completer = self.runner.completer
+        if completer is not None:
+            # Batched completion: checked here, written by the completer with others.
+            try:
+                result_json = None if result is None else to_storable_json(result)
+            except UnstorableValue as exc:
+                error = f"Handler returned a result that cannot be stored: {exc}"
+                details = services.ErrorDetails(reason="unstorable_result")
+                return self._finish(attempt, *self._fail(attempt, error, details))
+            self.current = None
+            attempt.timeout_seconds = None  # its handler is done: no deadline while it waits
+            completer.submit(attempt, result_json)
+            return "submitted"
         try:
             row = self._complete(attempt, result)
         except UnstorableValue as exc:
@@ -205,15 +220,23 @@ class WorkerThread(threading.Thread):
             details = services.ErrorDetails(reason="unstorable_result")
             return self._finish(attempt, *self._fail(attempt, error, details))
         if row is None:
-            return self._finish(attempt, *self._stale(attempt))
+            return self._finish(attempt, *self.stale(attempt))
         return self._finish(attempt, "succeeded", row, None)
 
     def _finish(self, attempt: Attempt, outcome: str, row: JobRow | None, error: str | None) -> str:
         """The attempt is over and recorded: announce it (``attempt_finished``) and return
         its outcome's name."""
+        self.current = None
+        return self.announce(attempt, outcome, row, error)
+
+    def announce(
+        self, attempt: Attempt, outcome: str, row: JobRow | None, error: str | None
+    ) -> str:
+        """The attempt's outcome is recorded: it leaves the in-flight set and
+        ``attempt_finished`` is sent (by this thread, or by the completer for a batched
+        success)."""
         job = attempt.job
         self.runner.in_flight.remove(attempt)
-        self.current = None
         run_seconds = time.monotonic() - attempt.started
         if outcome != "timeout":  # a timeout was announced by the maintenance thread
             attempt_finished.send_robust(
@@ -272,7 +295,7 @@ class WorkerThread(threading.Thread):
     ) -> tuple[str, JobRow | None, str | None]:
         row = self._record(services.fail_job, attempt.owner, error=error, details=details)
         if row is None:
-            return self._stale(attempt)
+            return self.stale(attempt)
         outcome = {JobStatus.QUEUED: "retry_scheduled"}.get(row.status, row.status)
         return outcome, row, error
 
@@ -288,7 +311,7 @@ class WorkerThread(threading.Thread):
         )
         return outcome, None, None
 
-    def _stale(self, attempt: Attempt) -> tuple[str, JobRow | None, str | None]:
+    def stale(self, attempt: Attempt) -> tuple[str, JobRow | None, str | None]:
         logger.warning(
             "action=stale_write_rejected job_id=%s attempt=%d worker_id=%s",
             attempt.job.id,

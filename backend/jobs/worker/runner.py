@@ -14,6 +14,7 @@ from django.db import connection
 from ..conf import app_settings
 from ..drivers import get_driver
 from .attempts import InFlight
+from .completer import Completer
 from .config import WorkerConfig
 from .executor import WorkerThread
 from .listener import Listener
@@ -45,6 +46,14 @@ class WorkerRunner:
             threads=lambda: [thread.worker_id for thread in self.serving()],
         )
         self.waker = Waker()
+        self.completer: Completer | None = None
+        if config.complete_batch_size > 1:
+            self.completer = Completer(
+                batch_size=config.complete_batch_size,
+                flush_seconds=config.complete_flush_seconds,
+                lease_seconds=config.lease_seconds,
+                synchronous_commit=config.complete_synchronous_commit,
+            )
         self.listener: Listener | None = None
         if get_driver().supports_listen and app_settings.JOB_WORKER_LISTEN:
             self.listener = Listener(stopping=self.stop_event, queues=self.queues, waker=self.waker)
@@ -124,6 +133,8 @@ class WorkerRunner:
         # burst mode the threads may otherwise drain and stop before the first sweep.
         self.maintenance.start()
         self.maintenance.first_pass.wait(timeout=self.config.lease_seconds)
+        if self.completer is not None:
+            self.completer.start()
         for _ in range(self.config.threads):
             self._start_thread()
         if self.listener is not None and not self.config.burst:
@@ -161,6 +172,11 @@ class WorkerRunner:
                 serving[0].join(timeout=0.5)
             elif not replaced:
                 break
+        # The threads submit no more: every success waiting for its batch is written
+        # before the heartbeat stops.
+        if self.completer is not None:
+            self.completer.stop()
+            self.completer.join(timeout=self.config.lease_seconds)
         # Abandoned threads may never return; they are daemons and die with the process.
         self.maintenance.finished.set()
         self.in_flight.changed.set()

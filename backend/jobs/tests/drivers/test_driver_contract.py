@@ -14,6 +14,7 @@ from django.db import connection
 from django.utils import timezone
 
 from jobs import drivers, errors, selectors, services
+from jobs.drivers import Completion, Owner
 from jobs.drivers.orm import job_row
 from jobs.models import Job, JobEvent
 from jobs.storable import UnstorableValue
@@ -240,6 +241,29 @@ def test_stale_worker_cannot_complete_old_attempt(stolen_job):
         is None
     )
     _unchanged(stolen_job, before)
+
+
+def test_a_batchs_stale_completion_changes_nothing_and_the_others_complete(stolen_job):
+    before = stolen_job.events.count()
+    others = [queued_job() for _ in range(2)]
+    claimed = [claim("worker-c") for _ in others]
+    now = timezone.now()
+    completions = [
+        Completion(Owner(claimed[0].pk, "worker-c", 1), '{"n": 0}'),
+        Completion(Owner(stolen_job.pk, "worker-a", 1), '{"stale": true}'),
+        Completion(Owner(claimed[1].pk, "worker-c", 1), None),
+    ]
+    rows = services.complete_jobs(completions=completions, now=now)
+    assert sorted(row.id for row in rows) == sorted(job.pk for job in claimed)
+    _unchanged(stolen_job, before)
+    first, second = fresh(claimed[0]), fresh(claimed[1])
+    assert (first.status, first.result, first.finished_at) == (Status.SUCCEEDED, {"n": 0}, now)
+    assert (second.status, second.result) == (Status.SUCCEEDED, None)
+    for job in (first, second):
+        assert timeline(job) == [Event.CREATED, Event.CLAIMED, Event.SUCCEEDED]
+        ended = job.events.get(type=Event.SUCCEEDED)
+        assert (ended.worker_id, ended.attempt) == ("worker-c", 1)
+        assert ended.run_ms is not None and ended.wait_ms is not None
 
 
 def test_stale_worker_cannot_fail_old_attempt(stolen_job):

@@ -280,7 +280,7 @@ def test_the_complete_and_claim_function_runs_the_statement_as_written():
     assert installed == sql.plpgsql_body(QUERIES["complete_and_claim"])
     # The text of the migration that last made it is what plpgsql_function writes for
     # these arguments.
-    create = import_module("jobs.migrations.0008_flow_control").CREATE
+    create = import_module("jobs.migrations.0009_hot_tables").CREATE
     columns = re.search(r"RETURNS TABLE \((.*)\)\n", create)
     assert columns is not None
     assert create.strip() == sql.plpgsql_function(

@@ -7,6 +7,7 @@ import pytest
 from django.utils import timezone
 
 from jobs import drivers, services
+from jobs.drivers import Completion, Owner
 from jobs.models import ConcurrencyKeyLimit, Job, JobEvent, QueueSettings
 from jobs.tests.factories import queued_job
 
@@ -152,6 +153,19 @@ def test_a_lowered_limit_admits_no_claim_until_running_jobs_fit_it():
     finish(first)
     assert claim("emails") is None  # the job above the new limit still runs
     finish(second)
+    assert claim("emails") is not None
+
+
+def test_a_batched_completion_frees_its_slots():
+    for _ in range(3):
+        queued_job(queue="emails")
+    services.set_queue_limits(queue="emails", concurrency_limit=2)
+    first, second = claim("emails"), claim("emails")
+    assert claim("emails") is None
+    completions = [
+        Completion(Owner(job.id, "worker-a", job.attempts), None) for job in (first, second)
+    ]
+    assert len(services.complete_jobs(completions=completions, now=timezone.now())) == 2
     assert claim("emails") is not None
 
 

@@ -1,0 +1,193 @@
+"""Hot tables (issue 25): plans that hold whatever ANALYZE saw.
+
+jobs_job_status_idx keeps its name and column but holds finished jobs only: queued rows
+are in job_claim_idx and running ones in job_timeout_idx, and a hot statement's
+`status = 'queued'` or `'running'` test must never be served by this index instead of
+those (the planner took it whenever its statistics said the status was rare, and then
+read every dead entry). jobs_complete_and_claim is replaced with the statement of
+jobs/drivers/queries.sql as it now reads (its ownership guard no longer tests status);
+its arguments and columns are unchanged. Autovacuum settings for jobs_job and
+jobs_jobevent (see AUTOVACUUM). Reversible: the full index, 0008's function and the
+server's autovacuum defaults come back.
+"""
+
+from importlib import import_module
+
+from django.db import migrations, models
+
+CREATE = """
+CREATE OR REPLACE FUNCTION jobs_complete_and_claim(p_id uuid, p_attempts integer, p_result_json text, p_completed_message text, p_completed_data text, p_worker_id text, p_queue text, p_locked_until timestamp with time zone, p_claimed_message text, p_claimed_data text, p_now timestamp with time zone, p_keys_limited boolean)
+RETURNS TABLE (part text, id uuid, type character varying(120), payload jsonb, status character varying(16), priority smallint, available_at timestamp with time zone, attempts integer, max_attempts integer, idempotency_key character varying(255), locked_by character varying(255), locked_until timestamp with time zone, last_error text, result jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, finished_at timestamp with time zone, queue character varying(64), timeout_seconds integer, cancel_requested_at timestamp with time zone, metadata jsonb, unique_key character varying(255), concurrency_key character varying(255))
+LANGUAGE plpgsql AS $function$
+#variable_conflict use_column
+BEGIN
+RETURN QUERY
+WITH RECURSIVE completed AS (
+    UPDATE jobs_job
+    SET status = 'succeeded', result = p_result_json::jsonb, locked_by = NULL,
+        locked_until = NULL, finished_at = p_now, updated_at = p_now
+    WHERE id = p_id AND locked_by = p_worker_id AND attempts = p_attempts
+    RETURNING *
+), completed_event AS (
+    INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
+        job_type, wait_ms, run_ms)
+    SELECT ended.id, 'succeeded', ended.attempts, p_worker_id, p_completed_message,
+        p_completed_data::jsonb, p_now, ended.type, claim.wait_ms, claim.run_ms
+    FROM completed AS ended
+    LEFT JOIN LATERAL (
+        SELECT wait_ms,
+            GREATEST(floor(EXTRACT(EPOCH FROM p_now - created_at) * 1000), 0)::bigint AS run_ms
+        FROM jobs_jobevent AS event
+        WHERE event.job_id = ended.id AND event.type || '' = 'claimed'
+            AND event.attempt = ended.attempts
+        ORDER BY event.id DESC LIMIT 1
+    ) AS claim ON true
+), completed_slot AS (
+    -- The queue slot the completed attempt held, if any, is free again.
+    UPDATE jobs_queueslot SET job_id = NULL WHERE job_id IN (SELECT id FROM completed)
+), gate AS MATERIALIZED (
+    -- Flow control (issue 24), one probe of the primary key of jobs_queuesettings (a queue
+    -- without a row has no control): a paused queue is not claimed from; a queue with a
+    -- rate limit is claimed from by the gated claim (postgres.py), under a lock on its row;
+    -- a queue with a concurrency limit is claimed from here, with a free slot.
+    SELECT bool_or(settings.paused_at IS NOT NULL) AS paused,
+        bool_or(settings.rate_limit IS NOT NULL) AS gated,
+        max(settings.concurrency_limit) AS slots
+    FROM jobs_queuesettings AS settings WHERE settings.name = p_queue
+), level AS (
+    (SELECT priority FROM jobs_job
+        WHERE status = 'queued' AND queue = p_queue
+            AND NOT (SELECT coalesce(paused OR gated, false) FROM gate)
+        ORDER BY priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT job.priority FROM jobs_job AS job
+            WHERE job.status = 'queued' AND job.queue = p_queue
+                AND job.priority < level.priority
+            ORDER BY job.priority DESC LIMIT 1)
+    FROM level WHERE level.priority IS NOT NULL
+), candidate AS MATERIALIZED (
+    SELECT due.id, due.concurrency_key FROM level CROSS JOIN LATERAL (
+        SELECT id, concurrency_key FROM jobs_job
+        WHERE status = 'queued' AND queue = p_queue AND priority = level.priority
+            AND available_at <= p_now AND attempts < max_attempts
+        ORDER BY available_at, created_at, id
+        LIMIT 1
+        FOR UPDATE SKIP LOCKED
+    ) AS due
+    LIMIT 1
+), slot AS MATERIALIZED (
+    -- A claim from a limited queue holds one of its concurrency_limit slots: a free one at a
+    -- position within the limit, skipping slots other claimers hold (so they never wait
+    -- on each other). A slot taken meanwhile fails the recheck of job_id IS NULL and is
+    -- skipped too. While slots above a lowered limit are still held, none is free.
+    SELECT free.id FROM jobs_queueslot AS free
+    WHERE (SELECT slots FROM gate) IS NOT NULL AND EXISTS (SELECT 1 FROM candidate)
+        AND free.queue = p_queue AND free.job_id IS NULL
+        AND free.position <= (SELECT slots FROM gate)
+        AND NOT EXISTS (
+            SELECT 1 FROM jobs_queueslot AS held
+            WHERE held.queue = p_queue AND held.position > (SELECT slots FROM gate)
+                AND held.job_id IS NOT NULL)
+    ORDER BY free.position
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE jobs_job AS job
+    SET status = 'running', attempts = job.attempts + 1, locked_by = p_worker_id,
+        locked_until = p_locked_until, last_error = '', result = NULL, updated_at = p_now
+    FROM candidate
+    -- A job with a concurrency_key, while key limits exist, goes to the gated claim.
+    WHERE job.id = candidate.id AND (candidate.concurrency_key IS NULL
+            OR NOT (p_keys_limited OR EXISTS (SELECT 1 FROM jobs_concurrencykeylimit)))
+        AND ((SELECT slots FROM gate) IS NULL OR EXISTS (SELECT 1 FROM slot))
+    RETURNING job.*
+), slot_taken AS (
+    UPDATE jobs_queueslot AS taken SET job_id = claimed.id
+    FROM slot, claimed WHERE taken.id = slot.id
+), claimed_event AS (
+    INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
+        job_type, wait_ms)
+    SELECT id, 'claimed', attempts, locked_by, p_claimed_message, p_claimed_data::jsonb, p_now,
+        type, GREATEST(floor(EXTRACT(EPOCH FROM
+            p_now - GREATEST(available_at, created_at)) * 1000), 0)::bigint
+    FROM claimed
+)
+SELECT 'completed' AS part, * FROM completed
+UNION ALL
+SELECT 'claimed', * FROM claimed
+UNION ALL
+-- A gated row (its columns NULL): the claim is for the gated claim to make.
+SELECT 'gated', job.* FROM (SELECT 1) AS one LEFT JOIN jobs_job AS job ON false
+-- Also when a candidate was found but not claimed: its key may be limited, or every slot
+-- of a limited queue looked held to the snapshot of this statement (the completion above may
+-- have just freed one): the gated claim looks again with a fresh one.
+WHERE (SELECT coalesce(gated AND NOT paused, false) FROM gate) OR EXISTS (
+    SELECT 1 FROM candidate WHERE NOT EXISTS (SELECT 1 FROM claimed));
+END
+$function$
+"""
+
+CREATE_0008 = import_module("jobs.migrations.0008_flow_control").CREATE
+
+# Autovacuum per hot table (production runs autovacuum; PostgreSQL's defaults wait for 20 %
+# of a table to be dead before vacuuming it and 10 % to change before analyzing it). Every
+# job leaves two dead versions of its row and their index entries behind; the claim and
+# completion pay for them until a vacuum, so jobs_job is vacuumed after 2 % (+ 1,000 rows)
+# and with ten times the default cost budget, to finish between backlogs. jobs_jobevent
+# only grows: vacuuming it after inserts keeps its visibility map current for the
+# index-only scans of the dashboard's activity and type statistics. No fillfactor: every
+# transition changes an indexed column (status, locked_until), so no update can be HOT,
+# and a measured fillfactor of 70 only made the table bigger (README, "autovacuum").
+AUTOVACUUM = {
+    "jobs_job": {
+        "autovacuum_vacuum_scale_factor": "0.02",
+        "autovacuum_vacuum_threshold": "1000",
+        "autovacuum_vacuum_insert_scale_factor": "0.02",
+        "autovacuum_analyze_scale_factor": "0.02",
+        "autovacuum_vacuum_cost_limit": "2000",
+    },
+    "jobs_jobevent": {
+        "autovacuum_vacuum_scale_factor": "0.05",
+        "autovacuum_vacuum_insert_scale_factor": "0.02",
+        "autovacuum_analyze_scale_factor": "0.02",
+        "autovacuum_vacuum_cost_limit": "2000",
+    },
+}
+SET_AUTOVACUUM = [
+    f"ALTER TABLE {table} SET ({', '.join(f'{key} = {value}' for key, value in options.items())})"
+    for table, options in AUTOVACUUM.items()
+]
+RESET_AUTOVACUUM = [
+    f"ALTER TABLE {table} RESET ({', '.join(options)})" for table, options in AUTOVACUUM.items()
+]
+
+
+def _on_postgres(*statements):
+    def run(apps, schema_editor):
+        if schema_editor.connection.vendor == "postgresql":
+            for statement in statements:
+                schema_editor.execute(statement)
+
+    return run
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("jobs", "0008_flow_control"),
+    ]
+
+    operations = [
+        migrations.RemoveIndex(model_name="job", name="jobs_job_status_idx"),
+        migrations.AddIndex(
+            model_name="job",
+            index=models.Index(
+                condition=models.Q(("status__in", ["succeeded", "failed", "cancelled"])),
+                fields=["status"],
+                name="jobs_job_status_idx",
+            ),
+        ),
+        migrations.RunPython(_on_postgres(CREATE), _on_postgres(CREATE_0008), elidable=False),
+        migrations.RunPython(
+            _on_postgres(*SET_AUTOVACUUM), _on_postgres(*RESET_AUTOVACUUM), elidable=False
+        ),
+    ]

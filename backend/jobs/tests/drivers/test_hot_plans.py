@@ -1,0 +1,376 @@
+"""Every hot statement reaches its rows through its designed index, whatever ANALYZE saw
+(issue 25).
+
+The planner picks an index from the statistics of the last ANALYZE, and the states a
+queue passes through mislead it: a backlog where every row is queued (a ``running`` row
+looks rare, so ``jobs_job_status_idx`` looks as good as the primary key for a completion,
+and then reads every dead ``running`` entry), a table where every row has finished, and
+one whose statistics say ``running`` while those rows are long dead. Each test builds one
+of those states with a single ``INSERT … SELECT`` (these tests read plans, not
+transitions), runs ``ANALYZE`` and reads the plan of the statement as the PostgreSQL
+driver runs it: prepared, once as the custom plan of its first executions and once as the
+generic plan a prepared statement settles on. Everything runs in the test's transaction
+and is rolled back.
+"""
+
+import json
+import re
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from jobs.drivers.postgres import CUSTOM_PLAN_ONLY, QUERIES
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+
+ROWS = 3_000
+WORKER = "tests:1:thread-1:0000beef"
+
+# How each state's rows look: their status, their lock and whether they finished.
+_QUEUED = "'queued', 0, NULL, NULL, NULL"
+_RUNNING = "'running', 1, 'tests:9:thread-1:0000dead', now() + interval '1 hour', NULL"
+_SUCCEEDED = "'succeeded', 1, NULL, NULL, now()"
+
+
+def _insert(cursor: psycopg.Cursor[Any], shape: str, events: list[str]) -> None:
+    """ROWS jobs of ``shape``, each with one event of every type in ``events``."""
+    cursor.execute(
+        f"""
+        INSERT INTO jobs_job (id, type, payload, status, attempts, locked_by, locked_until,
+            finished_at, priority, max_attempts, available_at, last_error, created_at,
+            updated_at, queue)
+        SELECT gen_random_uuid(), 'demo.success', '{{}}', {shape}, 50, 3, now(), '', now(),
+            now(), 'default'
+        FROM generate_series(1, {ROWS})
+        """
+    )
+    cursor.execute(
+        """
+        INSERT INTO jobs_jobevent (job_id, type, attempt, message, data, created_at, job_type)
+        SELECT job.id, event.type, 1, '', '{}', now(), job.type
+        FROM jobs_job AS job CROSS JOIN unnest(%s::text[]) AS event(type)
+        """,
+        [events],
+    )
+
+
+def _analyze(cursor: psycopg.Cursor[Any]) -> None:
+    cursor.execute("ANALYZE jobs_job")
+    cursor.execute("ANALYZE jobs_jobevent")
+
+
+def all_queued(cursor: psycopg.Cursor[Any]) -> None:
+    """A backlog arrived and autovacuum analyzed it: every job is queued, every event is a
+    created event."""
+    _insert(cursor, _QUEUED, ["created"])
+    _analyze(cursor)
+
+
+def all_finished(cursor: psycopg.Cursor[Any]) -> None:
+    """The backlog drained and was analyzed: every job has succeeded."""
+    _insert(cursor, _SUCCEEDED, ["created", "claimed", "succeeded"])
+    _analyze(cursor)
+
+
+def dead_running(cursor: psycopg.Cursor[Any]) -> None:
+    """Analyzed while every job ran, and every one of them finished since: the statistics
+    say ``running`` and jobs_job_status_idx held a ``running`` entry per row."""
+    _insert(cursor, _RUNNING, ["created", "claimed"])
+    _analyze(cursor)
+    cursor.execute(
+        "UPDATE jobs_job SET status = 'succeeded', locked_by = NULL, locked_until = NULL,"
+        " finished_at = now()"
+    )
+
+
+STATES = [all_queued, all_finished, dead_running]
+
+PK = "jobs_job_pkey"
+EVENTS_BY_JOB = "job_event_job_id_idx"
+
+
+def _owner() -> dict[str, Any]:
+    return {"job_id": uuid.uuid4(), "worker_id": WORKER, "attempt": 1}
+
+
+def _event(prefix: str = "") -> dict[str, Any]:
+    return {f"{prefix}message": "m", f"{prefix}data": "{}"}
+
+
+def _completion() -> dict[str, Any]:
+    return {"id": uuid.uuid4(), "attempts": 1, "result_json": "null", **_event("completed_")}
+
+
+def _claim(now: datetime) -> dict[str, Any]:
+    return {
+        "queue": "default",
+        "locked_until": now + timedelta(seconds=30),
+        "keys_limited": False,
+        **_event("claimed_"),
+    }
+
+
+_NO_COMPLETION = {
+    "id": None,
+    "attempts": None,
+    "result_json": None,
+    "completed_message": None,
+    "completed_data": None,
+}
+_NO_CLAIM = {
+    "queue": None,
+    "locked_until": None,
+    "claimed_message": None,
+    "claimed_data": None,
+    "keys_limited": False,
+}
+# The SQL types of parameters that a statement may be given as NULL.
+_NULL_TYPES = {
+    "id": "uuid",
+    "attempts": "integer",
+    "locked_until": "timestamptz",
+    "ids": "uuid[]",
+    "limit": "integer",
+}
+
+
+def _params(statement: str, now: datetime) -> dict[str, Any]:
+    """A realistic call of ``statement`` at ``now`` (its ids match no row: plans only)."""
+    if statement == "complete_and_claim":
+        return {**_completion(), **_claim(now), "worker_id": WORKER, "now": now}
+    if statement == "plain_claim":
+        return {**_NO_COMPLETION, **_claim(now), "worker_id": WORKER, "now": now}
+    if statement == "plain_complete":
+        return {**_completion(), **_NO_CLAIM, "worker_id": WORKER, "now": now}
+    if statement == "complete_jobs":
+        ids = [uuid.uuid4() for _ in range(10)]
+        return {
+            "ids": ids,
+            "worker_ids": [WORKER] * 10,
+            "attempts": [1] * 10,
+            "results": ["null"] * 10,
+            "now": now,
+            **_event(),
+        }
+    if statement == "fail_job":
+        return {
+            **_owner(),
+            "error": "boom",
+            "now": now,
+            "retry_at": now,
+            **_event("retry_"),
+            **_event("failed_"),
+            **_event("cancelled_"),
+        }
+    if statement == "renew_lease":
+        return {**_owner(), "locked_until": now, "now": now, **_event()}
+    if statement == "heartbeat":
+        return {
+            "job_ids": [uuid.uuid4(), uuid.uuid4()],
+            "worker_ids": [WORKER, WORKER],
+            "attempts": [1, 1],
+            "renew": [True, False],
+            "locked_until": now,
+            "now": now,
+        }
+    if statement == "record_progress":
+        return {**_owner(), "now": now, **_event()}
+    if statement == "cancel_jobs":
+        return {
+            "status": None,
+            "type_pattern": None,
+            "queue": None,
+            "ids": [uuid.uuid4(), uuid.uuid4()],
+            "now": now,
+            **_event("cancelled_"),
+            **_event("requested_"),
+        }
+    # Flow control (issue 24): the gated claim's statements and the unique key's lookup.
+    if statement == "gated_candidate":
+        return {"queue": "default", "now": now, "blocked": ["a-key"]}
+    if statement == "claim_by_id":
+        return {
+            "id": uuid.uuid4(),
+            "worker_id": WORKER,
+            "locked_until": now + timedelta(seconds=30),
+            "now": now,
+            **_event("claimed_"),
+        }
+    if statement == "running_with_key":
+        return {"key": "a-key"}
+    if statement == "active_jobs_by_unique_keys":
+        return {"keys": ["a-key", "another-key"]}
+    if statement == "lock_expired_leases":
+        return {"now": now, "limit": 100}
+    if statement == "release_expired_leases":
+        release = {
+            "id": str(uuid.uuid4()),
+            "status": "queued",
+            "available_at": None,
+            "finished_at": None,
+            "error": "lease expired",
+            "event_type": "lease_expired",
+            "attempt": 1,
+            "message": "m",
+            "data": {},
+        }
+        return {"releases": json.dumps([release]), "now": now, "worker_id": None}
+    raise AssertionError(statement)
+
+
+# Each hot statement with the indexes it may read jobs_job through.
+DESIGNED = {
+    "complete_and_claim": {PK, "job_claim_idx"},
+    "plain_claim": {PK, "job_claim_idx"},
+    "plain_complete": {PK, "job_claim_idx"},
+    "complete_jobs": {PK},
+    "fail_job": {PK},
+    "renew_lease": {PK},
+    "heartbeat": {PK},
+    "record_progress": {PK},
+    "cancel_jobs": {PK},
+    "lock_expired_leases": {"job_timeout_idx"},
+    "release_expired_leases": {PK},
+    "gated_candidate": {"job_claim_idx"},
+    "claim_by_id": {PK},
+    "running_with_key": {"job_running_key_idx"},
+    "active_jobs_by_unique_keys": {"job_unique_key_active"},
+}
+QUERY_OF = {"plain_claim": "complete_and_claim", "plain_complete": "complete_and_claim"}
+
+_PARAM = re.compile(r"'(?:[^']|'')*'|--[^\n]*|::|(?<![\w:]):([A-Za-z_]\w*)")
+
+
+def _sql_type(name: str, value: Any) -> str:
+    if value is None:
+        return _NULL_TYPES.get(name, "text")
+    if isinstance(value, list):
+        return _sql_type(name, value[0]) + "[]"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, uuid.UUID):
+        return "uuid"
+    if isinstance(value, datetime):
+        return "timestamptz"
+    return "text"
+
+
+def plan(cursor: psycopg.Cursor[Any], statement: str, mode: str) -> dict[str, Any]:
+    """The plan of ``statement`` prepared as the driver prepares it, in ``mode``
+    (``force_custom_plan`` or ``force_generic_plan``)."""
+    query = QUERIES[QUERY_OF.get(statement, statement)]
+    params = _params(statement, timezone.now())
+    assert set(params) == query.params
+    order = sorted(params)
+    text = _PARAM.sub(
+        lambda m: f"${order.index(m.group(1)) + 1}" if m.group(1) else m.group(0), query.text
+    )
+    types = [_sql_type(name, params[name]) for name in order]
+    cursor.execute("DEALLOCATE ALL")
+    cursor.execute(f"SET LOCAL plan_cache_mode = {mode}")
+    cursor.execute(f"PREPARE hot ({', '.join(types)}) AS {text}")
+    placeholders = ", ".join(["%s"] * len(types))
+    cursor.execute(
+        f"EXPLAIN (FORMAT JSON) EXECUTE hot ({placeholders})", [params[n] for n in order]
+    )
+    explained = cursor.fetchone()[0]
+    cursor.execute("DEALLOCATE hot")
+    return (json.loads(explained) if isinstance(explained, str) else explained)[0]["Plan"]
+
+
+def nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield node
+    for child in node.get("Plans", []):
+        yield from nodes(child)
+
+
+def reads(node: dict[str, Any], table: str) -> set[tuple[str, str | None]]:
+    """Every read of ``table`` in the plan: (node type, index name); a bitmap heap scan
+    or a sequential scan has no index name."""
+    return {
+        (each["Node Type"], each.get("Index Name"))
+        for each in nodes(node)
+        if each.get("Relation Name") == table and each["Node Type"] != "ModifyTable"
+    }
+
+
+JOB_INDEXES = (
+    "jobs_job_",
+    "job_claim_idx",
+    "job_timeout_idx",
+    "job_idempotency_key",
+    "job_running_key_idx",
+    "job_unique_key_active",
+)
+EVENT_INDEXES = ("job_event_", "jobs_jobevent_")
+# A bitmap heap scan is allowed where its bitmap comes from a designed index.
+INDEX_READS = {"Index Scan", "Index Only Scan", "Bitmap Heap Scan"}
+
+
+def indexes(node: dict[str, Any], prefixes: tuple[str, ...]) -> set[str]:
+    """The indexes of one table (named with ``prefixes``) that the plan reads."""
+    return {
+        each["Index Name"]
+        for each in nodes(node)
+        if each.get("Index Name", "").startswith(prefixes)
+    }
+
+
+@pytest.mark.parametrize("state", STATES, ids=[state.__name__ for state in STATES])
+@pytest.mark.parametrize("statement", list(DESIGNED))
+def test_hot_statement_reads_jobs_only_through_its_designed_index(statement, state):
+    connection.ensure_connection()
+    # Client-side binding: EXECUTE's arguments are literals, typed by PREPARE.
+    with psycopg.ClientCursor(connection.connection) as cursor:
+        state(cursor)
+        # A statement the driver never prepares is planned for its values on every call.
+        modes = ["force_custom_plan"]
+        if statement not in CUSTOM_PLAN_ONLY:
+            modes.append("force_generic_plan")
+        plans = {mode: plan(cursor, statement, mode) for mode in modes}
+    for mode, explained in plans.items():
+        job_kinds = {kind for kind, _ in reads(explained, "jobs_job")}
+        assert job_kinds, (mode, explained)
+        assert job_kinds <= INDEX_READS, (mode, job_kinds)
+        assert indexes(explained, JOB_INDEXES) <= DESIGNED[statement], mode
+        # The claimed event of an ended attempt is found among its job's events, never
+        # through another index.
+        assert {kind for kind, _ in reads(explained, "jobs_jobevent")} <= INDEX_READS, mode
+        assert indexes(explained, EVENT_INDEXES) <= {EVENTS_BY_JOB}, mode
+
+
+def test_hot_tables_carry_their_autovacuum_settings():
+    from importlib import import_module
+
+    expected = import_module("jobs.migrations.0009_hot_tables").AUTOVACUUM
+    with connection.cursor() as cursor:
+        for table, options in expected.items():
+            cursor.execute("SELECT reloptions FROM pg_class WHERE oid = %s::regclass", [table])
+            (reloptions,) = cursor.fetchone()
+            assert sorted(reloptions) == sorted(f"{k}={v}" for k, v in options.items())
+
+
+def test_live_counts_read_live_jobs_only_through_their_indexes():
+    # The stats' live rows (selectors.LIVE) beside a history of finished jobs:
+    # jobs_job_status_idx holds finished jobs only, so each live status is read through
+    # the partial index that holds it, never by scanning the history.
+    from jobs.models import Job
+    from jobs.selectors import LIVE
+
+    connection.ensure_connection()
+    with psycopg.ClientCursor(connection.connection) as cursor:
+        all_finished(cursor)
+        sql, params = Job.objects.filter(LIVE).values("status").query.sql_with_params()
+        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
+        explained = cursor.fetchone()[0]
+    explained = (json.loads(explained) if isinstance(explained, str) else explained)[0]["Plan"]
+    assert {kind for kind, _ in reads(explained, "jobs_job")} <= INDEX_READS, explained
+    assert indexes(explained, JOB_INDEXES) == {"job_claim_idx", "job_timeout_idx"}, explained

@@ -1,0 +1,79 @@
+"""A worker killed (kill -9) with a batch of successes not yet written (issue 25): every
+one of those jobs is recovered by its lease and runs again; none is lost. Real worker
+processes on PostgreSQL, leases of 2 s (see test_worker_processes.py for the set-up)."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from harness import wait_until
+from jobs.models import Job, JobEvent
+from jobs.tests.factories import fresh, queued_job
+from jobs.tests.helpers import WorkerProcess, figures, pid_of, stop_all
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+Status = Job.Status
+Event = JobEvent.Type
+HANDLERS = "jobs.tests.fault_handlers"
+
+
+def test_a_batch_in_hand_at_kill_9_is_recovered_by_the_lease_and_none_is_lost(tmp_path):
+    lease, cleanup = 2, 1
+    quick = [queued_job("fault.noop", priority=100) for _ in range(8)]
+    # One per thread, claimed after the quick ones (same queue, lower priority): every
+    # thread stays busy, so no idle thread flushes the batch, and the flush interval is a
+    # minute. A single attempt each: when the victim's lease lapses they fail for good.
+    slow = [
+        queued_job("fault.sleep", payload={"seconds": 60}, priority=0, max_attempts=1)
+        for _ in range(4)
+    ]
+    common = {
+        "JOB_HANDLER_MODULES": HANDLERS,
+        "JOB_WORKER_LEASE_SECONDS": str(lease),
+        "JOB_WORKER_CLEANUP_INTERVAL_SECONDS": str(cleanup),
+        "JOB_WORKER_BACKOFF_BASE_SECONDS": "0",
+    }
+    victim = WorkerProcess(
+        tmp_path / "victim.log",
+        "--threads",
+        "4",
+        JOB_WORKER_COMPLETE_BATCH_SIZE="100",
+        JOB_WORKER_COMPLETE_FLUSH_MS="60000",
+        **common,
+    )
+    rescuer = None
+    try:
+        wait_until(
+            lambda: all(fresh(job).status == Status.RUNNING for job in slow),
+            30,
+            "the victim to hold every slow job",
+        )
+        # The quick jobs' handlers returned, their successes wait in the victim's batch.
+        assert all(fresh(job).status == Status.RUNNING for job in quick)
+        assert not JobEvent.objects.filter(type=Event.SUCCEEDED).exists()
+        victim.proc.send_signal(signal.SIGKILL)
+        assert victim.wait(timeout=10) == -signal.SIGKILL
+        rescuer = WorkerProcess(tmp_path / "rescuer.log", "--threads", "2", **common)
+        wait_until(
+            lambda: all(fresh(job).status == Status.SUCCEEDED for job in quick),
+            lease + cleanup + 30,
+            "the rescuer to run the quick jobs again",
+        )
+        assert stop_all([rescuer]) == [0]
+    finally:
+        for process in (victim, rescuer):
+            if process is not None:
+                process.kill()
+    assert all(fresh(job).status == Status.FAILED for job in slow)
+    for job in quick:
+        row = fresh(job)
+        assert row.attempts == 2
+        # Recovered by the lease, then run once more: one success, written by the rescuer.
+        assert JobEvent.objects.filter(job=row, type=Event.TIMEOUT_REQUEUED).count() == 1
+        (success,) = JobEvent.objects.filter(job=row, type=Event.SUCCEEDED)
+        assert success.attempt == 2
+        assert pid_of(success.worker_id) == str(rescuer.proc.pid)
+    figures("kill -9 with a batch of 8 successes in hand", lease_seconds=lease, recovered=8)
