@@ -90,6 +90,10 @@ bench: venv ## Every performance goal beside its same-run reference on PostgreSQ
 bench-peers: venv ## This queue beside PgQueuer, Celery and Dramatiq on Redis, Procrastinate and django-tasks-db, same backlog, same run (installs each into backend/.bench-venvs/, and Debian's redis-server if missing)
 	cd $(BACKEND) && $(PY) -m bench.run --only peers $(BENCH_ARGS)
 
+.PHONY: bench-plans
+bench-plans: venv ## Issue 25: workers with and without ANALYZE before the run and with batched completion, beside pgbench (BENCH_ARGS=--help)
+	cd $(BACKEND) && $(PY) -m bench.plans $(BENCH_ARGS)
+
 .PHONY: bench-readme
 bench-readme: venv ## Rewrite README.md's performance table from bench-results/latest.json (run make bench first)
 	cd $(BACKEND) && $(PY) -m bench.readme

@@ -1,0 +1,144 @@
+"""``make bench-plans`` (issue 25): worker throughput with and without ``ANALYZE`` before
+the run, and with batched completion, each beside the fused single-job pgbench limit of
+the same round.
+
+Run from ``backend/``: ``python -m bench.plans [--jobs N] [--rounds N] [--db NAME]``. Before
+each worker run a backlog of ``--jobs`` queued jobs is written and deleted again; with
+``analyze`` it is analyzed in between, so the planner's statistics say every row is queued
+(what autovacuum sees as a backlog arrives). Rounds interleave the variants, so on a shared
+machine each ratio compares runs that saw the same load; the best of each is printed.
+Completion latency (handler return to committed) comes from the completer's own log line.
+Nothing here asserts a timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from harness import BACKEND_DIR
+
+from .common import (
+    Database,
+    bench_environment,
+    conninfo_from,
+    drop_database,
+    enqueue_bulk,
+    log,
+    recreate_database,
+)
+
+RESULTS_DIR = BACKEND_DIR.parent / "bench-results"
+LATENCY = re.compile(r"latency_p50_ms=([\d.]+) latency_p99_ms=([\d.]+)")
+
+
+def stale_backlog(jobs: int, *, analyze: bool) -> Callable[[Database], None]:
+    def setup(db: Database) -> None:
+        enqueue_bulk(db, jobs)
+        if analyze:
+            db.execute("ANALYZE jobs_job")
+            db.execute("ANALYZE jobs_jobevent")
+        db.execute("DELETE FROM jobs_jobevent")
+        db.execute("DELETE FROM jobs_job")
+
+    return setup
+
+
+VARIANTS = {
+    "not analyzed": ({}, False),
+    "analyzed": ({}, True),
+    "analyzed, completion batch 10": ({"JOB_WORKER_COMPLETE_BATCH_SIZE": "10"}, True),
+    "analyzed, batch 10, async commit": (
+        {
+            "JOB_WORKER_COMPLETE_BATCH_SIZE": "10",
+            "JOB_WORKER_COMPLETE_SYNCHRONOUS_COMMIT": "false",
+        },
+        True,
+    ),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=5000)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--db", default="job_queue_bench")
+    parser.add_argument("--configs", default="1x4,2x4")
+    args = parser.parse_args(argv)
+    env = bench_environment(args.db)
+    conninfo = conninfo_from(env)
+    log_dir = RESULTS_DIR / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    recreate_database(conninfo, args.db)
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=BACKEND_DIR,
+        env=env,
+        check=True,
+    )
+    os.environ.update(env)
+    import django
+
+    django.setup()
+    from .raw_sql import pgbench_available, run_pgbench  # they read the Django settings
+    from .workers import run_workers
+
+    db = Database(conninfo)
+    configs = [tuple(int(n) for n in config.split("x")) for config in args.configs.split(",")]
+    try:
+        for processes, threads in configs:
+            best: dict[str, float] = {}
+            latency: dict[str, str] = {}
+            for round_number in range(1, args.rounds + 1):
+                if pgbench_available():
+                    raw = run_pgbench(
+                        db,
+                        env,
+                        script="fused",
+                        clients=processes * threads,
+                        jobs=args.jobs,
+                        protocol="prepared",
+                        log_dir=log_dir,
+                    )
+                    best["pgbench fused"] = max(best.get("pgbench fused", 0), raw.jobs_per_second)
+                for name, (extra_env, analyze) in VARIANTS.items():
+                    label = f"plans-{processes}x{threads}-{name.replace(' ', '_').replace(',', '')}"
+                    log(f"{processes} x {threads}, {name} (round {round_number})")
+                    run = run_workers(
+                        db,
+                        env,
+                        processes=processes,
+                        threads=threads,
+                        jobs=args.jobs,
+                        driver="postgres",
+                        log_dir=log_dir,
+                        extra_env=extra_env,
+                        label=label,
+                        setup=stale_backlog(args.jobs, analyze=analyze),
+                    )
+                    best[name] = max(best.get(name, 0), run.jobs_per_second)
+                    for path in Path(log_dir).glob(f"worker-{label}-*.log"):
+                        found = LATENCY.findall(path.read_text())
+                        if found:
+                            latency[name] = f"p50 {found[-1][0]} ms, p99 {found[-1][1]} ms"
+            reference = best.get("pgbench fused")
+            print(f"\n{processes} x {threads}, {args.jobs} jobs, best of {args.rounds} rounds")
+            for name, rate in best.items():
+                versus = f"  {rate / reference:.2f}x pgbench fused" if reference else ""
+                extra = f"  completion latency {latency[name]}" if name in latency else ""
+                print(f"  {name:32s} {rate:8,.0f} jobs/s{versus}{extra}")
+            if "not analyzed" in best and "analyzed" in best:
+                print(f"  analyzed / not analyzed: {best['analyzed'] / best['not analyzed']:.2f}")
+    finally:
+        db.conn.close()
+        drop_database(conninfo, args.db)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
