@@ -45,6 +45,9 @@ class JobEventType(models.TextChoices):
     MANUAL_RETRY = "manual_retry", "Manual retry"
     CANCEL_REQUESTED = "cancel_requested", "Cancel requested"
     CANCELLED = "cancelled", "Cancelled"
+    # Added in issue 25: a claimed attempt whose handler never started went back to queued
+    # (graceful shutdown), its attempt not spent.
+    RELEASED = "released", "Released"
 
 
 # Events that end a running attempt (they carry run_ms), the failures among them, and

@@ -499,7 +499,12 @@ def _activity_by_worker(start: datetime, end: datetime) -> rollups.MinuteRows:
 
 # Events an attempt is read from: its claim, whatever ended it, and the manual retries that
 # start a new round (the spec resets ``attempts`` on a manual retry).
-ATTEMPT_EVENT_TYPES = [JobEventType.CLAIMED, *ATTEMPT_END_EVENT_TYPES, JobEventType.MANUAL_RETRY]
+ATTEMPT_EVENT_TYPES = [
+    JobEventType.CLAIMED,
+    *ATTEMPT_END_EVENT_TYPES,
+    JobEventType.MANUAL_RETRY,
+    JobEventType.RELEASED,
+]
 # Events a client may leave out of a timeline or the feed (``heartbeats=exclude``).
 HEARTBEAT_EVENT_TYPES = [JobEventType.LEASE_RENEWED, JobEventType.PROGRESS]
 # A prefix of a job id names a job when it is at least this many hex digits.
@@ -571,6 +576,12 @@ def _attempts_from(job: Job, events: list[JobEvent]) -> list[dict[str, Any]]:
             }
             attempts.append(open_attempt)
             continue
+        if event.type == JobEventType.RELEASED:
+            # Claimed but given back before its handler started: it was never an attempt.
+            if open_attempt is not None and event.attempt == open_attempt["attempt"]:
+                attempts.remove(open_attempt)
+            open_attempt = None
+            continue
         # An attempt ending: only one that follows its claim (a job cancelled while queued
         # writes ``cancelled`` with no attempt running: not an attempt).
         if open_attempt is None or event.attempt != open_attempt["attempt"]:
@@ -602,7 +613,8 @@ def _attempts_from(job: Job, events: list[JobEvent]) -> list[dict[str, Any]]:
 def job_attempts(job_id: UUID | str) -> list[dict[str, Any]]:
     """One job's attempts, oldest first, read from its events: each ``claimed`` event opens
     one and the event that ends it (``succeeded``, ``retry_scheduled``, ``failed``,
-    ``timeout_requeued``, ``cancelled``) closes it; each ``manual_retry`` starts a new round.
+    ``timeout_requeued``, ``cancelled``) closes it; each ``manual_retry`` starts a new round; a
+    ``released`` claim (never started) is no attempt.
     Two queries (the job, and its attempt events through ``job_event_job_id_idx``);
     ``JobNotFound`` if the job does not exist."""
     job = get_job(job_id)

@@ -60,6 +60,7 @@ MESSAGES = {
     JobEventType.MANUAL_RETRY: "Manual retry",
     JobEventType.CANCEL_REQUESTED: "Cancel requested; the running attempt will stop",
     JobEventType.CANCELLED: "Cancelled before it ran",
+    JobEventType.RELEASED: "Released before it started; the attempt is not spent",
 }
 LEASE_EXPIRED_MESSAGES = {
     JobEventType.TIMEOUT_REQUEUED: "Lease expired; job requeued",
@@ -292,6 +293,30 @@ def claim_next_job(
     )
 
 
+def claim_next_jobs(
+    *,
+    worker_ids: Sequence[str],
+    queue: str = DEFAULT_QUEUE,
+    lease_seconds: int | None = None,
+    now: datetime | None = None,
+) -> tuple[list[JobRow], bool]:
+    """Batched ``claim_next_job`` (one statement on PostgreSQL): up to one job per worker
+    id, each claimed exactly as ``claim_next_job`` claims one (order, ``SKIP LOCKED``,
+    lease, ``claimed`` event), the n-th job to the n-th id. Also whether ``queue`` is under
+    flow control the batch does not apply (paused, limited, or a limited
+    ``concurrency_key``): then claim there with ``claim_next_job``, one at a time.
+    """
+    now = _now(now)
+    lease, locked_until = _lease_until(now, lease_seconds)
+    return get_driver().claim_jobs(
+        queue=queue,
+        worker_ids=worker_ids,
+        now=now,
+        locked_until=locked_until,
+        event=_claimed_event(lease, locked_until),
+    )
+
+
 def _claimed_event(lease: int, locked_until: datetime) -> Event:
     data = {"lease_seconds": lease, "locked_until": event_time(locked_until)}
     return Event(MESSAGES[JobEventType.CLAIMED], data)
@@ -379,6 +404,18 @@ def complete_and_claim_next(
         claimed=_claimed_event(lease, locked_until),
         now=now,
     )
+
+
+def release_unstarted_jobs(*, owners: Sequence[Owner], now: datetime | None = None) -> list[JobRow]:
+    """Attempts claimed whose handler never started (a worker shutting down) go back to
+    ``queued`` at once, each with a ``released`` event: the attempt is not spent (its
+    number is taken again by the next claim) and the job is due as it was, so no one waits
+    for a lease. Each keeps its own ownership guard: one another worker already took over
+    changes nothing. Returns the released rows."""
+    if not owners:
+        return []
+    event = Event(MESSAGES[JobEventType.RELEASED], {})
+    return get_driver().release_jobs(owners, now=_now(now), event=event)
 
 
 def _completed_event() -> Event:

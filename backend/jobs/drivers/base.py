@@ -267,6 +267,27 @@ class Driver(Protocol):
         created_at, id), skipping rows other claimers hold, and write ``claimed``."""
         ...
 
+    def claim_jobs(
+        self,
+        *,
+        queue: str,
+        worker_ids: Sequence[str],
+        now: datetime,
+        locked_until: datetime,
+        event: Event,
+    ) -> tuple[list[JobRow], bool]:
+        """Batched ``claim_job``: up to one job per worker id, in claim order, the n-th to
+        the n-th id, each with its ``claimed`` event. Also whether the queue is gated (flow
+        control: paused or limited, or a candidate's key may be limited): then the caller
+        claims there one job at a time through ``claim_job``."""
+        ...
+
+    def release_jobs(self, owners: Sequence[Owner], *, now: datetime, event: Event) -> list[JobRow]:
+        """Each attempt its owner still holds goes back to ``queued`` with its attempt not
+        spent and a ``released`` event, atomically; the others change nothing. The
+        released rows."""
+        ...
+
     def active_queues(self) -> list[str]:
         """The queues that have queued jobs, in name order."""
         ...

@@ -395,6 +395,53 @@ class OrmDriver:
             )
         return samples
 
+    def claim_jobs(
+        self,
+        *,
+        queue: str,
+        worker_ids: Sequence[str],
+        now: datetime,
+        locked_until: datetime,
+        event: Event,
+    ) -> tuple[list[JobRow], bool]:
+        # One claim per worker id in one transaction; claim_job applies flow control to
+        # each, so no queue is gated for the caller.
+        claimed: list[JobRow] = []
+        with transaction.atomic():
+            for worker_id in worker_ids:
+                row = self.claim_job(
+                    queue=queue,
+                    worker_id=worker_id,
+                    now=now,
+                    locked_until=locked_until,
+                    event=event,
+                )
+                if row is None:
+                    break
+                claimed.append(row)
+        return claimed, False
+
+    def release_jobs(self, owners: Sequence[Owner], *, now: datetime, event: Event) -> list[JobRow]:
+        released: list[JobRow] = []
+        with transaction.atomic():
+            for owner in owners:
+                job = self._update_owned(
+                    owner,
+                    lambda job: {
+                        "status": JobStatus.QUEUED,
+                        "attempts": job.attempts - 1,
+                        "locked_by": None,
+                        "locked_until": None,
+                        "updated_at": now,
+                    },
+                )
+                if job is None:
+                    continue
+                _free_slots_of([job.pk])
+                _owner_event(owner, JobEventType.RELEASED, event, now, job_type=job.type)
+                released.append(job_row(job))
+        return released
+
     def _update_owned(self, owner: Owner, changes: Callable[[Job], dict[str, Any]]) -> Job | None:
         """Lock the owner's row and apply ``changes(job)``; ``None`` if it is not owned."""
         job = Job.objects.select_for_update().filter(_owned(owner)).first()

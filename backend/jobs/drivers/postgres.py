@@ -451,6 +451,37 @@ class PostgresDriver:
         }
         return self._complete_and_claim(params).get("claimed")
 
+    def claim_jobs(
+        self,
+        *,
+        queue: str,
+        worker_ids: Sequence[str],
+        now: datetime,
+        locked_until: datetime,
+        event: Event,
+    ) -> tuple[list[JobRow], bool]:
+        params = {"worker_ids": list(worker_ids), **_claim_params(queue, locked_until, event)}
+        with _cursor() as cursor:
+            self._execute(cursor, "claim_jobs", {**params, "now": now})
+            rows = cursor.fetchall()
+        claimed = [_job_row(values) for part, *values in rows if part == "claimed"]
+        # RETURNING has no order: the n-th worker id holds the n-th job in claim order.
+        position = {worker_id: n for n, worker_id in enumerate(worker_ids)}
+        claimed.sort(key=lambda row: position[row.locked_by or ""])
+        return claimed, any(part == "gated" for part, *_ in rows)
+
+    def release_jobs(self, owners: Sequence[Owner], *, now: datetime, event: Event) -> list[JobRow]:
+        params = {
+            "ids": [owner.job_id for owner in owners],
+            "worker_ids": [owner.worker_id for owner in owners],
+            "attempts": [owner.attempt for owner in owners],
+            "now": now,
+            **_event_params(event),
+        }
+        with _cursor() as cursor:
+            self._execute(cursor, "release_jobs", params)
+            return [_job_row(values) for values in cursor.fetchall()]
+
     def status_estimate(self) -> StatusEstimate | None:
         row = self._fetchone("status_estimate", {})
         if row is None or row[0] < 0:  # never analyzed: no estimate

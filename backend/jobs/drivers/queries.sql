@@ -233,6 +233,98 @@ WITH done AS (
 )
 SELECT * FROM completed;
 
+-- name: claim_jobs
+-- Batched fetch (issue 25): claim up to one job per worker id of :worker_ids (the process's
+-- idle threads, never more) from :queue, in claim order, in one statement; the n-th job
+-- claimed goes to the n-th worker id, with its own claimed event, as claim_job would
+-- write it. Only for a queue without flow control: a paused, rate-limited or
+-- concurrency-limited queue, or a job whose concurrency_key may be limited, answers one
+-- gated row instead (its columns NULL) and the worker claims one job at a time there
+-- through complete_and_claim and the gated claim, which keep issue 24's rules. The
+-- candidates are a loose index scan over job_claim_idx as in complete_and_claim, taking
+-- up to the batch from each priority level in turn.
+WITH RECURSIVE gate AS MATERIALIZED (
+    SELECT coalesce(bool_or(settings.paused_at IS NOT NULL OR settings.rate_limit IS NOT NULL
+            OR settings.concurrency_limit IS NOT NULL), false) AS gated
+    FROM jobs_queuesettings AS settings WHERE settings.name = :queue
+), keyed AS MATERIALIZED (
+    SELECT :keys_limited OR EXISTS (SELECT 1 FROM jobs_concurrencykeylimit) AS limited
+), level AS (
+    (SELECT priority FROM jobs_job
+        WHERE status = 'queued' AND queue = :queue AND NOT (SELECT gated FROM gate)
+        ORDER BY priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT job.priority FROM jobs_job AS job
+            WHERE job.status = 'queued' AND job.queue = :queue
+                AND job.priority < level.priority
+            ORDER BY job.priority DESC LIMIT 1)
+    FROM level WHERE level.priority IS NOT NULL
+), candidate AS MATERIALIZED (
+    SELECT due.id, due.concurrency_key FROM level CROSS JOIN LATERAL (
+        SELECT id, concurrency_key, available_at, created_at FROM jobs_job
+        WHERE status = 'queued' AND queue = :queue AND priority = level.priority
+            AND available_at <= :now AND attempts < max_attempts
+        ORDER BY available_at, created_at, id
+        LIMIT cardinality(:worker_ids::text[])
+        FOR UPDATE SKIP LOCKED
+    ) AS due
+    LIMIT cardinality(:worker_ids::text[])
+), numbered AS MATERIALIZED (
+    -- A job with a concurrency_key, while key limits exist, is left to the gated claim.
+    SELECT id, row_number() OVER () AS n FROM candidate
+    WHERE candidate.concurrency_key IS NULL OR NOT (SELECT limited FROM keyed)
+), claimed AS (
+    UPDATE jobs_job AS job
+    SET status = 'running', attempts = job.attempts + 1,
+        locked_by = (:worker_ids::text[])[numbered.n], locked_until = :locked_until,
+        last_error = '', result = NULL, updated_at = :now
+    FROM numbered
+    -- The array hands the primary key the rows to probe (a join would guess the batch's
+    -- size and may scan the table).
+    WHERE job.id = ANY(ARRAY(SELECT id FROM numbered)) AND job.id = numbered.id
+    RETURNING job.*
+), claimed_event AS (
+    INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
+        job_type, wait_ms)
+    SELECT id, 'claimed', attempts, locked_by, :claimed_message, :claimed_data::jsonb, :now,
+        type, GREATEST(floor(EXTRACT(EPOCH FROM
+            :now - GREATEST(available_at, created_at)) * 1000), 0)::bigint
+    FROM claimed ORDER BY locked_by
+)
+SELECT 'claimed' AS part, * FROM claimed
+UNION ALL
+SELECT 'gated', job.* FROM (SELECT 1) AS one LEFT JOIN jobs_job AS job ON false
+WHERE (SELECT gated FROM gate) OR EXISTS (
+    SELECT 1 FROM candidate
+    WHERE NOT EXISTS (SELECT 1 FROM numbered WHERE numbered.id = candidate.id));
+
+-- name: release_jobs
+-- Graceful shutdown (issue 25): each attempt of the arrays (:ids, :worker_ids, :attempts)
+-- that its owner still holds and whose handler never started goes back to queued at once,
+-- its attempt not spent (attempts - 1) and due as it was, with a released event; the
+-- others change nothing. Its queue slot, if any, is free again.
+WITH owned AS (
+    SELECT * FROM unnest(:ids::uuid[], :worker_ids::text[], :attempts::integer[])
+        AS owned(id, worker_id, attempt)
+), released AS (
+    UPDATE jobs_job AS job
+    SET status = 'queued', attempts = job.attempts - 1, locked_by = NULL,
+        locked_until = NULL, updated_at = :now
+    FROM owned
+    WHERE job.id = ANY(:ids::uuid[]) AND job.id = owned.id
+        AND job.locked_by = owned.worker_id AND job.attempts = owned.attempt
+    RETURNING job.*
+), released_slot AS (
+    UPDATE jobs_queueslot SET job_id = NULL WHERE job_id IN (SELECT id FROM released)
+), released_event AS (
+    INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
+        job_type)
+    SELECT released.id, 'released', owned.attempt, owned.worker_id, :message, :data::jsonb,
+        :now, released.type
+    FROM released JOIN owned ON owned.id = released.id ORDER BY released.id
+)
+SELECT * FROM released;
+
 -- name: complete_and_claim_call
 -- complete_and_claim through the PL/pgSQL function of migration 0005, whose body is that
 -- statement: for connections that cannot prepare it (JOB_DB_PREPARED_STATEMENTS off, as

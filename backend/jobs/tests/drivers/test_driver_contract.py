@@ -123,6 +123,68 @@ def test_claim_order_is_priority_then_available_at_then_created_at():
     assert order == [high.pk, old.pk, newer.pk, same_time_b.pk, low.pk]
 
 
+def test_a_batched_claim_gives_the_nth_job_in_claim_order_to_the_nth_worker_id():
+    now = timezone.now()
+    low = queued_job(priority=10, available_at=now - timedelta(minutes=9))
+    old = queued_job(priority=50, available_at=now - timedelta(minutes=5))
+    newer = queued_job(priority=50, available_at=now - timedelta(minutes=1))
+    high = queued_job(priority=90, available_at=now)
+    queued_job(available_at=now + timedelta(minutes=5))  # not due
+    workers = ["worker-a", "worker-b", "worker-c"]
+    claimed, gated = services.claim_next_jobs(worker_ids=workers, lease_seconds=30, now=now)
+    assert not gated
+    assert [(row.id, row.locked_by) for row in claimed] == [
+        (high.pk, "worker-a"),
+        (old.pk, "worker-b"),
+        (newer.pk, "worker-c"),
+    ]
+    for row, worker in zip(claimed, workers, strict=True):
+        job = fresh(row)
+        assert (job.status, job.attempts, job.locked_by) == (Status.RUNNING, 1, worker)
+        assert job.locked_until == now + timedelta(seconds=30)
+        assert timeline(job) == [Event.CREATED, Event.CLAIMED]
+        event = job.events.get(type=Event.CLAIMED)
+        assert (event.attempt, event.worker_id) == (1, worker)
+        assert event.wait_ms is not None
+    rest, _ = services.claim_next_jobs(worker_ids=workers, now=now)
+    assert [row.id for row in rest] == [low.pk]
+
+
+def test_a_batched_claim_of_an_empty_queue_claims_nothing():
+    assert services.claim_next_jobs(worker_ids=["worker-a", "worker-b"]) == ([], False)
+
+
+def test_released_unstarted_attempts_are_queued_again_without_spending_the_attempt():
+    first, second = queued_job(), queued_job()
+    now = timezone.now()
+    claimed, _ = services.claim_next_jobs(worker_ids=["worker-a", "worker-b"], now=now)
+    assert len(claimed) == 2
+    owners = [Owner(row.id, row.locked_by or "", row.attempts) for row in claimed]
+    released = services.release_unstarted_jobs(owners=owners, now=now)
+    assert sorted(row.id for row in released) == sorted([first.pk, second.pk])
+    for job in (fresh(first), fresh(second)):
+        assert (job.status, job.attempts, job.locked_by, job.locked_until) == (
+            Status.QUEUED,
+            0,
+            None,
+            None,
+        )
+        assert job.available_at <= now  # due at once: no lease to wait for
+        assert timeline(job) == [Event.CREATED, Event.CLAIMED, Event.RELEASED]
+        event = job.events.get(type=Event.RELEASED)
+        assert event.attempt == 1 and event.worker_id in {"worker-a", "worker-b"}
+    again = claim("worker-c")
+    assert again.attempts == 1
+    assert selectors.job_attempts(again.pk)[0]["worker_id"] == "worker-c"
+    assert len(selectors.job_attempts(again.pk)) == 1
+
+
+def test_a_release_by_a_stale_owner_changes_nothing(stolen_job):
+    before = stolen_job.events.count()
+    assert services.release_unstarted_jobs(owners=[Owner(stolen_job.pk, "worker-a", 1)]) == []
+    _unchanged(stolen_job, before)
+
+
 def test_claim_clears_previous_error_and_result(settings):
     settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 0
     queued_job(max_attempts=2)

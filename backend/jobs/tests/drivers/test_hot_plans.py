@@ -158,6 +158,16 @@ def _params(statement: str, now: datetime) -> dict[str, Any]:
             "now": now,
             **_event(),
         }
+    if statement == "claim_jobs":
+        return {**_claim(now), "worker_ids": [WORKER] * 10, "now": now}
+    if statement == "release_jobs":
+        return {
+            "ids": [uuid.uuid4() for _ in range(10)],
+            "worker_ids": [WORKER] * 10,
+            "attempts": [1] * 10,
+            "now": now,
+            **_event(),
+        }
     if statement == "fail_job":
         return {
             **_owner(),
@@ -230,6 +240,8 @@ DESIGNED = {
     "plain_claim": {PK, "job_claim_idx"},
     "plain_complete": {PK, "job_claim_idx"},
     "complete_jobs": {PK},
+    "claim_jobs": {PK, "job_claim_idx"},
+    "release_jobs": {PK},
     "fail_job": {PK},
     "renew_lease": {PK},
     "heartbeat": {PK},

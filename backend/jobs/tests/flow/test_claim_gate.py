@@ -176,3 +176,45 @@ def test_a_failed_attempt_frees_its_slot():
     first = claim("emails")
     services.fail_job(job_id=first.id, worker_id="worker-a", attempt=1, error="boom")
     assert claim("emails") is not None
+
+
+# A batched claim (issue 25) never goes around the gate: where it does not apply the rules
+# itself it claims nothing and says the queue is gated, and the worker claims one by one.
+
+
+def batch(queue: str, size: int = 3):
+    return services.claim_next_jobs(worker_ids=[f"worker-{n}" for n in range(size)], queue=queue)
+
+
+def test_a_batched_claim_takes_nothing_from_a_paused_queue():
+    queued_job(queue="emails")
+    services.pause_queue(queue="emails")
+    claimed, _ = batch("emails")
+    assert claimed == []
+
+
+def test_a_batched_claim_stays_within_a_concurrency_limit():
+    for _ in range(4):
+        queued_job(queue="emails")
+    services.set_queue_limits(queue="emails", concurrency_limit=2)
+    claimed, gated = batch("emails")
+    assert len(claimed) <= 2
+    assert gated or len(claimed) == 2
+    assert Job.objects.filter(status=Job.Status.RUNNING).count() == len(claimed)
+
+
+def test_a_batched_claim_leaves_a_limited_key_to_the_gated_claim():
+    ConcurrencyKeyLimit.objects.create(pattern="tenant-1", limit=1)
+    for _ in range(3):
+        queued_job(queue="emails", concurrency_key="tenant-1")
+    claimed, gated = batch("emails")
+    assert len(claimed) <= 1
+    assert gated or len(claimed) == 1
+
+
+def test_a_batched_claim_of_an_unlimited_queue_is_not_gated():
+    for _ in range(2):
+        queued_job(queue="emails")
+    services.set_queue_limits(queue="reports", concurrency_limit=1)  # another queue's
+    claimed, gated = batch("emails")
+    assert (len(claimed), gated) == (2, False)
