@@ -53,6 +53,14 @@ VARIANTS = {
     "not analyzed": ({}, False),
     "analyzed": ({}, True),
     "analyzed, completion batch 10": ({"JOB_WORKER_COMPLETE_BATCH_SIZE": "10"}, True),
+    "batched fetch 4 + completion 10": (
+        {"JOB_WORKER_CLAIM_BATCH_SIZE": "4", "JOB_WORKER_COMPLETE_BATCH_SIZE": "10"},
+        True,
+    ),
+    "batched, not analyzed": (
+        {"JOB_WORKER_CLAIM_BATCH_SIZE": "4", "JOB_WORKER_COMPLETE_BATCH_SIZE": "10"},
+        False,
+    ),
     "analyzed, batch 10, async commit": (
         {
             "JOB_WORKER_COMPLETE_BATCH_SIZE": "10",
@@ -69,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--db", default="job_queue_bench")
     parser.add_argument("--configs", default="1x4,2x4")
+    parser.add_argument(
+        "--variants", default="", help="variant names separated by ; (default: all)"
+    )
     args = parser.parse_args(argv)
     env = bench_environment(args.db)
     conninfo = conninfo_from(env)
@@ -106,7 +117,9 @@ def main(argv: list[str] | None = None) -> int:
                         log_dir=log_dir,
                     )
                     best["pgbench fused"] = max(best.get("pgbench fused", 0), raw.jobs_per_second)
-                for name, (extra_env, analyze) in VARIANTS.items():
+                chosen = args.variants.split(";") if args.variants else list(VARIANTS)
+                for name in chosen:
+                    extra_env, analyze = VARIANTS[name]
                     label = f"plans-{processes}x{threads}-{name.replace(' ', '_').replace(',', '')}"
                     log(f"{processes} x {threads}, {name} (round {round_number})")
                     run = run_workers(

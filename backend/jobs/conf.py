@@ -19,6 +19,9 @@ DEFAULTS: dict[str, Any] = {
     # Seconds between a worker process's heartbeats; 0: a third of the lease.
     "JOB_WORKER_HEARTBEAT_SECONDS": 0,
     "JOB_WORKER_CLEANUP_INTERVAL_SECONDS": 5,
+    # Batched fetch (issue 25): a process's idle threads claim together, up to this many
+    # jobs per statement (never more than the threads that are idle); 1: one by one.
+    "JOB_WORKER_CLAIM_BATCH_SIZE": 1,
     # Batched completion (issue 25): successes written together, up to this many per
     # statement, the oldest waiting at most JOB_WORKER_COMPLETE_FLUSH_MS (or none when a
     # thread is idle); 1: each thread completes its job together with its next claim.

@@ -410,12 +410,15 @@ def release_unstarted_jobs(*, owners: Sequence[Owner], now: datetime | None = No
     """Attempts claimed whose handler never started (a worker shutting down) go back to
     ``queued`` at once, each with a ``released`` event: the attempt is not spent (its
     number is taken again by the next claim) and the job is due as it was, so no one waits
-    for a lease. Each keeps its own ownership guard: one another worker already took over
-    changes nothing. Returns the released rows."""
+    for a lease. One whose cancel was requested meanwhile is cancelled instead. Each keeps
+    its own ownership guard: one another worker already took over changes nothing.
+    Returns the rows changed."""
     if not owners:
         return []
     event = Event(MESSAGES[JobEventType.RELEASED], {})
-    return get_driver().release_jobs(owners, now=_now(now), event=event)
+    error = "Cancelled before its handler started"
+    cancelled = Event(error, {"error": error, "reason": "cancelled"})
+    return get_driver().release_jobs(owners, now=_now(now), event=event, cancelled=cancelled)
 
 
 def _completed_event() -> Event:

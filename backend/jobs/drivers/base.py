@@ -282,10 +282,14 @@ class Driver(Protocol):
         claims there one job at a time through ``claim_job``."""
         ...
 
-    def release_jobs(self, owners: Sequence[Owner], *, now: datetime, event: Event) -> list[JobRow]:
+    def release_jobs(
+        self, owners: Sequence[Owner], *, now: datetime, event: Event, cancelled: Event
+    ) -> list[JobRow]:
         """Each attempt its owner still holds goes back to ``queued`` with its attempt not
-        spent and a ``released`` event, atomically; the others change nothing. The
-        released rows."""
+        spent and a ``released`` event (``event``), atomically; one whose cancel was
+        requested becomes ``cancelled`` with a ``cancelled`` event (``cancelled``, whose
+        data's ``error`` is also its ``last_error``). The others change nothing. The rows
+        changed."""
         ...
 
     def active_queues(self) -> list[str]:

@@ -421,24 +421,38 @@ class OrmDriver:
                 claimed.append(row)
         return claimed, False
 
-    def release_jobs(self, owners: Sequence[Owner], *, now: datetime, event: Event) -> list[JobRow]:
+    def release_jobs(
+        self, owners: Sequence[Owner], *, now: datetime, event: Event, cancelled: Event
+    ) -> list[JobRow]:
+        def release(job: Job) -> dict[str, Any]:
+            if job.cancel_requested_at is not None:
+                return {
+                    "status": JobStatus.CANCELLED,
+                    "finished_at": now,
+                    "last_error": cancelled.data["error"],
+                    "locked_by": None,
+                    "locked_until": None,
+                    "updated_at": now,
+                }
+            return {
+                "status": JobStatus.QUEUED,
+                "attempts": job.attempts - 1,
+                "locked_by": None,
+                "locked_until": None,
+                "updated_at": now,
+            }
+
         released: list[JobRow] = []
         with transaction.atomic():
             for owner in owners:
-                job = self._update_owned(
-                    owner,
-                    lambda job: {
-                        "status": JobStatus.QUEUED,
-                        "attempts": job.attempts - 1,
-                        "locked_by": None,
-                        "locked_until": None,
-                        "updated_at": now,
-                    },
-                )
+                job = self._update_owned(owner, release)
                 if job is None:
                     continue
                 _free_slots_of([job.pk])
-                _owner_event(owner, JobEventType.RELEASED, event, now, job_type=job.type)
+                if job.status == JobStatus.CANCELLED:
+                    _owner_event(owner, JobEventType.CANCELLED, cancelled, now, job_type=job.type)
+                else:
+                    _owner_event(owner, JobEventType.RELEASED, event, now, job_type=job.type)
                 released.append(job_row(job))
         return released
 

@@ -470,13 +470,17 @@ class PostgresDriver:
         claimed.sort(key=lambda row: position[row.locked_by or ""])
         return claimed, any(part == "gated" for part, *_ in rows)
 
-    def release_jobs(self, owners: Sequence[Owner], *, now: datetime, event: Event) -> list[JobRow]:
+    def release_jobs(
+        self, owners: Sequence[Owner], *, now: datetime, event: Event, cancelled: Event
+    ) -> list[JobRow]:
         params = {
             "ids": [owner.job_id for owner in owners],
             "worker_ids": [owner.worker_id for owner in owners],
             "attempts": [owner.attempt for owner in owners],
             "now": now,
+            "cancelled_error": cancelled.data["error"],
             **_event_params(event),
+            **_event_params(cancelled, "cancelled_"),
         }
         with _cursor() as cursor:
             self._execute(cursor, "release_jobs", params)

@@ -279,8 +279,8 @@ WITH RECURSIVE gate AS MATERIALIZED (
         locked_by = (:worker_ids::text[])[numbered.n], locked_until = :locked_until,
         last_error = '', result = NULL, updated_at = :now
     FROM numbered
-    -- The array hands the primary key the rows to probe (a join would guess the batch's
-    -- size and may scan the table).
+    -- The array hands the primary key the rows to probe (a join would guess the size of
+    -- the batch and may scan the table).
     WHERE job.id = ANY(ARRAY(SELECT id FROM numbered)) AND job.id = numbered.id
     RETURNING job.*
 ), claimed_event AS (
@@ -302,28 +302,42 @@ WHERE (SELECT gated FROM gate) OR EXISTS (
 -- Graceful shutdown (issue 25): each attempt of the arrays (:ids, :worker_ids, :attempts)
 -- that its owner still holds and whose handler never started goes back to queued at once,
 -- its attempt not spent (attempts - 1) and due as it was, with a released event; the
--- others change nothing. Its queue slot, if any, is free again.
+-- others change nothing. One whose cancel was requested meanwhile is cancelled instead
+-- (a cancelled event, as when a running attempt stops for its cancel). Its queue slot, if
+-- any, is free again.
 WITH owned AS (
     SELECT * FROM unnest(:ids::uuid[], :worker_ids::text[], :attempts::integer[])
         AS owned(id, worker_id, attempt)
 ), released AS (
     UPDATE jobs_job AS job
-    SET status = 'queued', attempts = job.attempts - 1, locked_by = NULL,
-        locked_until = NULL, updated_at = :now
+    SET status = CASE WHEN job.cancel_requested_at IS NULL THEN 'queued' ELSE 'cancelled' END,
+        attempts = CASE WHEN job.cancel_requested_at IS NULL
+            THEN job.attempts - 1 ELSE job.attempts END,
+        finished_at = CASE WHEN job.cancel_requested_at IS NULL THEN NULL ELSE :now END,
+        last_error = CASE WHEN job.cancel_requested_at IS NULL
+            THEN job.last_error ELSE :cancelled_error END,
+        locked_by = NULL, locked_until = NULL, updated_at = :now
     FROM owned
     WHERE job.id = ANY(:ids::uuid[]) AND job.id = owned.id
         AND job.locked_by = owned.worker_id AND job.attempts = owned.attempt
-    RETURNING job.*
+    RETURNING job.*, owned.worker_id AS owner_id, owned.attempt AS owner_attempt
 ), released_slot AS (
     UPDATE jobs_queueslot SET job_id = NULL WHERE job_id IN (SELECT id FROM released)
 ), released_event AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
         job_type)
-    SELECT released.id, 'released', owned.attempt, owned.worker_id, :message, :data::jsonb,
+    SELECT released.id, CASE released.status WHEN 'queued' THEN 'released' ELSE 'cancelled' END,
+        released.owner_attempt, released.owner_id,
+        CASE released.status WHEN 'queued' THEN :message ELSE :cancelled_message END,
+        CASE released.status WHEN 'queued' THEN :data::jsonb ELSE :cancelled_data::jsonb END,
         :now, released.type
-    FROM released JOIN owned ON owned.id = released.id ORDER BY released.id
+    FROM released ORDER BY released.id
 )
-SELECT * FROM released;
+SELECT id, type, payload, status, priority, available_at, attempts, max_attempts,
+    idempotency_key, locked_by, locked_until, last_error, result, created_at, updated_at,
+    finished_at, queue, timeout_seconds, cancel_requested_at, metadata, unique_key,
+    concurrency_key
+FROM released;
 
 -- name: complete_and_claim_call
 -- complete_and_claim through the PL/pgSQL function of migration 0005, whose body is that

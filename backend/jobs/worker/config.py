@@ -24,6 +24,9 @@ class WorkerConfig:
     timeout_seconds: int = 0  # default for jobs whose type sets none; 0: no timeout
     burst: bool = False
     heartbeat_seconds: float = 0  # 0: a third of the lease
+    # Batched fetch (jobs.worker.fetcher): idle threads claim together, up to this many
+    # jobs per statement; 1: each thread claims its own.
+    claim_batch_size: int = 1
     # Batched completion (jobs.worker.completer); 1: each thread completes its own job
     # together with its next claim.
     complete_batch_size: int = 1
@@ -52,6 +55,7 @@ class WorkerConfig:
             timeout_seconds=app_settings.JOB_WORKER_TIMEOUT_SECONDS,
             burst=burst,
             heartbeat_seconds=app_settings.JOB_WORKER_HEARTBEAT_SECONDS,
+            claim_batch_size=app_settings.JOB_WORKER_CLAIM_BATCH_SIZE,
             complete_batch_size=app_settings.JOB_WORKER_COMPLETE_BATCH_SIZE,
             complete_flush_seconds=app_settings.JOB_WORKER_COMPLETE_FLUSH_MS / 1000,
             complete_synchronous_commit=app_settings.JOB_WORKER_COMPLETE_SYNCHRONOUS_COMMIT,

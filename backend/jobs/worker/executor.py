@@ -148,7 +148,15 @@ class WorkerThread(threading.Thread):
         return queues[(self._cursor - 1) % len(queues)]
 
     def claim(self) -> JobRow | None:
-        """The next job of this thread's queues, taking the queues in turn."""
+        """The next job of this thread's queues, taking the queues in turn (with batched
+        fetch, claimed together with the process's other idle threads)."""
+        fetcher = self.runner.fetcher
+        if fetcher is not None:
+            job = fetcher.next_job(self.worker_id)
+            if job is not None and (self.runner.stop_event.is_set() or self.abandoned):
+                fetcher.release([job])  # the stop came first: it never starts
+                return None
+            return job
         queues = self.runner.queues.current()
         for offset in range(len(queues)):
             queue = queues[(self._cursor + offset) % len(queues)]
@@ -186,6 +194,11 @@ class WorkerThread(threading.Thread):
         self.current = attempt
         self.runner.in_flight.add(attempt)
         attempt_started.send_robust(type(self), job=job, worker_id=self.worker_id)
+        if attempt.state.cancel_requested:
+            # Cancelled between its claim and now (seen by a heartbeat): it never starts.
+            error = "Cancelled before its handler started"
+            details = services.ErrorDetails(reason="cancelled")
+            return self._finish(attempt, *self._fail(attempt, error, details))
         try:
             # The attempt's consumer span (jobs.tracing), current while the handler runs;
             # it ends with the outcome _finish announces.

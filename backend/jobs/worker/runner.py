@@ -17,6 +17,7 @@ from .attempts import InFlight
 from .completer import Completer
 from .config import WorkerConfig
 from .executor import WorkerThread
+from .fetcher import Fetcher
 from .listener import Listener
 from .maintenance import Maintenance
 from .queues import QueueSet, Waker
@@ -53,6 +54,14 @@ class WorkerRunner:
                 flush_seconds=config.complete_flush_seconds,
                 lease_seconds=config.lease_seconds,
                 synchronous_commit=config.complete_synchronous_commit,
+            )
+        self.fetcher: Fetcher | None = None
+        if config.claim_batch_size > 1:
+            self.fetcher = Fetcher(
+                batch_size=config.claim_batch_size,
+                lease_seconds=config.lease_seconds,
+                queues=self.queues,
+                stopping=self.stop_event,
             )
         self.listener: Listener | None = None
         if get_driver().supports_listen and app_settings.JOB_WORKER_LISTEN:
@@ -177,6 +186,12 @@ class WorkerRunner:
         if self.completer is not None:
             self.completer.stop()
             self.completer.join(timeout=self.config.lease_seconds)
+        if self.fetcher is not None:
+            logger.info(
+                "action=fetcher_stopped fetches=%d claimed=%d",
+                self.fetcher.fetches,
+                self.fetcher.claimed,
+            )
         # Abandoned threads may never return; they are daemons and die with the process.
         self.maintenance.finished.set()
         self.in_flight.changed.set()

@@ -135,6 +135,14 @@ def _scenario(now):
     services.fail_job(
         job_id=e.pk, worker_id="e", attempt=1, error="e\x00", details=details, now=t[7]
     )
+    # Batched claims, and a stopping worker giving back what it never started (issue 25).
+    f = services.create_job(type="demo.success", queue="spare", now=t[7])[0]
+    g = services.create_job(type="demo.success", queue="spare", now=t[7])[0]
+    claimed, _ = services.claim_next_jobs(worker_ids=["f", "g"], queue="spare", now=t[7])
+    assert sorted(row.id for row in claimed) == sorted([f.pk, g.pk])
+    services.cancel_job(job_id=claimed[1].id, now=t[7])
+    owners = [Owner(row.id, row.locked_by or "", 1) for row in claimed]
+    services.release_unstarted_jobs(owners=[*owners, Owner(g.pk, "x", 1)], now=t[7])
     for step in (8, 10, 12, 14):
         job = services.claim_next_job(worker_id=f"w{step}", lease_seconds=1, now=t[step])
         if job is not None and job.pk == kept.pk:

@@ -166,7 +166,9 @@ def _params(statement: str, now: datetime) -> dict[str, Any]:
             "worker_ids": [WORKER] * 10,
             "attempts": [1] * 10,
             "now": now,
+            "cancelled_error": "cancelled",
             **_event(),
+            **_event("cancelled_"),
         }
     if statement == "fail_job":
         return {

@@ -1,4 +1,5 @@
-"""A worker killed (kill -9) with a batch of successes not yet written (issue 25): every
+"""A worker killed (kill -9) with a batch of successes not yet written, its claims batched
+too (issue 25): every
 one of those jobs is recovered by its lease and runs again; none is lost. Real worker
 processes on PostgreSQL, leases of 2 s (see test_worker_processes.py for the set-up)."""
 
@@ -40,6 +41,7 @@ def test_a_batch_in_hand_at_kill_9_is_recovered_by_the_lease_and_none_is_lost(tm
         tmp_path / "victim.log",
         "--threads",
         "4",
+        JOB_WORKER_CLAIM_BATCH_SIZE="4",
         JOB_WORKER_COMPLETE_BATCH_SIZE="100",
         JOB_WORKER_COMPLETE_FLUSH_MS="60000",
         **common,

@@ -110,6 +110,8 @@ ENDINGS = [
     *((worker, "complete", result) for worker in WORKERS for result in RESULTS[:1] * 4 + RESULTS),
     *((worker, "fail", error) for worker in WORKERS for error in ERRORS[:1] * 2 + ERRORS),
     *((worker, "time_out", seconds) for worker in WORKERS for seconds in (1, 30)),
+    # A stopping worker gives back an attempt whose handler never started (issue 25).
+    *((worker, "release", None) for worker in WORKERS),
 ]
 # The bulk actions' filters (the job list's): status and queue exact, type a substring
 # ("p_op" would match "prop" if LIKE's wildcard were not escaped).
@@ -293,9 +295,12 @@ class QueueMachine(RuleBasedStateMachine):
     @rule(step=st.sampled_from(ENDINGS))
     def finish(self, step: tuple[str, str, Any]) -> None:
         worker, how, value = step
-        {"complete": self.complete, "fail": self.fail, "time_out": self.time_out}[how](
-            worker, value
-        )
+        {
+            "complete": self.complete,
+            "fail": self.fail,
+            "time_out": self.time_out,
+            "release": self.release_unstarted,
+        }[how](worker, value)
 
     def _attempt_of(self, worker: str) -> tuple[ModelJob, int, bool] | None:
         """The attempt ``worker`` holds and whether it still owns it, or ``None``."""
@@ -413,6 +418,31 @@ class QueueMachine(RuleBasedStateMachine):
             return
         job.end_attempt(stored, self.now)
         assert failed is not None and failed.status == job.status
+
+    def release_unstarted(self, worker: str, _: Any = None) -> None:
+        """A stopping worker gives back the attempt it claimed but never started: queued
+        again, its attempt not spent; cancelled instead if a cancel was requested."""
+        acting = self._acting(worker)
+        if acting is None:
+            return
+        worker, job, attempt, owner = acting
+        self.holding[worker] = None
+        rows = services.release_unstarted_jobs(
+            owners=[Owner(job.id, worker, attempt)], now=self.now
+        )
+        if not owner:
+            assert rows == []
+            return
+        if job.cancel_requested_at is not None:
+            job.status = Status.CANCELLED
+            job.finished_at = self.now
+            job.last_error = "Cancelled before its handler started"
+        else:
+            job.status = Status.QUEUED
+            job.attempts -= 1
+        job.release()
+        SEEN["released"] += 1
+        assert [row.status for row in rows] == [job.status]
 
     def time_out(self, worker: str, seconds: int) -> None:
         """The maintenance thread ends a held attempt at its deadline. The handler's thread
@@ -663,6 +693,12 @@ def replay(timeline: list[Recorded]) -> dict[str, Any]:
                 last_error="",
             )
             continue
+        if kind == Event.RELEASED:  # claimed, never started: back, attempt not spent
+            assert status == Status.RUNNING and row["cancel_requested_at"] is None
+            assert event.attempt == row["attempts"] and event.worker_id == row["locked_by"]
+            row.update(status=Status.QUEUED, attempts=event.attempt - 1)
+            row.update(locked_by=None, locked_until=None)
+            continue
         if kind == Event.MANUAL_RETRY:
             assert status in (Status.FAILED, Status.CANCELLED)
             assert event.data["previous_status"] == status
@@ -780,6 +816,9 @@ def test_scripted_walk_through_every_transition_passes_the_same_checks():
     step(machine.fail, "worker-b", ERRORS[1])  # a NUL in the error text: escaped
     assert row() == (Status.FAILED, 2)
     step(machine.retry, job)
+    step(machine.claim, "worker-c", lease=30)
+    step(machine.release_unstarted, "worker-c")  # stopping before it started
+    assert row() == (Status.QUEUED, 0)
     step(machine.claim, "worker-c", lease=30)
     step(machine.complete, "worker-c", RESULTS[1])  # an unstorable result fails the attempt
     assert row() == (Status.QUEUED, 1)  # retry_scheduled
