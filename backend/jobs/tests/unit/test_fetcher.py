@@ -1,0 +1,70 @@
+"""The fetcher's hand-over between threads (issue 25), without a database: every job a
+fetch claims reaches the thread it was claimed for, and no fetch claims for a thread that
+is not waiting."""
+
+import random
+import threading
+import time
+from types import SimpleNamespace
+
+from jobs.worker import fetcher
+from jobs.worker.fetcher import Fetcher
+from jobs.worker.queues import QueueSet
+
+JOBS = 3_000
+THREADS = 8
+
+
+def test_every_claimed_job_reaches_its_thread_once(monkeypatch):
+    remaining = iter(range(JOBS))
+    lock = threading.Lock()
+    claimed: list[tuple[int, str]] = []
+    waiting: set[str] = set()
+
+    def claim_next_jobs(*, worker_ids, queue, lease_seconds):
+        with lock:
+            assert set(worker_ids) <= waiting, "claimed for a thread that is not waiting"
+            rows = []
+            for worker_id in worker_ids:
+                number = next(remaining, None)
+                if number is None:
+                    break
+                rows.append(SimpleNamespace(id=number, locked_by=worker_id))
+                claimed.append((number, worker_id))
+        time.sleep(random.random() / 2000)  # the round trip, during which others arrive
+        return rows, False
+
+    monkeypatch.setattr(fetcher.services, "claim_next_jobs", claim_next_jobs)
+    subject = Fetcher(
+        batch_size=4,
+        lease_seconds=30,
+        queues=QueueSet(("default",), refresh_seconds=1),
+        stopping=threading.Event(),
+    )
+    received: list[tuple[int, str]] = []
+
+    def thread(worker_id: str) -> None:
+        empty = 0
+        while empty < 3:
+            with lock:
+                waiting.add(worker_id)
+            row = subject.next_job(worker_id)
+            with lock:
+                waiting.discard(worker_id)
+            if row is None:
+                empty += 1
+                continue
+            assert row.locked_by == worker_id
+            with lock:
+                received.append((row.id, worker_id))
+            time.sleep(random.random() / 5000)  # the handler
+
+    threads = [threading.Thread(target=thread, args=(f"w{n}",)) for n in range(THREADS)]
+    for each in threads:
+        each.start()
+    for each in threads:
+        each.join(timeout=60)
+    assert sorted(received) == sorted(claimed)
+    assert len(received) == JOBS
+    assert subject.claimed == JOBS
+    assert subject.fetches < JOBS  # threads did claim together
