@@ -406,6 +406,27 @@ def complete_and_claim_next(
     )
 
 
+def complete_jobs_and_claim_next_jobs(
+    *,
+    completions: Sequence[Completion],
+    worker_ids: Sequence[str],
+    queue: str = DEFAULT_QUEUE,
+    lease_seconds: int | None = None,
+    synchronous_commit: bool = True,
+) -> tuple[list[JobRow], list[JobRow], bool]:
+    """``complete_jobs`` then ``claim_next_jobs`` in one transaction, one commit for a
+    process's waiting successes and its idle threads' next jobs: ``(completed, claimed,
+    gated)``. Each half keeps its own invariants (a stale completion writes nothing; the
+    claim is ``claim_next_jobs``'s); both commit together or not at all."""
+    with transaction.atomic():
+        # synchronous_commit=False sets it for this whole transaction (SET LOCAL).
+        completed = complete_jobs(completions=completions, synchronous_commit=synchronous_commit)
+        claimed, gated = claim_next_jobs(
+            worker_ids=worker_ids, queue=queue, lease_seconds=lease_seconds
+        )
+    return completed, claimed, gated
+
+
 def release_unstarted_jobs(*, owners: Sequence[Owner], now: datetime | None = None) -> list[JobRow]:
     """Attempts claimed whose handler never started (a worker shutting down) go back to
     ``queued`` at once, each with a ``released`` event: the attempt is not spent (its

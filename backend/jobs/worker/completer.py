@@ -20,7 +20,8 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from .. import services
-from ..drivers import Completion
+from ..drivers import Completion, JobRow
+from .fetcher import Handover
 from .recovery import drop_connection, error_message, retry_database
 
 if TYPE_CHECKING:
@@ -104,6 +105,28 @@ class Completer(threading.Thread):
                     ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000,
                 )
 
+    def take(self) -> Handover | None:
+        """Hand the successes waiting (up to a batch) to a fetch that writes them in its own
+        transaction (``JOB_WORKER_CLAIM_BATCH_SIZE`` > 1): one commit for both. ``None``
+        when none waits."""
+        with self._lock:
+            batch = self._pending[: self.batch_size]
+            del self._pending[: self.batch_size]
+        if not batch:
+            return None
+        return Handover(
+            completions=[
+                Completion(attempt.owner, result_json) for attempt, result_json, _ in batch
+            ],
+            committed=lambda rows: self._announce(batch, rows),
+            failed=lambda: self._give_back(batch),
+        )
+
+    def _give_back(self, batch: list[tuple[Attempt, str | None, float]]) -> None:
+        with self._lock:
+            self._pending[:0] = batch
+        self._wake.set()
+
     def _write(self, batch: list[tuple[Attempt, str | None, float]]) -> None:
         completions = [Completion(attempt.owner, result_json) for attempt, result_json, _ in batch]
         try:
@@ -122,6 +145,10 @@ class Completer(threading.Thread):
             for attempt, _, _ in batch:
                 attempt.thread.announce(attempt, "lease_lost", None, None)
             return
+        self._announce(batch, rows)
+
+    def _announce(self, batch: list[tuple[Attempt, str | None, float]], rows: list[JobRow]) -> None:
+        """The batch is committed: each attempt's outcome is announced."""
         committed = time.monotonic()
         self.batches += 1
         by_id = {row.id: row for row in rows}

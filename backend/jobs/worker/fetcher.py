@@ -20,13 +20,24 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from .. import services
-from ..drivers import JobRow, Owner
+from ..drivers import Completion, JobRow, Owner
 from .queues import QueueSet
 
 logger = logging.getLogger("jobs.worker")
+
+
+@dataclass(frozen=True)
+class Handover:
+    """Successes the completer hands to a fetch, to be written in its transaction; then
+    ``committed(rows)`` with the rows completed, or ``failed()`` to have them back."""
+
+    completions: list[Completion]
+    committed: Callable[[list[JobRow]], None]
+    failed: Callable[[], None]
 
 
 class Fetcher:
@@ -37,7 +48,13 @@ class Fetcher:
         lease_seconds: int,
         queues: QueueSet,
         stopping: threading.Event,
+        successes: Callable[[], Handover | None] | None = None,
+        synchronous_commit: bool = True,
     ) -> None:
+        # successes: the completer's take(); with it each fetch also writes the successes
+        # waiting, in the same transaction (one commit for both).
+        self.successes = successes
+        self.synchronous_commit = synchronous_commit
         self.batch_size = batch_size
         self.lease_seconds = lease_seconds
         self.queues = queues
@@ -96,11 +113,27 @@ class Fetcher:
         wanting = list(group)
         claimed: list[JobRow] = []
         queues = self.queues.current()
+        handover = self.successes() if self.successes is not None and queues else None
         for offset in range(len(queues)):
             queue = queues[(self._cursor + offset) % len(queues)]
-            rows, gated = services.claim_next_jobs(
-                worker_ids=wanting, queue=queue, lease_seconds=self.lease_seconds
-            )
+            if handover is not None:
+                try:
+                    completed, rows, gated = services.complete_jobs_and_claim_next_jobs(
+                        completions=handover.completions,
+                        worker_ids=wanting,
+                        queue=queue,
+                        lease_seconds=self.lease_seconds,
+                        synchronous_commit=self.synchronous_commit,
+                    )
+                except BaseException:
+                    handover.failed()
+                    raise
+                handover.committed(completed)
+                handover = None
+            else:
+                rows, gated = services.claim_next_jobs(
+                    worker_ids=wanting, queue=queue, lease_seconds=self.lease_seconds
+                )
             if gated and not rows:
                 # Flow control the batch does not apply: one job, by the claim that does.
                 row = services.claim_next_job(

@@ -62,6 +62,8 @@ class WorkerRunner:
                 lease_seconds=config.lease_seconds,
                 queues=self.queues,
                 stopping=self.stop_event,
+                successes=None if self.completer is None else self.completer.take,
+                synchronous_commit=config.complete_synchronous_commit,
             )
         self.listener: Listener | None = None
         if get_driver().supports_listen and app_settings.JOB_WORKER_LISTEN:

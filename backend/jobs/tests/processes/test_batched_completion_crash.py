@@ -1,5 +1,5 @@
-"""A worker killed (kill -9) with a batch of successes not yet written, its claims batched
-too (issue 25): every
+"""A worker killed (kill -9) with a batch of successes not yet written, or with a batch of
+claims in hand (issue 25): every
 one of those jobs is recovered by its lease and runs again; none is lost. Real worker
 processes on PostgreSQL, leases of 2 s (see test_worker_processes.py for the set-up)."""
 
@@ -41,7 +41,6 @@ def test_a_batch_in_hand_at_kill_9_is_recovered_by_the_lease_and_none_is_lost(tm
         tmp_path / "victim.log",
         "--threads",
         "4",
-        JOB_WORKER_CLAIM_BATCH_SIZE="4",
         JOB_WORKER_COMPLETE_BATCH_SIZE="100",
         JOB_WORKER_COMPLETE_FLUSH_MS="60000",
         **common,
@@ -79,3 +78,50 @@ def test_a_batch_in_hand_at_kill_9_is_recovered_by_the_lease_and_none_is_lost(tm
         assert success.attempt == 2
         assert pid_of(success.worker_id) == str(rescuer.proc.pid)
     figures("kill -9 with a batch of 8 successes in hand", lease_seconds=lease, recovered=8)
+
+
+def test_a_batch_of_claims_in_hand_at_kill_9_is_recovered_by_the_lease(tmp_path):
+    lease, cleanup = 2, 1
+    jobs = [queued_job("fault.sleep", payload={"seconds": 60}, max_attempts=2) for _ in range(4)]
+    common = {
+        "JOB_HANDLER_MODULES": HANDLERS,
+        "JOB_WORKER_LEASE_SECONDS": str(lease),
+        "JOB_WORKER_CLEANUP_INTERVAL_SECONDS": str(cleanup),
+    }
+    victim = WorkerProcess(
+        tmp_path / "victim.log",
+        "--threads",
+        "4",
+        JOB_WORKER_CLAIM_BATCH_SIZE="4",
+        JOB_WORKER_COMPLETE_BATCH_SIZE="10",
+        **common,
+    )
+    rescuer = None
+    try:
+        wait_until(
+            lambda: all(fresh(job).status == Status.RUNNING for job in jobs),
+            30,
+            "the victim to hold every job",
+        )
+        victim.proc.send_signal(signal.SIGKILL)
+        assert victim.wait(timeout=10) == -signal.SIGKILL
+        claims = JobEvent.objects.filter(type=Event.CLAIMED)
+        assert claims.count() == 4
+        rescuer = WorkerProcess(tmp_path / "rescuer.log", "--threads", "4", **common)
+        wait_until(
+            lambda: (
+                JobEvent.objects.filter(type=Event.TIMEOUT_REQUEUED).count() == 4
+                and all(fresh(job).status == Status.RUNNING for job in jobs)
+            ),
+            lease + cleanup + 30,
+            "the rescuer to recover every job and run it again",
+        )
+        for job in jobs:
+            row = fresh(job)
+            assert row.attempts == 2
+            assert pid_of(row.locked_by) == str(rescuer.proc.pid)
+    finally:
+        for process in (victim, rescuer):
+            if process is not None:
+                process.kill()
+    figures("kill -9 with a batch of 4 claims in hand", lease_seconds=lease, recovered=4)
