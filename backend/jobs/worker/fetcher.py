@@ -50,7 +50,11 @@ class Fetcher:
         stopping: threading.Event,
         successes: Callable[[], Handover | None] | None = None,
         synchronous_commit: bool = True,
+        parallel: int = 1,
     ) -> None:
+        # parallel: fetches in flight at once. A commit waits for the disk (a few ms);
+        # one fetch at a time would leave the process's other idle threads waiting on it.
+        self.parallel = parallel
         # successes: the completer's take(); with it each fetch also writes the successes
         # waiting, in the same transaction (one commit for both).
         self.successes = successes
@@ -62,8 +66,8 @@ class Fetcher:
         self._condition = threading.Condition()
         self._idle: list[str] = []  # worker ids waiting for a job, in arrival order
         self._delivered: dict[str, JobRow] = {}
-        self._in_fetch: set[str] = set()  # worker ids the fetch under way claims for
-        self._fetching = False
+        self._in_fetch: set[str] = set()  # worker ids the fetches under way claim for
+        self._fetching = 0
         self._cursor = 0
         self.fetches = 0
         self.claimed = 0
@@ -81,7 +85,7 @@ class Fetcher:
                     continue
                 if worker_id not in self._idle:
                     return None  # it was in a fetch that found nothing for it
-                if not self._fetching:
+                if self._fetching < self.parallel:
                     break
                 self._condition.wait()
             # This thread fetches, for itself first and for those waiting with it.
@@ -89,7 +93,7 @@ class Fetcher:
             group = [worker_id, *self._idle[: self.batch_size - 1]]
             del self._idle[: self.batch_size - 1]
             self._in_fetch.update(group)
-            self._fetching = True
+            self._fetching += 1
         rows: list[JobRow] = []
         try:
             if not self.stopping.is_set():
@@ -99,8 +103,8 @@ class Fetcher:
                 rows = []
         finally:
             with self._condition:
-                self._fetching = False
-                self._in_fetch.clear()
+                self._fetching -= 1
+                self._in_fetch.difference_update(group)
                 for row in rows:
                     self._delivered[row.locked_by or ""] = row
                 mine = self._delivered.pop(worker_id, None)

@@ -64,6 +64,7 @@ class WorkerRunner:
                 stopping=self.stop_event,
                 successes=None if self.completer is None else self.completer.take,
                 synchronous_commit=config.complete_synchronous_commit,
+                parallel=max(1, config.threads // 2),
             )
         self.listener: Listener | None = None
         if get_driver().supports_listen and app_settings.JOB_WORKER_LISTEN:

@@ -7,6 +7,8 @@ import threading
 import time
 from types import SimpleNamespace
 
+import pytest
+
 from jobs.worker import fetcher
 from jobs.worker.fetcher import Fetcher
 from jobs.worker.queues import QueueSet
@@ -15,7 +17,8 @@ JOBS = 3_000
 THREADS = 8
 
 
-def test_every_claimed_job_reaches_its_thread_once(monkeypatch):
+@pytest.mark.parametrize("parallel", [1, 3])
+def test_every_claimed_job_reaches_its_thread_once(monkeypatch, parallel):
     remaining = iter(range(JOBS))
     lock = threading.Lock()
     claimed: list[tuple[int, str]] = []
@@ -40,6 +43,7 @@ def test_every_claimed_job_reaches_its_thread_once(monkeypatch):
         lease_seconds=30,
         queues=QueueSet(("default",), refresh_seconds=1),
         stopping=threading.Event(),
+        parallel=parallel,
     )
     received: list[tuple[int, str]] = []
 
