@@ -849,9 +849,10 @@ export interface components {
          *     * `manual_retry` - Manual retry
          *     * `cancel_requested` - Cancel requested
          *     * `cancelled` - Cancelled
+         *     * `released` - Released
          * @enum {string}
          */
-        JobEventTypeEnum: "created" | "claimed" | "progress" | "lease_renewed" | "succeeded" | "retry_scheduled" | "failed" | "timeout_requeued" | "manual_retry" | "cancel_requested" | "cancelled";
+        JobEventTypeEnum: "created" | "claimed" | "progress" | "lease_renewed" | "succeeded" | "retry_scheduled" | "failed" | "timeout_requeued" | "manual_retry" | "cancel_requested" | "cancelled" | "released";
         /** @description A job of the list: the spec's shape and when its current attempt started. */
         JobListItem: {
             /** Format: uuid */
@@ -1604,8 +1605,9 @@ export interface operations {
                  *     * `manual_retry` - Manual retry
                  *     * `cancel_requested` - Cancel requested
                  *     * `cancelled` - Cancelled
+                 *     * `released` - Released
                  */
-                type?: "created" | "claimed" | "progress" | "lease_renewed" | "succeeded" | "retry_scheduled" | "failed" | "timeout_requeued" | "manual_retry" | "cancel_requested" | "cancelled" | "";
+                type?: "created" | "claimed" | "progress" | "lease_renewed" | "succeeded" | "retry_scheduled" | "failed" | "timeout_requeued" | "manual_retry" | "cancel_requested" | "cancelled" | "released" | "";
             };
             header?: never;
             path?: never;
