@@ -1316,7 +1316,7 @@ export interface components {
          */
         TimeoutSourceEnum: "job" | "type" | "worker";
         TypeEventCounts: {
-            /** @description Attempts started. */
+            /** @description Claims: attempts started, and the claims later released (see released). */
             claimed: number;
             succeeded: number;
             /** @description Failed attempts that will be retried (timeouts apart). */
@@ -1331,6 +1331,8 @@ export interface components {
             cancelled: number;
             /** @description Jobs cancelled before they ran: not attempts. */
             cancelled_queued: number;
+            /** @description Claims given back before their handler started (a worker shutting down), the job queued again with its attempt not spent: not attempts. */
+            released: number;
         };
         /** @description The worker settings in force; each field is the JOB_WORKER_ setting of its name. */
         WorkerConfig: {
