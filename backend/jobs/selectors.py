@@ -73,11 +73,13 @@ ATTEMPT_ERROR_EVENTS = (
 
 
 def attempt_history(job_id: UUID | str) -> list[JobEvent]:
-    """A job's ``claimed`` events and the events that ended an attempt with an error,
-    oldest first, in one query (served by ``job_event_job_id_idx``)."""
+    """A job's ``claimed`` events, the ``released`` ones that gave a claim back before it
+    started, and the events that ended an attempt with an error, oldest first, in one query
+    (served by ``job_event_job_id_idx``)."""
     return list(
         JobEvent.objects.filter(
-            job_id=job_id, type__in=[JobEventType.CLAIMED, *ATTEMPT_ERROR_EVENTS]
+            job_id=job_id,
+            type__in=[JobEventType.CLAIMED, JobEventType.RELEASED, *ATTEMPT_ERROR_EVENTS],
         )
         .order_by("id")
         .only("type", "worker_id", "message", "data", "created_at")
