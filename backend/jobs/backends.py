@@ -423,17 +423,36 @@ def _stored_arguments(payload: Any) -> tuple[list[Any], dict[str, Any]]:
         return [], {"payload": payload}
 
 
+# The history's events that are not attempt endings: the claims, and the releases that
+# give one back.
+_CLAIM_EVENT_TYPES = (JobEventType.CLAIMED, JobEventType.RELEASED)
+
+
+def started_claims(history: Sequence[StoredEvent]) -> list[StoredEvent]:
+    """The claims whose attempt started: a ``released`` event gives back the claim just
+    before it (a worker shutting down before the handler started; the attempt was not
+    spent and the next claim takes its number again)."""
+    claims: list[StoredEvent] = []
+    for event in history:
+        if event.type == JobEventType.CLAIMED:
+            claims.append(event)
+        elif event.type == JobEventType.RELEASED and claims:
+            claims.pop()
+    return claims
+
+
 def build_task_result(
     job: StoredJob, history: Sequence[StoredEvent], *, task: JobQueueTask, backend: str
 ) -> TaskResult[..., Any]:
     """The TaskResult of a job from its row and ``selectors.attempt_history``.
 
     ``worker_ids``, ``started_at`` and ``last_attempted_at`` come from the claims (all of
-    them, also those before a manual retry), ``errors`` from the events that ended an
-    attempt with an error, the rest from the row.
+    them, also those before a manual retry, but not a claim released before its handler
+    started), ``errors`` from the events that ended an attempt with an error, the rest
+    from the row.
     """
-    claims = [event for event in history if event.type == JobEventType.CLAIMED]
-    errors = [task_error(event) for event in history if event.type != JobEventType.CLAIMED]
+    claims = started_claims(history)
+    errors = [task_error(event) for event in history if event.type not in _CLAIM_EVENT_TYPES]
     args, kwargs = _stored_arguments(job.payload)
     result: TaskResult[..., Any] = TaskResult(
         task=_as_stored(task, job),

@@ -51,7 +51,7 @@ class JobEventType(models.TextChoices):
 
 
 # Events that end a running attempt (they carry run_ms), the failures among them, and
-# what the activity rollups read: those plus claims.
+# what the activity rollups read: those plus claims and the claims given back unstarted.
 ATTEMPT_END_EVENT_TYPES = [
     JobEventType.SUCCEEDED,
     JobEventType.RETRY_SCHEDULED,
@@ -64,7 +64,7 @@ FAILURE_EVENT_TYPES = [
     JobEventType.FAILED,
     JobEventType.TIMEOUT_REQUEUED,
 ]
-ACTIVITY_EVENT_TYPES = [JobEventType.CLAIMED, *ATTEMPT_END_EVENT_TYPES]
+ACTIVITY_EVENT_TYPES = [JobEventType.CLAIMED, *ATTEMPT_END_EVENT_TYPES, JobEventType.RELEASED]
 
 
 class JobQuerySet(models.QuerySet["Job"]):
@@ -271,7 +271,7 @@ class JobEvent(models.Model):
             models.Index(fields=["created_at"], name="jobs_jobevent_created_at_idx"),
             models.Index(fields=["job", "id"], name="job_event_job_id_idx"),
             models.Index(fields=["id"], name="job_event_id_idx"),
-            # Claims and attempt endings by time, with what the per-minute rollups of the
+            # Claims, attempt endings and releases by time, with what the per-minute rollups of the
             # job types and workers pages group by (an index-only range scan on PostgreSQL).
             models.Index(
                 fields=["created_at"],

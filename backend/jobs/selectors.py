@@ -73,11 +73,13 @@ ATTEMPT_ERROR_EVENTS = (
 
 
 def attempt_history(job_id: UUID | str) -> list[JobEvent]:
-    """A job's ``claimed`` events and the events that ended an attempt with an error,
-    oldest first, in one query (served by ``job_event_job_id_idx``)."""
+    """A job's ``claimed`` events, the ``released`` ones that gave a claim back before it
+    started, and the events that ended an attempt with an error, oldest first, in one query
+    (served by ``job_event_job_id_idx``)."""
     return list(
         JobEvent.objects.filter(
-            job_id=job_id, type__in=[JobEventType.CLAIMED, *ATTEMPT_ERROR_EVENTS]
+            job_id=job_id,
+            type__in=[JobEventType.CLAIMED, JobEventType.RELEASED, *ATTEMPT_ERROR_EVENTS],
         )
         .order_by("id")
         .only("type", "worker_id", "message", "data", "created_at")
@@ -362,7 +364,9 @@ def _window(now: datetime, minutes: int) -> tuple[int, datetime]:
 # What the job types page counts: the activity events, with two told apart by what they
 # carry. An attempt ended at its timeout writes retry_scheduled or failed with
 # ``reason: timeout`` (counted as timed_out); a cancel of a job that never ran writes
-# cancelled without run_ms (counted as cancelled_queued: not an attempt).
+# cancelled without run_ms (counted as cancelled_queued: not an attempt). A claim given
+# back before its handler started (released, issue 25) is no attempt either: it is counted
+# among the claims and as released. Kinds added later go last (the slices below).
 TYPE_COUNT_KINDS = [
     JobEventType.CLAIMED.value,
     JobEventType.SUCCEEDED.value,
@@ -372,6 +376,7 @@ TYPE_COUNT_KINDS = [
     JobEventType.TIMEOUT_REQUEUED.value,
     JobEventType.CANCELLED.value,
     "cancelled_queued",
+    JobEventType.RELEASED.value,
 ]
 # The kinds that end an attempt, and the failures among them.
 TYPE_ATTEMPT_KINDS = TYPE_COUNT_KINDS[1:7]
@@ -417,8 +422,9 @@ def type_health(*, minutes: int = 60, now: datetime | None = None) -> dict[str, 
     """
     now = timezone.now() if now is None else now
     first, start = _window(now, minutes)
-    # "type-kinds": the rows hold TYPE_COUNT_KINDS (the cache's "types" held event types).
-    per_minute = rollups.per_minute("type-kinds", first=first, now=now, compute=_activity_by_type)
+    # "type-kinds-2": the rows hold TYPE_COUNT_KINDS, released among them (the cache's
+    # "types" held event types, "type-kinds" the kinds before released).
+    per_minute = rollups.per_minute("type-kinds-2", first=first, now=now, compute=_activity_by_type)
     bucket_minutes = -(-minutes // SPARKLINE_POINTS)
     points = -(-minutes // bucket_minutes)
     counts: dict[str, dict[str, int]] = {}

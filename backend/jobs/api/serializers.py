@@ -774,7 +774,9 @@ class ActivityWindowQuerySerializer(serializers.Serializer[Any]):
 
 
 class TypeEventCountsSerializer(serializers.Serializer[dict[str, Any]]):
-    claimed = serializers.IntegerField(help_text="Attempts started.")
+    claimed = serializers.IntegerField(
+        help_text="Claims: attempts started, and the claims later released (see released)."
+    )
     succeeded = serializers.IntegerField()
     retry_scheduled = serializers.IntegerField(
         help_text="Failed attempts that will be retried (timeouts apart)."
@@ -791,6 +793,10 @@ class TypeEventCountsSerializer(serializers.Serializer[dict[str, Any]]):
     cancelled = serializers.IntegerField(help_text="Running attempts cancelled.")
     cancelled_queued = serializers.IntegerField(
         help_text="Jobs cancelled before they ran: not attempts."
+    )
+    released = serializers.IntegerField(
+        help_text="Claims given back before their handler started (a worker shutting down), "
+        "the job queued again with its attempt not spent: not attempts."
     )
 
 

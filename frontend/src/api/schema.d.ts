@@ -849,9 +849,10 @@ export interface components {
          *     * `manual_retry` - Manual retry
          *     * `cancel_requested` - Cancel requested
          *     * `cancelled` - Cancelled
+         *     * `released` - Released
          * @enum {string}
          */
-        JobEventTypeEnum: "created" | "claimed" | "progress" | "lease_renewed" | "succeeded" | "retry_scheduled" | "failed" | "timeout_requeued" | "manual_retry" | "cancel_requested" | "cancelled";
+        JobEventTypeEnum: "created" | "claimed" | "progress" | "lease_renewed" | "succeeded" | "retry_scheduled" | "failed" | "timeout_requeued" | "manual_retry" | "cancel_requested" | "cancelled" | "released";
         /** @description A job of the list: the spec's shape and when its current attempt started. */
         JobListItem: {
             /** Format: uuid */
@@ -1315,7 +1316,7 @@ export interface components {
          */
         TimeoutSourceEnum: "job" | "type" | "worker";
         TypeEventCounts: {
-            /** @description Attempts started. */
+            /** @description Claims: attempts started, and the claims later released (see released). */
             claimed: number;
             succeeded: number;
             /** @description Failed attempts that will be retried (timeouts apart). */
@@ -1330,6 +1331,8 @@ export interface components {
             cancelled: number;
             /** @description Jobs cancelled before they ran: not attempts. */
             cancelled_queued: number;
+            /** @description Claims given back before their handler started (a worker shutting down), the job queued again with its attempt not spent: not attempts. */
+            released: number;
         };
         /** @description The worker settings in force; each field is the JOB_WORKER_ setting of its name. */
         WorkerConfig: {
@@ -1604,8 +1607,9 @@ export interface operations {
                  *     * `manual_retry` - Manual retry
                  *     * `cancel_requested` - Cancel requested
                  *     * `cancelled` - Cancelled
+                 *     * `released` - Released
                  */
-                type?: "created" | "claimed" | "progress" | "lease_renewed" | "succeeded" | "retry_scheduled" | "failed" | "timeout_requeued" | "manual_retry" | "cancel_requested" | "cancelled" | "";
+                type?: "created" | "claimed" | "progress" | "lease_renewed" | "succeeded" | "retry_scheduled" | "failed" | "timeout_requeued" | "manual_retry" | "cancel_requested" | "cancelled" | "released" | "";
             };
             header?: never;
             path?: never;

@@ -73,6 +73,7 @@ export const JOB_EVENT_TYPES = enumValues<JobEventType>()([
   'manual_retry',
   'cancel_requested',
   'cancelled',
+  'released',
 ]);
 
 /** ISO 8601 timestamp with offset, as the API serialises it. */

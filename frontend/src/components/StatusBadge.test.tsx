@@ -33,6 +33,7 @@ describe('EventTypeBadge', () => {
     ['claimed', 'badge--running'],
     ['cancel_requested', 'badge--warning'],
     ['cancelled', 'badge--muted'],
+    ['released', 'badge--neutral'],
   ])('colours %s as %s', (type, tone) => {
     render(<EventTypeBadge type={type} />);
     expect(screen.getByText(type)).toHaveClass(tone);

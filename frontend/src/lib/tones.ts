@@ -23,4 +23,6 @@ export const EVENT_TONE: Record<JobEventType, Tone> = {
   manual_retry: 'accent',
   cancel_requested: 'warning',
   cancelled: 'muted',
+  // Given back unstarted at a worker's graceful shutdown: simply queued again, as `queued` is.
+  released: 'neutral',
 };

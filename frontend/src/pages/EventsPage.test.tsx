@@ -65,6 +65,16 @@ describe('Events page', () => {
     expect(seen.some((p) => p.job_id === '8421ac')).toBe(false);
   });
 
+  it('offers the released type in the filter and keeps it in the address', async () => {
+    const seen = serveFeed();
+    renderApp('/events?type=released');
+    await screen.findByRole('table');
+    expect(seen.at(-1)).toMatchObject({ type: 'released' });
+    const select = screen.getByLabelText('Event type');
+    expect(select).toHaveValue('released');
+    expect(within(select).getAllByRole('option').map((o) => o.getAttribute('value'))).toContain('released');
+  });
+
   it("shows the API's word on an ambiguous short id under the filter", async () => {
     server.use(
       http.get(`${API}/job-events/`, () =>

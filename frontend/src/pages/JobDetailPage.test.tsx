@@ -47,6 +47,39 @@ describe('Job detail page', () => {
     expect(screen.queryByRole('button', { name: 'Cancel job' })).not.toBeInTheDocument();
   });
 
+  it('shows a released claim in the timeline, neutral, before the claim that ran', async () => {
+    const [first, second] = ['host:1:thread-1:aaaa', 'host:2:thread-1:bbbb'];
+    serve(makeJob({ status: 'succeeded', attempts: 1 }), [
+      makeEvent(),
+      makeEvent({ id: 2, type: 'claimed', attempt: 1, worker_id: first, message: 'Job claimed' }),
+      makeEvent({
+        id: 3,
+        type: 'released',
+        attempt: 1,
+        worker_id: first,
+        message: 'Released before it started; the attempt is not spent',
+        data: {},
+      }),
+      makeEvent({ id: 4, type: 'claimed', attempt: 1, worker_id: second, message: 'Job claimed' }),
+      makeEvent({ id: 5, type: 'succeeded', attempt: 1, worker_id: second, message: 'Job succeeded' }),
+    ]);
+    renderApp(`/jobs/${JOB_ID}`);
+    const timeline = await screen.findByRole('list', { name: 'Event timeline' });
+    const items = within(timeline).getAllByRole('listitem');
+    expect(items.map((i) => i.getAttribute('data-event-type'))).toEqual([
+      'created',
+      'claimed',
+      'released',
+      'claimed',
+      'succeeded',
+    ]);
+    expect(items[2]).toHaveTextContent('attempt 1');
+    expect(items[2]).toHaveTextContent(first);
+    expect(items[2]).toHaveTextContent('the attempt is not spent');
+    expect(within(timeline).getByText('released')).toHaveClass('badge--neutral');
+    expect(items[2]?.querySelector('details')).toBeNull(); // no data to show
+  });
+
   it('shows the unique and concurrency keys when the job has them', async () => {
     serve(makeJob({ unique_key: 'rebuild-index', concurrency_key: 'customer:42' }), [makeEvent()]);
     renderApp(`/jobs/${JOB_ID}`);

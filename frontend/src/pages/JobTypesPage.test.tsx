@@ -7,7 +7,7 @@ import { renderApp } from '../test/render';
 import { server } from '../test/server';
 
 const TYPES = [
-  makeTypeHealth('demo.success', { counts: { claimed: 8, succeeded: 8 }, run_ms: { p50: 1000, p95: 1500 } }),
+  makeTypeHealth('demo.success', { counts: { claimed: 9, succeeded: 8, released: 1 }, run_ms: { p50: 1000, p95: 1500 } }),
   makeTypeHealth('demo.fail', {
     counts: { claimed: 5, failed: 2, retry_scheduled: 1, timed_out: 1, cancelled_queued: 2 },
     failures: [0, 2, 0, 2],
@@ -54,6 +54,9 @@ describe('Job types page', () => {
     );
     const success = screen.getByRole('link', { name: 'demo.success' }).closest('tr')!;
     expect(success).toHaveTextContent('1.0 s / 1.5 s');
+    // A claim given back unstarted is shown beside the attempts, not among them.
+    expect(success).toHaveTextContent('8+1 released');
+    expect(fail).not.toHaveTextContent('released');
   });
 
   it('sorts by a column when its header is clicked, and flips on a second click', async () => {

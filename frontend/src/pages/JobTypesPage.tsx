@@ -65,7 +65,14 @@ function TypeRow({ type, bucketSeconds }: { type: JobTypeHealth; bucketSeconds: 
         </Link>
         {!type.registered && <span className="cell-note">no handler here</span>}
       </th>
-      <td className="num">{type.attempts}</td>
+      <td className="num" data-released={type.counts.released}>
+        {type.attempts}
+        {type.counts.released > 0 && (
+          <span className="cell-detail" title="Claims given back before they started (a worker shutting down): not attempts">
+            +{type.counts.released} released
+          </span>
+        )}
+      </td>
       <td className="num">{type.counts.succeeded}</td>
       <td className="num" title="retried · failed · timed out · lease expired">
         {failures}

@@ -169,6 +169,7 @@ export function makeTypeHealth(type: string, overrides: Partial<Omit<JobTypeHeal
     timeout_requeued: 0,
     cancelled: 0,
     cancelled_queued: 0,
+    released: 0,
     ...overrides.counts,
   };
   const failures = counts.retry_scheduled + counts.failed + counts.timed_out + counts.timeout_requeued;

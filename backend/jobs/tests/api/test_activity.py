@@ -11,6 +11,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from jobs import handlers, rollups, services
+from jobs.drivers import Owner
 from jobs.tests.factories import running_job
 
 pytestmark = pytest.mark.django_db
@@ -81,6 +82,7 @@ def test_types_report_outcomes_failure_rate_percentiles_and_last_error(api):
         "timeout_requeued": 0,
         "cancelled": 0,
         "cancelled_queued": 0,
+        "released": 0,
     }
     assert (ok["attempts"], ok["failure_rate"], ok["last_error"]) == (4, 0.0, None)
     # Nearest rank: p50 of 100..400 is the 2nd value, p95 the 4th; each waited 1 s.
@@ -130,6 +132,25 @@ def test_timeouts_and_cancels_are_counted_as_such_and_a_cancel_before_running_is
     counts = slow_type["counts"]
     assert (counts["cancelled"], counts["cancelled_queued"]) == (1, 3)
     assert (slow_type["attempts"], slow_type["failure_rate"]) == (1, 0.0)
+
+
+def test_a_claim_released_before_it_started_is_counted_as_released_and_is_no_attempt(api):
+    now = timezone.now()
+    job, _ = services.create_job(type="demo.slow", queue="releases", now=now - timedelta(minutes=3))
+    services.claim_next_jobs(
+        worker_ids=[THREAD_1], queue="releases", now=now - timedelta(minutes=2)
+    )
+    services.release_unstarted_jobs(
+        owners=[Owner(job.pk, THREAD_1, 1)], now=now - timedelta(minutes=2)
+    )
+    services.claim_next_job(worker_id=THREAD_2, queue="releases", now=now - timedelta(minutes=1))
+    services.complete_job(job_id=job.pk, worker_id=THREAD_2, attempt=1, now=now)
+    _, types = types_by_name(api)
+    slow = types["demo.slow"]
+    counts = slow["counts"]
+    assert (counts["claimed"], counts["released"], counts["succeeded"]) == (2, 1, 1)
+    assert (slow["attempts"], slow["failure_rate"], slow["sample_size"]) == (1, 0.0, 1)
+    assert sum(slow["failures"]) == 0
 
 
 def test_registered_types_without_activity_are_listed_with_empty_figures(api):

@@ -12,6 +12,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from jobs import services
+from jobs.drivers import Owner
 from jobs.models import Job
 from jobs.tests.factories import WORKER, cancelled_job, failed_job, queued_job, running_job
 
@@ -93,6 +94,61 @@ def test_a_timeout_and_an_expired_lease_are_outcomes_of_their_own(api):
 
 def test_a_job_cancelled_before_it_ran_has_no_attempt(api):
     assert attempts_of(api, cancelled_job()) == []
+
+
+def test_a_released_claim_reads_in_the_timeline_and_is_no_attempt(api):
+    """A worker shutting down gives back a claim whose handler never started (issue 25):
+    the timeline shows the claim and its release, the attempts only the claim that ran."""
+    start = timezone.now() - timedelta(minutes=5)
+    job = queued_job(queue="released", now=start)
+    rows, gated = services.claim_next_jobs(
+        worker_ids=["worker-a"], queue="released", now=start + timedelta(seconds=1)
+    )
+    assert not gated and [row.id for row in rows] == [job.pk]
+    released = services.release_unstarted_jobs(
+        owners=[Owner(job.pk, "worker-a", 1)], now=start + timedelta(seconds=2)
+    )
+    assert [row.id for row in released] == [job.pk]
+    claim(job, now=start + timedelta(seconds=3))
+    services.complete_job(**owner(job, 1), now=start + timedelta(seconds=5))
+
+    response = api.get(f"/api/jobs/{job.pk}/events/")
+    assert response.status_code == 200, response.content
+    events = response.json()
+    assert [(e["type"], e["attempt"], e["worker_id"]) for e in events] == [
+        ("created", 0, None),
+        ("claimed", 1, "worker-a"),
+        ("released", 1, "worker-a"),
+        ("claimed", 1, WORKER),
+        ("succeeded", 1, WORKER),
+    ]
+    assert events[2]["message"] == "Released before it started; the attempt is not spent"
+    assert events[2]["data"] == {}
+
+    (attempt,) = attempts_of(api, job)
+    assert (attempt["round"], attempt["attempt"], attempt["number"]) == (1, 1, 1)
+    assert (attempt["worker_id"], attempt["outcome"]) == (WORKER, "succeeded")
+    # Due since its creation: the wait runs to the claim that ran, the run from it.
+    assert (attempt["wait_ms"], attempt["run_ms"]) == (3000, 2000)
+    detail = api.get(f"/api/jobs/{job.pk}/").json()
+    assert (detail["attempts"], detail["total_attempts"]) == (1, 1)
+
+
+def test_the_event_feed_filters_on_the_released_type(api):
+    job = queued_job(queue="released")
+    queued_job(queue="released")  # claimed after the release, and not released
+    services.claim_next_jobs(worker_ids=["worker-a"], queue="released")
+    services.release_unstarted_jobs(owners=[Owner(job.pk, "worker-a", 1)])
+    services.claim_next_jobs(worker_ids=["worker-a", "worker-b"], queue="released")
+    for query in ({"type": "released"}, {"type": "released", "job_id": str(job.pk)}):
+        response = api.get("/api/job-events/", query)
+        assert response.status_code == 200, response.content
+        (event,) = response.json()["results"]
+        assert (event["type"], event["job"], event["worker_id"]) == (
+            "released",
+            str(job.pk),
+            "worker-a",
+        )
 
 
 def test_attempts_of_an_unknown_job_are_a_404(api):

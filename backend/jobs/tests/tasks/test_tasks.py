@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from datetime import timedelta
+from uuid import UUID
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -27,6 +28,7 @@ from jobs.backends import (
     task_payload,
     task_priority,
 )
+from jobs.drivers import Owner
 from jobs.handlers import JobCancelled, JobTimedOut, LeaseLost, get_handler
 from jobs.models import Job, JobEvent, JobStatus
 from jobs.services import ErrorDetails
@@ -619,6 +621,34 @@ def test_result_has_a_worker_per_attempt_an_error_per_failure_and_the_return_val
     )
     assert (read.enqueued_at, read.args, read.kwargs) == (result.enqueued_at, [2, 3], {})
     assert read.task.func is example_tasks.add.func
+
+
+@pytest.mark.django_db
+def test_a_claim_released_before_it_started_is_no_attempt_of_the_result(settings):
+    settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 0
+    result = example_tasks.add.enqueue(2, 3)
+    now = timezone.now()
+    services.claim_next_jobs(worker_ids=["w0"], queue="default", now=now)
+    services.release_unstarted_jobs(owners=[Owner(UUID(result.id), "w0", 1)], now=now)
+    times = [now + timedelta(seconds=s) for s in (1, 2)]
+    _attempt(result.id, "w1", times[0], error="first")
+    _attempt(result.id, "w2", times[1])
+    history = selectors.attempt_history(result.id)
+    assert [(e.type, e.worker_id) for e in history] == [
+        (Event.CLAIMED, "w0"),
+        (Event.RELEASED, "w0"),
+        (Event.CLAIMED, "w1"),
+        (Event.RETRY_SCHEDULED, "w1"),
+        (Event.CLAIMED, "w2"),
+    ]
+    read = example_tasks.add.get_result(result.id)
+    assert (read.status, read.worker_ids, read.attempts) == (
+        TaskResultStatus.SUCCESSFUL,
+        ["w1", "w2"],
+        2,
+    )
+    assert [e.traceback for e in read.errors] == ["Traceback first"]
+    assert (read.started_at, read.last_attempted_at) == (times[0], times[1])
 
 
 @pytest.mark.django_db
