@@ -47,8 +47,20 @@ test-backend-sqlite: venv ## Backend tests on the embedded SQLite database
 # COVERAGE_CORE=sysmon: Python 3.12's monitoring API instead of a trace function, so
 # measuring lines costs a few per cent of the suite instead of a fifth (line coverage only,
 # which is all this project measures).
+# PG_PYTEST_ARGS: more pytest arguments (`make test-backend` leaves out the engine_independent
+# tests, which its SQLite pass runs at the same time).
 test-backend-postgres: venv ## Backend tests on PostgreSQL (fails if it is unreachable), with line coverage of jobs/
-	cd $(BACKEND) && $(TEST_PG_ENV) COVERAGE_CORE=sysmon $(PY) -m pytest -q --cov --cov-report=term:skip-covered
+	cd $(BACKEND) && $(TEST_PG_ENV) COVERAGE_CORE=sysmon $(PY) -m pytest -q --cov --cov-report=term:skip-covered $(PG_PYTEST_ARGS)
+
+# Both backend passes at the same time, each one's output printed in full when it ends
+# (scripts/run-parallel.sh); fails if either failed. The tests marked engine_independent
+# (they never touch the run's database: fresh interpreters on SQLite files of their own)
+# run on the SQLite pass only, the PostgreSQL pass being the longer one.
+.PHONY: test-backend
+test-backend: venv ## test-backend-sqlite and test-backend-postgres at the same time
+	@$(ROOT)/scripts/run-parallel.sh \
+		"$(MAKE) --no-print-directory test-backend-sqlite" \
+		"$(MAKE) --no-print-directory test-backend-postgres PG_PYTEST_ARGS='-m \"not engine_independent\"'"
 
 .PHONY: test-schema
 test-schema: venv ## Generate the OpenAPI schema and validate it; any drf-spectacular warning fails
@@ -103,7 +115,7 @@ provision: ## Install what the tests need (Debian's nginx, chromium, prometheus,
 	@bash $(ROOT)/scripts/provision.sh
 
 .PHONY: test
-test: provision lint test-compose test-docs test-schema test-types test-backend-sqlite test-backend-postgres test-frontend test-e2e ## Everything the project checks (what CI runs); provisions first
+test: provision lint test-compose test-docs test-schema test-types test-backend test-frontend test-e2e ## Everything the project checks (what CI runs); provisions first
 
 .PHONY: run
 run: venv ## Run API (:8000), worker and dashboard (:5173); SQLite unless PostgreSQL is configured

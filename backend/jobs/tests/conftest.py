@@ -15,7 +15,27 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"database: {engine} (DATABASE_ENGINE={settings.DATABASE_ENGINE})"
 
 
+# Fixtures that reach the run's database. Not django_db_setup: every test has it (through
+# the session fixture below), and it only creates the database, which pytest-django keeps
+# out of reach of a test without the django_db mark.
+DATABASE_FIXTURES = {
+    "db",
+    "transactional_db",
+    "django_db_reset_sequences",
+    "live_server",
+    "admin_client",
+}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # `make test` runs these on one pass only: one that reaches the run's database belongs
+    # to both (the same behaviour suite runs against every database).
+    for item in items:
+        if "engine_independent" in item.keywords and (
+            "django_db" in item.keywords
+            or DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
+        ):
+            raise pytest.UsageError(f"{item.nodeid} is engine_independent but uses the database")
     if ON_POSTGRES:
         return
     # These tests exercise PostgreSQL's row locks; the PostgreSQL pass of `make test`

@@ -25,6 +25,9 @@ import pytest
 from harness import BACKEND_DIR
 from jobs.tests.install.conftest import ADMIN_SETTINGS
 
+# Fresh interpreters on an in-memory SQLite database of their own, whatever the run's engine.
+pytestmark = pytest.mark.engine_independent
+
 # The app's modules, as a project can import them: not its tests, nor its migrations
 # (Django's migration loader imports those, by file, in its own order). Read from the
 # files, so collecting this test imports none of them.

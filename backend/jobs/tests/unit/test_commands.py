@@ -12,6 +12,9 @@ import pytest
 
 from harness import BACKEND_DIR
 
+# Child pytest runs on SQLite files of their own, without this run's database settings.
+pytestmark = pytest.mark.engine_independent
+
 # A test that writes to the database: it passes only where the test database is.
 DATABASE_TEST = "jobs/tests/unit/test_models.py::test_database_refuses_duplicate_idempotency_key"
 
