@@ -74,6 +74,17 @@ def ticks_of(name: str) -> list[datetime]:
     )
 
 
+def lateness(name: str, *, after: datetime) -> list[float]:
+    """Seconds from each of ``name``'s ticks after ``after`` to its job's creation."""
+    return [
+        (created - datetime.fromisoformat(tick)).total_seconds()
+        for tick, created in Job.objects.filter(metadata__schedule=name).values_list(
+            "metadata__schedule_tick", "created_at"
+        )
+        if datetime.fromisoformat(tick) > after
+    ]
+
+
 def contiguous(ticks: list[datetime]) -> bool:
     return all(b - a == timedelta(seconds=1) for a, b in itertools.pairwise(ticks))
 
@@ -108,10 +119,21 @@ def test_three_processes_enqueue_one_job_per_tick_and_the_missed_policy_holds(st
         - 1
         for name in SCHEDULES
     }
-    figures("schedule", ticks_before=len(before["every-second-skip"]), missed_ticks=gap)
-    # Both missed the ticks of the stop; "latest" ran the newest of them once, "skip" none.
+    late = {name: lateness(name, after=before[name][-1]) for name in SCHEDULES}
+    figures(
+        "schedule",
+        ticks_before=len(before["every-second-skip"]),
+        missed_ticks=gap,
+        latest_job_seconds_late={name: round(max(values), 2) for name, values in late.items()},
+    )
+    # Both missed the ticks of the stop; "latest" ran the newest of them once (a job made
+    # past the tick's 1 s grace), "skip" none (every job made within it). Lateness, not the
+    # gaps, tells them apart: each schedule is handled at its own moment, so on a loaded
+    # machine their gaps may differ by a tick either way.
     assert gap["every-second-skip"] >= 3
-    assert gap["every-second-latest"] == gap["every-second-skip"] - 1
+    assert gap["every-second-latest"] >= 2
+    assert max(late["every-second-latest"]) > 1.0, late
+    assert max(late["every-second-skip"]) < 1.5, late
 
 
 def test_fifty_parallel_creates_with_one_unique_key_make_one_job_then_a_new_one(start_workers):
