@@ -40,6 +40,17 @@ LEFT JOIN LATERAL (
 AND (:type_pattern::text IS NULL OR type ILIKE :type_pattern)
 AND (:queue::text IS NULL OR queue = :queue) AND (:ids::uuid[] IS NULL OR id = ANY(:ids))
 
+-- fragment: lower_priority_levels
+-- The recursive step of a claim's loose index scan over job_claim_idx (see
+-- complete_and_claim): the next lower priority of :queue that has queued jobs, one index
+-- probe per level.
+UNION ALL
+SELECT (SELECT job.priority FROM jobs_job AS job
+        WHERE job.status = 'queued' AND job.queue = :queue
+            AND job.priority < level.priority
+        ORDER BY job.priority DESC LIMIT 1)
+FROM level WHERE level.priority IS NOT NULL
+
 -- name: create_jobs
 -- Insert the jobs of :jobs (a JSON array, in order) and a created event for each, one
 -- statement for one job or a thousand. A job whose idempotency key already exists is not
@@ -135,12 +146,7 @@ WITH RECURSIVE completed AS (
         WHERE status = 'queued' AND queue = :queue
             AND NOT (SELECT coalesce(paused OR gated, false) FROM gate)
         ORDER BY priority DESC LIMIT 1)
-    UNION ALL
-    SELECT (SELECT job.priority FROM jobs_job AS job
-            WHERE job.status = 'queued' AND job.queue = :queue
-                AND job.priority < level.priority
-            ORDER BY job.priority DESC LIMIT 1)
-    FROM level WHERE level.priority IS NOT NULL
+    {lower_priority_levels}
 ), candidate AS MATERIALIZED (
     SELECT due.id, due.concurrency_key FROM level CROSS JOIN LATERAL (
         SELECT id, concurrency_key FROM jobs_job
@@ -253,12 +259,7 @@ WITH RECURSIVE gate AS MATERIALIZED (
     (SELECT priority FROM jobs_job
         WHERE status = 'queued' AND queue = :queue AND NOT (SELECT gated FROM gate)
         ORDER BY priority DESC LIMIT 1)
-    UNION ALL
-    SELECT (SELECT job.priority FROM jobs_job AS job
-            WHERE job.status = 'queued' AND job.queue = :queue
-                AND job.priority < level.priority
-            ORDER BY job.priority DESC LIMIT 1)
-    FROM level WHERE level.priority IS NOT NULL
+    {lower_priority_levels}
 ), candidate AS MATERIALIZED (
     SELECT due.id, due.concurrency_key FROM level CROSS JOIN LATERAL (
         SELECT id, concurrency_key, available_at, created_at FROM jobs_job
@@ -641,12 +642,7 @@ WITH RECURSIVE level AS (
     (SELECT priority FROM jobs_job
         WHERE status = 'queued' AND queue = :queue
         ORDER BY priority DESC LIMIT 1)
-    UNION ALL
-    SELECT (SELECT job.priority FROM jobs_job AS job
-            WHERE job.status = 'queued' AND job.queue = :queue
-                AND job.priority < level.priority
-            ORDER BY job.priority DESC LIMIT 1)
-    FROM level WHERE level.priority IS NOT NULL
+    {lower_priority_levels}
 )
 SELECT due.id, due.concurrency_key FROM level CROSS JOIN LATERAL (
     SELECT id, concurrency_key FROM jobs_job
