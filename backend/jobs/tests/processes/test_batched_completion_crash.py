@@ -21,6 +21,17 @@ Event = JobEvent.Type
 HANDLERS = "jobs.tests.fault_handlers"
 
 
+def short_leases(lease: int, cleanup: int) -> dict[str, str]:
+    """Worker settings of both tests: the fault handlers, a short lease swept often, and
+    retries due at once."""
+    return {
+        "JOB_HANDLER_MODULES": HANDLERS,
+        "JOB_WORKER_LEASE_SECONDS": str(lease),
+        "JOB_WORKER_CLEANUP_INTERVAL_SECONDS": str(cleanup),
+        "JOB_WORKER_BACKOFF_BASE_SECONDS": "0",
+    }
+
+
 def test_a_batch_in_hand_at_kill_9_is_recovered_by_the_lease_and_none_is_lost(tmp_path):
     lease, cleanup = 2, 1
     quick = [queued_job("fault.noop", priority=100) for _ in range(8)]
@@ -31,12 +42,7 @@ def test_a_batch_in_hand_at_kill_9_is_recovered_by_the_lease_and_none_is_lost(tm
         queued_job("fault.sleep", payload={"seconds": 60}, priority=0, max_attempts=1)
         for _ in range(4)
     ]
-    common = {
-        "JOB_HANDLER_MODULES": HANDLERS,
-        "JOB_WORKER_LEASE_SECONDS": str(lease),
-        "JOB_WORKER_CLEANUP_INTERVAL_SECONDS": str(cleanup),
-        "JOB_WORKER_BACKOFF_BASE_SECONDS": "0",
-    }
+    common = short_leases(lease, cleanup)
     victim = WorkerProcess(
         tmp_path / "victim.log",
         "--threads",
@@ -83,11 +89,7 @@ def test_a_batch_in_hand_at_kill_9_is_recovered_by_the_lease_and_none_is_lost(tm
 def test_a_batch_of_claims_in_hand_at_kill_9_is_recovered_by_the_lease(tmp_path):
     lease, cleanup = 2, 1
     jobs = [queued_job("fault.sleep", payload={"seconds": 60}, max_attempts=2) for _ in range(4)]
-    common = {
-        "JOB_HANDLER_MODULES": HANDLERS,
-        "JOB_WORKER_LEASE_SECONDS": str(lease),
-        "JOB_WORKER_CLEANUP_INTERVAL_SECONDS": str(cleanup),
-    }
+    common = short_leases(lease, cleanup)
     victim = WorkerProcess(
         tmp_path / "victim.log",
         "--threads",
