@@ -105,6 +105,9 @@ class Fetcher:
             with self._condition:
                 self._fetching -= 1
                 self._in_fetch.difference_update(group)
+                # Counted under the lock: fetches run in parallel.
+                self.fetches += 1
+                self.claimed += len(rows)
                 for row in rows:
                     self._delivered[row.locked_by or ""] = row
                 mine = self._delivered.pop(worker_id, None)
@@ -113,7 +116,6 @@ class Fetcher:
 
     def _claim(self, group: Sequence[str]) -> list[JobRow]:
         """Up to one job per worker id of ``group``, taking the queues in turn."""
-        self.fetches += 1
         wanting = list(group)
         claimed: list[JobRow] = []
         queues = self.queues.current()
@@ -151,7 +153,6 @@ class Fetcher:
                 wanting = [worker_id for worker_id in wanting if worker_id not in taken]
                 if not wanting:
                     break
-        self.claimed += len(claimed)
         return claimed
 
     def release(self, rows: Sequence[JobRow]) -> None:
