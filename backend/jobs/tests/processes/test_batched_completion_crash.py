@@ -64,10 +64,16 @@ def test_a_batch_in_hand_at_kill_9_is_recovered_by_the_lease_and_none_is_lost(tm
         victim.proc.send_signal(signal.SIGKILL)
         assert victim.wait(timeout=10) == -signal.SIGKILL
         rescuer = WorkerProcess(tmp_path / "rescuer.log", "--threads", "2", **common)
+        # The quick jobs' leases lapse first (their handlers returned, so nothing renews
+        # them) and the slow ones' up to a heartbeat later: wait for both, or the rescuer
+        # can stop between the two sweeps.
         wait_until(
-            lambda: all(fresh(job).status == Status.SUCCEEDED for job in quick),
+            lambda: (
+                all(fresh(job).status == Status.SUCCEEDED for job in quick)
+                and all(fresh(job).status == Status.FAILED for job in slow)
+            ),
             lease + cleanup + 30,
-            "the rescuer to run the quick jobs again",
+            "the rescuer to run the quick jobs again and fail the slow ones",
         )
         assert stop_all([rescuer]) == [0]
     finally:
