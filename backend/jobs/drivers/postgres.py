@@ -181,7 +181,7 @@ _threads = threading.local()
 
 
 @contextmanager
-def _cursor() -> Iterator[psycopg.Cursor[Any]]:
+def _cursor() -> Iterator[psycopg.RawCursor[Any]]:
     """A plain psycopg cursor on Django's connection for this thread.
 
     Server-side binding (Django's own cursors inline parameters into the text, which
@@ -199,9 +199,10 @@ def _cursor() -> Iterator[psycopg.Cursor[Any]]:
         # prepare=True. Our calls say per statement whether to prepare; Django's own
         # cursors bind client-side and never prepare, so this changes nothing for them.
         conn.prepare_threshold = PREPARE_THRESHOLD
-    cursor: psycopg.Cursor[Any] | None = getattr(_threads, "cursor", None)
+    cursor: psycopg.RawCursor[Any] | None = getattr(_threads, "cursor", None)
     if cursor is None or cursor.connection is not conn or cursor.closed:
-        cursor = psycopg.Cursor(conn)
+        # Raw: the statements go out as queries.sql's ``positional`` text, unparsed.
+        cursor = psycopg.RawCursor(conn)
         if db.timezone is UTC:
             cursor.adapters.register_loader("timestamptz", _TIMESTAMPTZ_LOADER)
         _threads.cursor = cursor
@@ -279,10 +280,11 @@ class PostgresDriver:
         db.ensure_connection()
         return behind_pooler(db.connection)
 
-    def _execute(self, cursor: psycopg.Cursor[Any], query: str, params: dict[str, Any]) -> None:
+    def _execute(self, cursor: psycopg.RawCursor[Any], query: str, params: dict[str, Any]) -> None:
         started = time.monotonic()
         prepare = _prepare() and query not in CUSTOM_PLAN_ONLY
-        cursor.execute(QUERIES[query].sql, params, prepare=prepare)
+        statement = QUERIES[query]
+        cursor.execute(statement.positional, statement.values(params), prepare=prepare)
         db = _threads.db  # set by _cursor(), in which every call runs
         if db.queries_logged:
             # Django logs its own cursors' queries (DEBUG, assertNumQueries); so do we.
@@ -430,7 +432,7 @@ class PostgresDriver:
                 )
             return None if row is None else _job_row(row)
 
-    def _key_limits(self, cursor: psycopg.Cursor[Any]) -> dict[str, int]:
+    def _key_limits(self, cursor: psycopg.RawCursor[Any]) -> dict[str, int]:
         limits = dict(app_settings.JOB_CONCURRENCY_KEY_LIMITS)
         self._execute(cursor, "key_limits", {})
         limits.update(cursor.fetchall())

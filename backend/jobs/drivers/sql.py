@@ -3,7 +3,8 @@
 A file holds statements each headed by ``-- name: <name>``; the comment lines under the
 header say what the statement guarantees. Parameters are written ``:name``, which is what
 ``pgbench`` understands, so the benchmark runs the very text the driver runs; for psycopg
-they become ``%(name)s`` (``::`` casts, quoted literals and comments are left alone).
+they become ``%(name)s``, and ``$1``, ``$2``... in ``positional`` (``::`` casts, quoted
+literals and comments are left alone).
 
 A piece of SQL that several statements share (a predicate, a join) is written once under
 ``-- fragment: <name>`` and placed with ``{name}``; it is expanded when the file is read, so
@@ -33,6 +34,16 @@ class Query:
     sql: str
     """The statement with ``%(name)s`` parameters, ready for a psycopg cursor."""
     params: frozenset[str]
+    positional: str
+    """The statement with ``$1``, ``$2``... parameters, for a ``psycopg.RawCursor``: psycopg
+    sends it as it is, where it would parse the ``%(name)s`` text on every call (it caches
+    that parse only for statements under 4 KiB)."""
+    order: tuple[str, ...]
+    """The parameter names in the order of ``positional``'s numbers."""
+
+    def values(self, params: dict[str, object]) -> list[object]:
+        """``params`` as the list ``positional`` takes (names it does not use are left out)."""
+        return [params[name] for name in self.order]
 
 
 def _to_pyformat(text: str) -> tuple[str, frozenset[str]]:
@@ -46,6 +57,21 @@ def _to_pyformat(text: str) -> tuple[str, frozenset[str]]:
         return "%%" if token == "%" else token
 
     return _TOKEN.sub(replace, text), frozenset(params)
+
+
+def _to_positional(text: str) -> tuple[str, tuple[str, ...]]:
+    """``$n`` for the n-th distinct name, the same number wherever a name recurs."""
+    order: list[str] = []
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if not name:
+            return match.group(0)
+        if name not in order:
+            order.append(name)
+        return f"${order.index(name) + 1}"
+
+    return _TOKEN.sub(replace, text), tuple(order)
 
 
 def _expand(text: str, fragments: dict[str, str], used: set[str], where: str) -> str:
@@ -88,7 +114,8 @@ def parse(source: str) -> dict[str, Query]:
             fragments[name] = text
             continue
         sql, params = _to_pyformat(text)
-        queries[name] = Query(name, " ".join(doc_lines), text, sql, params)
+        positional, order = _to_positional(text)
+        queries[name] = Query(name, " ".join(doc_lines), text, sql, params, positional, order)
     unused = sorted(set(fragments) - used)
     if unused:
         raise ValueError(f"fragments {unused} are used by no statement")

@@ -72,6 +72,18 @@ def test_sql_loader_turns_named_parameters_into_pyformat_and_leaves_casts_and_li
     assert query.params == {"a", "b_2"}
 
 
+def test_sql_loader_numbers_each_name_once_for_the_raw_cursor():
+    (query,) = sql.parse(
+        "-- name: sample\n"
+        "SELECT :b::int, ':not_a_param', x % 2 -- :comment\nFROM t WHERE a = :a AND c = :b;\n"
+    ).values()
+    assert query.positional == (
+        "SELECT $1::int, ':not_a_param', x % 2 -- :comment\nFROM t WHERE a = $2 AND c = $1"
+    )
+    assert query.order == ("b", "a")
+    assert query.values({"a": 1, "b": 2, "unused": 3}) == [2, 1]
+
+
 def test_sql_loader_expands_fragments_at_the_placeholders_indentation():
     (query,) = sql.parse(
         "-- fragment: owned\n-- what it picks\n(a = :a\n    OR b = '{owned}')\n"
