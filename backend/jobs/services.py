@@ -414,17 +414,28 @@ def complete_jobs_and_claim_next_jobs(
     lease_seconds: int | None = None,
     synchronous_commit: bool = True,
 ) -> tuple[list[JobRow], list[JobRow], bool]:
-    """``complete_jobs`` then ``claim_next_jobs`` in one transaction, one commit for a
-    process's waiting successes and its idle threads' next jobs: ``(completed, claimed,
-    gated)``. Each half keeps its own invariants (a stale completion writes nothing; the
-    claim is ``claim_next_jobs``'s); both commit together or not at all."""
-    with transaction.atomic():
-        # synchronous_commit=False sets it for this whole transaction (SET LOCAL).
-        completed = complete_jobs(completions=completions, synchronous_commit=synchronous_commit)
+    """``complete_jobs`` then ``claim_next_jobs``, one statement on PostgreSQL (one round
+    trip, one commit) for a process's waiting successes and its idle threads' next jobs:
+    ``(completed, claimed, gated)``. Each half keeps its own invariants (a stale completion
+    writes nothing; the claim is ``claim_next_jobs``'s); both commit together or not at
+    all. ``synchronous_commit=False`` applies to that commit, claims included."""
+    if not completions:
         claimed, gated = claim_next_jobs(
             worker_ids=worker_ids, queue=queue, lease_seconds=lease_seconds
         )
-    return completed, claimed, gated
+        return [], claimed, gated
+    now = timezone.now()
+    lease, locked_until = _lease_until(now, lease_seconds)
+    return get_driver().complete_and_claim_jobs(
+        completions,
+        completed=_completed_event(),
+        queue=queue,
+        worker_ids=worker_ids,
+        locked_until=locked_until,
+        claimed=_claimed_event(lease, locked_until),
+        now=now,
+        synchronous_commit=synchronous_commit,
+    )
 
 
 def release_unstarted_jobs(*, owners: Sequence[Owner], now: datetime | None = None) -> list[JobRow]:

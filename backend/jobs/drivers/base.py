@@ -330,6 +330,22 @@ class Driver(Protocol):
         (PostgreSQL; a crash of the database may forget it, and the jobs run again)."""
         ...
 
+    def complete_and_claim_jobs(
+        self,
+        completions: Sequence[Completion],
+        *,
+        completed: Event,
+        queue: str,
+        worker_ids: Sequence[str],
+        locked_until: datetime,
+        claimed: Event,
+        now: datetime,
+        synchronous_commit: bool = True,
+    ) -> tuple[list[JobRow], list[JobRow], bool]:
+        """``complete_jobs`` then ``claim_jobs``, atomically (one statement on PostgreSQL):
+        the completed rows, the claimed ones, and whether the queue is gated."""
+        ...
+
     def complete_and_claim(
         self,
         owner: Owner,

@@ -484,6 +484,29 @@ class OrmDriver:
             ]
         return [row for row in rows if row is not None]
 
+    def complete_and_claim_jobs(
+        self,
+        completions: Sequence[Completion],
+        *,
+        completed: Event,
+        queue: str,
+        worker_ids: Sequence[str],
+        locked_until: datetime,
+        claimed: Event,
+        now: datetime,
+        synchronous_commit: bool = True,
+    ) -> tuple[list[JobRow], list[JobRow], bool]:
+        with transaction.atomic():
+            done = self.complete_jobs(completions, now=now, event=completed)
+            rows, gated = self.claim_jobs(
+                queue=queue,
+                worker_ids=worker_ids,
+                now=now,
+                locked_until=locked_until,
+                event=claimed,
+            )
+        return done, rows, gated
+
     def complete_job(
         self, owner: Owner, *, result_json: str | None, now: datetime, event: Event
     ) -> JobRow | None:

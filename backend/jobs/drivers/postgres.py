@@ -130,6 +130,38 @@ def _claim_params(queue: str, locked_until: datetime, event: Event) -> dict[str,
     }
 
 
+def _batch_completion_params(completions: Sequence[Completion], event: Event) -> dict[str, Any]:
+    return {
+        "done_ids": [done.owner.job_id for done in completions],
+        "done_worker_ids": [done.owner.worker_id for done in completions],
+        "done_attempts": [done.owner.attempt for done in completions],
+        "done_results": [done.result_json for done in completions],
+        **_event_params(event, "completed_"),
+    }
+
+
+def _in_worker_order(rows: Sequence[Sequence[Any]], worker_ids: Sequence[str]) -> list[JobRow]:
+    """The claimed rows of a batched claim's result, the n-th worker id's job n-th
+    (RETURNING has no order; the n-th worker id holds the n-th job in claim order)."""
+    claimed = [_job_row(values) for part, *values in rows if part == "claimed"]
+    position = {worker_id: n for n, worker_id in enumerate(worker_ids)}
+    claimed.sort(key=lambda row: position[row.locked_by or ""])
+    return claimed
+
+
+@contextmanager
+def _maybe_asynchronous_commit(synchronous_commit: bool) -> Iterator[psycopg.RawCursor[Any]]:
+    """The driver's cursor; with ``synchronous_commit=False``, in a transaction of its own
+    whose commit does not wait for the disk (completions only, opt-in)."""
+    if synchronous_commit:
+        with _cursor() as cursor:
+            yield cursor
+        return
+    with transaction.atomic(), _cursor() as cursor:
+        cursor.execute("SET LOCAL synchronous_commit = off")
+        yield cursor
+
+
 # complete_and_claim's halves are skipped with NULLs (see queries.sql).
 _NO_COMPLETION = {
     "id": None,
@@ -466,11 +498,7 @@ class PostgresDriver:
         with _cursor() as cursor:
             self._execute(cursor, "claim_jobs", {**params, "now": now})
             rows = cursor.fetchall()
-        claimed = [_job_row(values) for part, *values in rows if part == "claimed"]
-        # RETURNING has no order: the n-th worker id holds the n-th job in claim order.
-        position = {worker_id: n for n, worker_id in enumerate(worker_ids)}
-        claimed.sort(key=lambda row: position[row.locked_by or ""])
-        return claimed, any(part == "gated" for part, *_ in rows)
+        return _in_worker_order(rows, worker_ids), any(part == "gated" for part, *_ in rows)
 
     def release_jobs(
         self, owners: Sequence[Owner], *, now: datetime, event: Event, cancelled: Event
@@ -517,22 +545,34 @@ class PostgresDriver:
         event: Event,
         synchronous_commit: bool = True,
     ) -> list[JobRow]:
-        params = {
-            "ids": [done.owner.job_id for done in completions],
-            "worker_ids": [done.owner.worker_id for done in completions],
-            "attempts": [done.owner.attempt for done in completions],
-            "results": [done.result_json for done in completions],
-            "now": now,
-            **_event_params(event),
-        }
-        if synchronous_commit:
-            with _cursor() as cursor:
-                self._execute(cursor, "complete_jobs", params)
-                return [_job_row(values) for values in cursor.fetchall()]
-        with transaction.atomic(), _cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit = off")
+        params = {**_batch_completion_params(completions, event), "now": now}
+        with _maybe_asynchronous_commit(synchronous_commit) as cursor:
             self._execute(cursor, "complete_jobs", params)
             return [_job_row(values) for values in cursor.fetchall()]
+
+    def complete_and_claim_jobs(
+        self,
+        completions: Sequence[Completion],
+        *,
+        completed: Event,
+        queue: str,
+        worker_ids: Sequence[str],
+        locked_until: datetime,
+        claimed: Event,
+        now: datetime,
+        synchronous_commit: bool = True,
+    ) -> tuple[list[JobRow], list[JobRow], bool]:
+        params = {
+            **_batch_completion_params(completions, completed),
+            "worker_ids": list(worker_ids),
+            **_claim_params(queue, locked_until, claimed),
+            "now": now,
+        }
+        with _maybe_asynchronous_commit(synchronous_commit) as cursor:
+            self._execute(cursor, "complete_and_claim_jobs", params)
+            rows = cursor.fetchall()
+        done = [_job_row(values) for part, *values in rows if part == "completed"]
+        return done, _in_worker_order(rows, worker_ids), any(part == "gated" for part, *_ in rows)
 
     def complete_and_claim(
         self,

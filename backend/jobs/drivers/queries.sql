@@ -206,30 +206,23 @@ SELECT 'gated', job.* FROM (SELECT 1) AS one LEFT JOIN jobs_job AS job ON false
 WHERE (SELECT coalesce(gated AND NOT paused, false) FROM gate) OR EXISTS (
     SELECT 1 FROM candidate WHERE NOT EXISTS (SELECT 1 FROM claimed));
 
--- name: complete_jobs
--- Batched completion (issue 25): every attempt of the arrays (:ids, :worker_ids,
--- :attempts, with each result as JSON text in :results) that its owner still holds
--- becomes succeeded, with its succeeded event, in one statement. Each row has its own
--- ownership guard, as complete_and_claim's completion: a stale attempt in the batch
--- matches no row and writes nothing, and the others still complete. The id array hands
--- the primary key the rows to probe (a join would guess the arrays' size). The queue
--- slots of the completed attempts are freed, as complete_and_claim's completion does.
-WITH done AS (
-    SELECT * FROM unnest(:ids::uuid[], :worker_ids::text[], :attempts::integer[],
-        :results::text[]) AS done(id, worker_id, attempt, result)
+-- fragment: batch_completion
+done AS (
+    SELECT * FROM unnest(:done_ids::uuid[], :done_worker_ids::text[], :done_attempts::integer[],
+        :done_results::text[]) AS done(id, worker_id, attempt, result)
 ), completed AS (
     UPDATE jobs_job AS job
     SET status = 'succeeded', result = done.result::jsonb, locked_by = NULL,
         locked_until = NULL, finished_at = :now, updated_at = :now
     FROM done
-    WHERE job.id = ANY(:ids::uuid[]) AND job.id = done.id
+    WHERE job.id = ANY(:done_ids::uuid[]) AND job.id = done.id
         AND job.locked_by = done.worker_id AND job.attempts = done.attempt
     RETURNING job.*
 ), completed_event AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
         job_type, wait_ms, run_ms)
-    SELECT ended.id, 'succeeded', ended.attempts, done.worker_id, :message, :data::jsonb,
-        :now, ended.type, claim.wait_ms, claim.run_ms
+    SELECT ended.id, 'succeeded', ended.attempts, done.worker_id, :completed_message,
+        :completed_data::jsonb, :now, ended.type, claim.wait_ms, claim.run_ms
     FROM completed AS ended JOIN done ON done.id = ended.id
     {ended_attempt_timing}
     ORDER BY ended.id
@@ -237,19 +230,9 @@ WITH done AS (
     -- The queue slots the completed attempts held, if any, are free again (issue 24).
     UPDATE jobs_queueslot SET job_id = NULL WHERE job_id IN (SELECT id FROM completed)
 )
-SELECT * FROM completed;
 
--- name: claim_jobs
--- Batched fetch (issue 25): claim up to one job per worker id of :worker_ids (the process's
--- idle threads, never more) from :queue, in claim order, in one statement; the n-th job
--- claimed goes to the n-th worker id, with its own claimed event, as claim_job would
--- write it. Only for a queue without flow control: a paused, rate-limited or
--- concurrency-limited queue, or a job whose concurrency_key may be limited, answers one
--- gated row instead (its columns NULL) and the worker claims one job at a time there
--- through complete_and_claim and the gated claim, which keep issue 24's rules. The
--- candidates are a loose index scan over job_claim_idx as in complete_and_claim, taking
--- up to the batch from each priority level in turn.
-WITH RECURSIVE gate AS MATERIALIZED (
+-- fragment: batch_claim
+gate AS MATERIALIZED (
     SELECT coalesce(bool_or(settings.paused_at IS NOT NULL OR settings.rate_limit IS NOT NULL
             OR settings.concurrency_limit IS NOT NULL), false) AS gated
     FROM jobs_queuesettings AS settings WHERE settings.name = :queue
@@ -292,12 +275,52 @@ WITH RECURSIVE gate AS MATERIALIZED (
             :now - GREATEST(available_at, created_at)) * 1000), 0)::bigint
     FROM claimed ORDER BY locked_by
 )
-SELECT 'claimed' AS part, * FROM claimed
-UNION ALL
+
+-- fragment: batch_claim_gated
 SELECT 'gated', job.* FROM (SELECT 1) AS one LEFT JOIN jobs_job AS job ON false
 WHERE (SELECT gated FROM gate) OR EXISTS (
     SELECT 1 FROM candidate
-    WHERE NOT EXISTS (SELECT 1 FROM numbered WHERE numbered.id = candidate.id));
+    WHERE NOT EXISTS (SELECT 1 FROM numbered WHERE numbered.id = candidate.id))
+
+-- name: complete_jobs
+-- Batched completion (issue 25): every attempt of the arrays (:done_ids,
+-- :done_worker_ids, :done_attempts, with each result as JSON text in :done_results) that
+-- its owner still holds becomes succeeded, with its succeeded event, in one statement.
+-- Each row has its own ownership guard, as complete_and_claim's completion: a stale
+-- attempt in the batch matches no row and writes nothing, and the others still complete.
+-- The id array hands the primary key the rows to probe (a join would guess the arrays'
+-- size). The queue slots of the completed attempts are freed, as complete_and_claim's
+-- completion does.
+WITH {batch_completion}
+SELECT * FROM completed;
+
+-- name: claim_jobs
+-- Batched fetch (issue 25): claim up to one job per worker id of :worker_ids (the process's
+-- idle threads, never more) from :queue, in claim order, in one statement; the n-th job
+-- claimed goes to the n-th worker id, with its own claimed event, as claim_job would
+-- write it. Only for a queue without flow control: a paused, rate-limited or
+-- concurrency-limited queue, or a job whose concurrency_key may be limited, answers one
+-- gated row instead (its columns NULL) and the worker claims one job at a time there
+-- through complete_and_claim and the gated claim, which keep issue 24's rules. The
+-- candidates are a loose index scan over job_claim_idx as in complete_and_claim, taking
+-- up to the batch from each priority level in turn.
+WITH RECURSIVE {batch_claim}
+SELECT 'claimed' AS part, * FROM claimed
+UNION ALL
+{batch_claim_gated};
+
+-- name: complete_and_claim_jobs
+-- complete_jobs and claim_jobs in one statement (issue 25): a fetch writes the process's
+-- waiting successes and claims its idle threads' next jobs in one round trip and one
+-- commit, as complete_and_claim does for one job. The halves touch different rows (the
+-- process's running attempts; queued jobs) and keep their own guards; the claim answers
+-- gated as claim_jobs does, and the completions are written either way.
+WITH RECURSIVE {batch_claim}, {batch_completion}
+SELECT 'completed' AS part, * FROM completed
+UNION ALL
+SELECT 'claimed', * FROM claimed
+UNION ALL
+{batch_claim_gated};
 
 -- name: release_jobs
 -- Graceful shutdown (issue 25): each attempt of the arrays (:ids, :worker_ids, :attempts)

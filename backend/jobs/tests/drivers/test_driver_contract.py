@@ -328,6 +328,35 @@ def test_a_batchs_stale_completion_changes_nothing_and_the_others_complete(stole
         assert ended.run_ms is not None and ended.wait_ms is not None
 
 
+def test_a_fetch_completes_its_batch_but_the_stale_one_and_claims_in_the_same_commit(
+    stolen_job,
+):
+    before = stolen_job.events.count()
+    queued_job()
+    running = claim("worker-c")
+    waiting = [queued_job() for _ in range(2)]
+    completed, claimed, gated = services.complete_jobs_and_claim_next_jobs(
+        completions=[
+            Completion(Owner(running.pk, "worker-c", 1), '{"n": 1}'),
+            Completion(Owner(stolen_job.pk, "worker-a", 1), '{"stale": true}'),
+        ],
+        worker_ids=["worker-d", "worker-e"],
+    )
+    assert [row.id for row in completed] == [running.pk] and not gated
+    assert [(row.id, row.locked_by) for row in claimed] == [
+        (waiting[0].pk, "worker-d"),
+        (waiting[1].pk, "worker-e"),
+    ]
+    _unchanged(stolen_job, before)
+    done = fresh(running)
+    assert (done.status, done.result) == (Status.SUCCEEDED, {"n": 1})
+    assert timeline(done) == [Event.CREATED, Event.CLAIMED, Event.SUCCEEDED]
+    for job, worker_id in zip(waiting, ["worker-d", "worker-e"], strict=True):
+        row = fresh(job)
+        assert (row.status, row.locked_by, row.attempts) == (Status.RUNNING, worker_id, 1)
+        assert timeline(row) == [Event.CREATED, Event.CLAIMED]
+
+
 def test_stale_worker_cannot_fail_old_attempt(stolen_job):
     before = stolen_job.events.count()
     assert (

@@ -116,6 +116,16 @@ def _claim(now: datetime) -> dict[str, Any]:
     }
 
 
+def _batch_completion() -> dict[str, Any]:
+    return {
+        "done_ids": [uuid.uuid4() for _ in range(10)],
+        "done_worker_ids": [WORKER] * 10,
+        "done_attempts": [1] * 10,
+        "done_results": ["null"] * 10,
+        **_event("completed_"),
+    }
+
+
 _NO_COMPLETION = {
     "id": None,
     "attempts": None,
@@ -149,17 +159,11 @@ def _params(statement: str, now: datetime) -> dict[str, Any]:
     if statement == "plain_complete":
         return {**_completion(), **_NO_CLAIM, "worker_id": WORKER, "now": now}
     if statement == "complete_jobs":
-        ids = [uuid.uuid4() for _ in range(10)]
-        return {
-            "ids": ids,
-            "worker_ids": [WORKER] * 10,
-            "attempts": [1] * 10,
-            "results": ["null"] * 10,
-            "now": now,
-            **_event(),
-        }
+        return {**_batch_completion(), "now": now}
     if statement == "claim_jobs":
         return {**_claim(now), "worker_ids": [WORKER] * 10, "now": now}
+    if statement == "complete_and_claim_jobs":
+        return {**_batch_completion(), **_claim(now), "worker_ids": [WORKER] * 10, "now": now}
     if statement == "release_jobs":
         return {
             "ids": [uuid.uuid4() for _ in range(10)],
@@ -243,6 +247,7 @@ DESIGNED = {
     "plain_complete": {PK, "job_claim_idx"},
     "complete_jobs": {PK},
     "claim_jobs": {PK, "job_claim_idx"},
+    "complete_and_claim_jobs": {PK, "job_claim_idx"},
     "release_jobs": {PK},
     "fail_job": {PK},
     "renew_lease": {PK},
