@@ -224,6 +224,23 @@ def enqueue_bulk(
     db.execute(sql, {"type": job_type, "count": count})
 
 
+def stale_backlog(jobs: int, *, analyze: bool) -> Callable[[Database], None]:
+    """A ``run_workers`` setup: a backlog of ``jobs`` queued jobs written and deleted again,
+    analyzed in between with ``analyze`` (so the planner's statistics say every row is
+    queued, what autovacuum sees as a backlog arrives). Both ways the run starts with the
+    same dead rows; only the statistics differ (issue 25, goal 1; ``make bench-plans``)."""
+
+    def setup(db: Database) -> None:
+        enqueue_bulk(db, jobs)
+        if analyze:
+            db.execute("ANALYZE jobs_job")
+            db.execute("ANALYZE jobs_jobevent")
+        db.execute("DELETE FROM jobs_jobevent")
+        db.execute("DELETE FROM jobs_job")
+
+    return setup
+
+
 # Finished jobs (5 % failed after 3 attempts) with created, claimed and succeeded/failed
 # events, dated in the past so they never mix with the live measurements.
 _FINISHED_SQL = """

@@ -557,10 +557,11 @@ def _workers(workers: list[WorkerRun], fused: dict[int, float], two: dict[int, f
 def _raw_sql(items: list[RawSqlRun]) -> list[str]:
     out = [
         "",
-        "2. Raw-SQL limit: complete_and_claim from pgbench "
+        "2. Raw-SQL limit: the worker's statements from pgbench "
         f"(C, {items[0].protocol} protocol, -j 2, no framework)",
-        "   fused = one call per job (complete the previous, claim the next); two-statement =",
-        "   a complete-only and a claim-only call of the same statement per job",
+        "   fused = one complete_and_claim call per job (complete the previous, claim the next);",
+        "   two-statement = a complete-only and a claim-only call of it per job; batched = one",
+        "   transaction per 10 jobs: complete_jobs of the previous 10, claim_jobs of the next",
         f"   {'script':<16}{'clients':>8}{'jobs/s':>9}{'pgbench tps':>14}{'span s':>8}{'load':>7}",
     ]
     for item in items:
