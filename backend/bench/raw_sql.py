@@ -17,7 +17,8 @@ as a ratio of the limit at the same concurrency:
   (``complete_jobs``) and claims ``BATCH`` more (``claim_jobs``): BEGIN, two statements,
   COMMIT, the four round trips psycopg makes for ``transaction.atomic()``.
 
-The statement is ``QUERIES["complete_and_claim"].text`` as written in
+The fused and two-statement scripts' statement is ``QUERIES["complete_and_claim"].text`` as
+written in
 ``jobs/drivers/queries.sql``; the script only renames the pgbench variables bound to
 ``:id``/``:attempts`` (to ``:job_id``/``:job_attempts``, fed by ``\\aset job_``) and, per
 call, ``:id``/``:queue`` to the nil uuid / an unmatched queue: the server receives the
@@ -34,6 +35,9 @@ SELECT (its rows, and the gated row no queue of the bench has) is replaced by on
 aggregates the claimed rows into the arrays the next completion reads; every CTE, the
 data-modifying ones included, is the worker's text. ``:done_results`` stays the empty
 array: ``unnest`` pads it with NULLs, the SQL NULL a no-op handler's ``None`` is sent as.
+Both statements read ``:now`` as the transaction's start (the worker sends its clock per
+statement). ``BATCH`` is the issue's 10 a side; a worker claims at most one job per idle
+thread (``JOB_WORKER_CLAIM_BATCH_SIZE``), so this is a limit the worker may not reach by design.
 
 Protocol: ``prepared`` (the default) plans once per connection, as the worker's driver
 does (``JOB_DB_PREPARED_STATEMENTS``); ``extended`` plans every execution.
