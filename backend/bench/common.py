@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import random
 import secrets
 import sys
 import time
@@ -27,9 +28,19 @@ JOB_TYPE = "bench.noop"
 # Jobs that stay in flight (``bench.handlers``), for what costs only while attempts run.
 SLEEP_JOB_TYPE = "bench.sleep"
 SLEEP_SECONDS = 0.2
+# Issue 25: the realistic mix (goal 5), each job sleeping 1-10 ms by its payload's n, and a
+# handler returning its wall clock (goal 4's completion latency).
+MIX_JOB_TYPE = "bench.mix"
+MIX_SECONDS = (0.001, 0.010)
+CLOCK_JOB_TYPE = "bench.clock"
 # The drivers a scenario can run the services on, and what the results call each: "cte" is
 # the PostgreSQL driver (one data-modifying CTE per transition), "orm" the ORM driver.
 PATHS = {"postgres": "cte", "orm": "orm"}
+
+
+def mix_seconds(n: int) -> float:
+    """``bench.mix``'s sleep for the job whose payload has ``n``: the same every run."""
+    return random.Random(n).uniform(*MIX_SECONDS)
 
 
 # --- Timing helpers ---------------------------------------------------------------------
@@ -222,6 +233,23 @@ def enqueue_bulk(
 ) -> None:
     sql = _ENQUEUE_SQL.format(priority=priority, available_at=available_at, created_at=created_at)
     db.execute(sql, {"type": job_type, "count": count})
+
+
+def stale_backlog(jobs: int, *, analyze: bool) -> Callable[[Database], None]:
+    """A ``run_workers`` setup: a backlog of ``jobs`` queued jobs written and deleted again,
+    analyzed in between with ``analyze`` (so the planner's statistics say every row is
+    queued, what autovacuum sees as a backlog arrives). Both ways the run starts with the
+    same dead rows; only the statistics differ (issue 25, goal 1; ``make bench-plans``)."""
+
+    def setup(db: Database) -> None:
+        enqueue_bulk(db, jobs)
+        if analyze:
+            db.execute("ANALYZE jobs_job")
+            db.execute("ANALYZE jobs_jobevent")
+        db.execute("DELETE FROM jobs_jobevent")
+        db.execute("DELETE FROM jobs_job")
+
+    return setup
 
 
 # Finished jobs (5 % failed after 3 attempts) with created, claimed and succeeded/failed

@@ -18,7 +18,6 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from harness import BACKEND_DIR
@@ -28,25 +27,13 @@ from .common import (
     bench_environment,
     conninfo_from,
     drop_database,
-    enqueue_bulk,
     log,
     recreate_database,
+    stale_backlog,
 )
 
 RESULTS_DIR = BACKEND_DIR.parent / "bench-results"
 LATENCY = re.compile(r"latency_p50_ms=([\d.]+) latency_p99_ms=([\d.]+)")
-
-
-def stale_backlog(jobs: int, *, analyze: bool) -> Callable[[Database], None]:
-    def setup(db: Database) -> None:
-        enqueue_bulk(db, jobs)
-        if analyze:
-            db.execute("ANALYZE jobs_job")
-            db.execute("ANALYZE jobs_jobevent")
-        db.execute("DELETE FROM jobs_jobevent")
-        db.execute("DELETE FROM jobs_job")
-
-    return setup
 
 
 VARIANTS = {

@@ -1,6 +1,7 @@
-"""Raw-SQL limit: the worker's own statement, ``complete_and_claim``, driven by pgbench.
+"""Raw-SQL limit: the worker's own statements, ``complete_and_claim`` and the batched
+``complete_jobs`` + ``claim_jobs``, driven by pgbench.
 
-Two scripts, each draining a backlog of ``jobs`` with ``clients`` connections, timed like
+Three scripts, each draining a backlog of ``jobs`` with ``clients`` connections, timed like
 the workers (first ``claimed`` to last ``succeeded`` event), so each worker figure reads
 as a ratio of the limit at the same concurrency:
 
@@ -10,14 +11,33 @@ as a ratio of the limit at the same concurrency:
 * ``two-statement``: the same statement called twice per job, complete-only (a queue
   that matches nothing) then claim-only (the nil uuid): two round trips and two commits,
   what the issue's original claim + complete method measured.
+* ``batched`` (issue 25, goal 1): what a worker process does with batched fetch and
+  completion (``services.complete_jobs_and_claim_next_jobs``): one transaction that
+  completes the ``BATCH`` jobs this client claimed in its previous transaction
+  (``complete_jobs``) and claims ``BATCH`` more (``claim_jobs``): BEGIN, two statements,
+  COMMIT, the four round trips psycopg makes for ``transaction.atomic()``.
 
-The statement is ``QUERIES["complete_and_claim"].text`` as written in
+The fused and two-statement scripts' statement is ``QUERIES["complete_and_claim"].text`` as
+written in
 ``jobs/drivers/queries.sql``; the script only renames the pgbench variables bound to
 ``:id``/``:attempts`` (to ``:job_id``/``:job_attempts``, fed by ``\\aset job_``) and, per
 call, ``:id``/``:queue`` to the nil uuid / an unmatched queue: the server receives the
 same statement either way. The prefix matters: a plain ``\\aset`` stores the last row,
 and when a call claims nothing that row is the completed job, whose NULL
 ``locked_until`` would overwrite the lease variable with '' and break the next call.
+
+The batched script's adaptations: ``complete_jobs``'s arrays are renamed ``:done_ids``,
+``:done_owners``, ``:done_attempts`` and ``:done_results`` (its ``:message``/``:data``
+become the completed event's variables), and ``claim_jobs``'s ``:worker_ids`` is
+``:claimers``, the client's ``BATCH`` worker ids (``c<client>-<n>``, built by one SELECT on
+the client's first transaction). pgbench's ``\\gset`` stores one row, so the claim's last
+SELECT (its rows, and the gated row no queue of the bench has) is replaced by one that
+aggregates the claimed rows into the arrays the next completion reads; every CTE, the
+data-modifying ones included, is the worker's text. ``:done_results`` stays the empty
+array: ``unnest`` pads it with NULLs, the SQL NULL a no-op handler's ``None`` is sent as.
+Both statements read ``:now`` as the transaction's start (the worker sends its clock per
+statement). ``BATCH`` is the issue's 10 a side; a worker claims at most one job per idle
+thread (``JOB_WORKER_CLAIM_BATCH_SIZE``), so this is a limit the worker may not reach by design.
 
 Protocol: ``prepared`` (the default) plans once per connection, as the worker's driver
 does (``JOB_DB_PREPARED_STATEMENTS``); ``extended`` plans every execution.
@@ -37,7 +57,9 @@ from pathlib import Path
 from .common import Database, EventWindow, enqueue_bulk, event_window, load_average, reset_tables
 
 PROTOCOLS = ("prepared", "extended")
-SCRIPTS = ("fused", "two-statement")
+SCRIPTS = ("fused", "two-statement", "batched")
+# Jobs the batched script claims (and completes) per transaction.
+BATCH = 10
 # pgbench cannot add an interval to the server's clock, so every claim gets the same
 # lease end: one that outlives any run (nothing reaps leases while pgbench runs).
 LEASE = timedelta(hours=1)
@@ -48,6 +70,9 @@ NO_QUEUE = "bench-no-such-queue"
 # queue empty and nothing is left claimed; the surplus calls come after the last
 # succeeded event and do not count in the window.
 SLACK = 1.25
+# The batched script's surplus: a client ahead of the others takes more than its share of
+# batches, and an empty transaction at the end is cheap.
+BATCHED_SLACK = 2.0
 
 
 @dataclass(kw_only=True)
@@ -70,9 +95,56 @@ def _rename(text: str, **names: str) -> str:
     return text
 
 
+# claim_jobs's last SELECT, from its first line to the end of the statement.
+_CLAIM_RESULT = re.compile(
+    r"^SELECT 'claimed' AS part, \* FROM claimed$.*", re.MULTILINE | re.DOTALL
+)
+# What replaces it: the claimed rows as the arrays the next complete_jobs call reads.
+_CLAIM_ARRAYS = (
+    "SELECT coalesce(array_agg(id), '{}')::text AS ids,"
+    " coalesce(array_agg(locked_by), '{}')::text AS owners,"
+    " coalesce(array_agg(attempts), '{}')::text AS attempts\nFROM claimed"
+)
+
+
+def _batched_script() -> list[str]:
+    from jobs.drivers.postgres import QUERIES
+
+    complete = _rename(
+        QUERIES["complete_jobs"].text,
+        ids="done_ids",
+        worker_ids="done_owners",
+        attempts="done_attempts",
+        results="done_results",
+        message="completed_message",
+        data="completed_data",
+    )
+    claim, replaced = _CLAIM_RESULT.subn(
+        _CLAIM_ARRAYS, _rename(QUERIES["claim_jobs"].text, worker_ids="claimers")
+    )
+    if replaced != 1:
+        raise RuntimeError("claim_jobs's last SELECT changed; adapt bench/raw_sql.py")
+    return [
+        # The client's worker ids, once per connection.
+        "\\if :claimers_set = 0",
+        "SELECT '{' || string_agg('c' || :client_id::text || '-' || n, ',') || '}' AS claimers,",
+        "    1 AS claimers_set",
+        f"FROM generate_series(1, {BATCH}) AS n",
+        "\\gset",
+        "\\endif",
+        "BEGIN;",
+        complete + ";",
+        claim,
+        "\\gset done_",
+        "COMMIT;",
+    ]
+
+
 def pgbench_script(script: str) -> str:
     from jobs.drivers.postgres import QUERIES
 
+    if script == "batched":
+        return "\n".join([*_batched_script(), ""])
     text = QUERIES["complete_and_claim"].text
     fed = {"id": "job_id", "attempts": "job_attempts"}
     lines = ["\\set worker_id :client_id"]
@@ -114,6 +186,11 @@ def pgbench_variables() -> dict[str, str]:
         # A connection's first call completes nothing.
         "job_id": NO_JOB,
         "job_attempts": "0",
+        # What the worker sends without JOB_CONCURRENCY_KEY_LIMITS.
+        "keys_limited": "false",
+        "claimers_set": "0",
+        # The batched script's first transaction completes nothing.
+        **{f"done_{name}": "{}" for name in ("ids", "owners", "attempts", "results")},
     }
 
 
@@ -160,7 +237,10 @@ def run_pgbench(
     enqueue_bulk(db, jobs)
     path = log_dir / f"{script}.pgbench.sql"
     path.write_text(pgbench_script(script))
-    per_client = math.ceil(jobs / clients * SLACK) + 2
+    if script == "batched":
+        per_client = math.ceil(jobs / clients / BATCH * BATCHED_SLACK) + 2
+    else:
+        per_client = math.ceil(jobs / clients * SLACK) + 2
     command = [
         pgbench_available() or "pgbench",
         "--no-vacuum",

@@ -19,6 +19,8 @@ from pathlib import Path
 
 from .activity import ActivityResult
 from .activity import render as render_activity
+from .backlog import BacklogResult
+from .backlog import goals as backlog_goals
 from .bulk import BulkEnqueue
 from .common import JOB_TYPE, REPO_DIR, IndexSize, TableSize, load_average, ratio
 from .decay import DecayResult
@@ -27,6 +29,8 @@ from .enqueue import PRODUCTION_LABEL, EnqueueResult
 from .flowcontrol import FlowControlResult
 from .flowcontrol import render as render_flow_control
 from .goals import NOT_RUN, Goal
+from .mix import MixResult
+from .mix import goals as mix_goals
 from .peers import PeersResult, peer_goals
 from .pgbouncer import PgBouncerResult
 from .pgbouncer import render as render_pgbouncer
@@ -36,6 +40,7 @@ from .tasks import TasksResult
 from .tracing import TracingResult
 from .tracing import render as render_tracing
 from .wakeup import WakeupResult
+from .wakeup import goals as latency_goals
 from .workers import HeartbeatCost, WorkerRun
 
 
@@ -84,6 +89,8 @@ class Results:
     flowcontrol: FlowControlResult | None = None
     decay: DecayResult | None = None
     peers: PeersResult | None = None
+    backlog: BacklogResult | None = None
+    mix: MixResult | None = None
     targets: list[Target] = field(default_factory=list)
     goals: list[Goal] = field(default_factory=list)
 
@@ -494,8 +501,11 @@ def evaluate_goals(results: Results) -> list[Goal]:
     goals += _wakeup_goals(results)
     goals.append(_pgbouncer_goal(results.pgbouncer))
     goals.append(_future_goal(results.scale.future if results.scale else None))
+    goals += backlog_goals(results.backlog)
     goals += peer_goals(results.peers)
     goals += decay_goals(results.decay)
+    goals += latency_goals(results.wakeup)
+    goals += mix_goals(results.mix)
     return goals
 
 
@@ -557,10 +567,11 @@ def _workers(workers: list[WorkerRun], fused: dict[int, float], two: dict[int, f
 def _raw_sql(items: list[RawSqlRun]) -> list[str]:
     out = [
         "",
-        "2. Raw-SQL limit: complete_and_claim from pgbench "
+        "2. Raw-SQL limit: the worker's statements from pgbench "
         f"(C, {items[0].protocol} protocol, -j 2, no framework)",
-        "   fused = one call per job (complete the previous, claim the next); two-statement =",
-        "   a complete-only and a claim-only call of the same statement per job",
+        "   fused = one complete_and_claim call per job (complete the previous, claim the next);",
+        "   two-statement = a complete-only and a claim-only call of it per job; batched = one",
+        "   transaction per 10 jobs: complete_jobs of the previous 10, claim_jobs of the next",
         f"   {'script':<16}{'clients':>8}{'jobs/s':>9}{'pgbench tps':>14}{'span s':>8}{'load':>7}",
     ]
     for item in items:
@@ -752,6 +763,12 @@ def _wakeup(wake: WakeupResult) -> list[str]:
             f"   idle CPU s/min per window, in the order run: listen {listen_1:.3f}, "
             f"polling {polling_1:.3f}, polling {polling_2:.3f}, listen {listen_2:.3f}"
         )
+    for run in wake.completion:
+        out.append(
+            f"   lone job, handler return -> committed ({run.mode}): p50 {run.p50_ms} ms, "
+            f"p99 {run.p99_ms} ms, max {run.max_ms} ms ({run.jobs} jobs); finished_at - "
+            f"return p50 {run.stamped_p50_ms} ms, p99 {run.stamped_p99_ms} ms"
+        )
     return out
 
 
@@ -875,6 +892,10 @@ def render(results: Results) -> str:
         out += results.decay.render()
     if results.peers:
         out += results.peers.render()
+    if results.backlog:
+        out += results.backlog.render()
+    if results.mix:
+        out += results.mix.render()
     if results.targets:
         out += ["", "Other targets"]
         for target in results.targets:

@@ -10,6 +10,7 @@ and written, with the raw figures, to ``bench-results/latest.json`` (and ``lates
    the ORM driver.
 2. Raw-SQL limit (``bench.raw_sql``): the same claim and complete statements driven by
    ``pgbench`` at the same concurrency; each worker figure is printed as a ratio of it.
+   A third script, ``batched``, runs ``complete_jobs`` + ``claim_jobs`` 10 jobs at a time.
 3. Enqueue (``bench.enqueue``): ``POST /api/jobs/`` under gunicorn, and
    ``services.create_job`` in-process.
 4. Scale (``bench.scale``): claim latency and the stats/list endpoints with 10 k and
@@ -33,6 +34,13 @@ and written, with the raw figures, to ``bench-results/latest.json`` (and ``lates
 13. Peers (``bench.peers``, only with ``--peers`` or ``--only peers``: ``make bench-peers``):
     PgQueuer, Celery and Dramatiq on Redis, Procrastinate and django-tasks-db, each in a
     virtualenv of its own, against this queue's 1 x 4 and 2 x 4 on the same backlog.
+14. Backlog (``bench.backlog``, issue 25 goal 1): the default 1 x 4 and 2 x 4 workers drain
+    ``--backlog-goal-jobs`` after a stale backlog without and with ``ANALYZE``, beside the
+    fused and batched pgbench limits of the same rounds.
+15. Mix (``bench.mix``, issue 25 goal 5): 1 x 4 drains ``--mix-jobs`` jobs sleeping 1-10 ms
+    with the default settings and with batched fetch (4) and completion (10).
+The wake-up phase also times lone jobs from handler return to committed (issue 25 goal 4,
+``--completion-jobs``), with the default settings and a completion batch of 10.
 
 Benchmarks print figures; nothing here asserts a timing.
 """
@@ -50,6 +58,7 @@ from harness import BACKEND_DIR
 
 from . import report
 from .activity import run_activity
+from .backlog import run_backlog
 from .bulk import run_bulk
 from .common import (
     RESULTS_DIR,
@@ -67,6 +76,7 @@ from .common import (
 from .decay import SERVERS, run_decay
 from .enqueue import run_enqueue
 from .flowcontrol import run_flow_control
+from .mix import run_mix
 from .peers import OURS, PEER_KEYS, run_peers
 from .pgbouncer import run_pgbouncer
 from .raw_sql import PROTOCOLS, SCRIPTS, RawSqlRun, pgbench_available, run_pgbench
@@ -91,6 +101,8 @@ PHASES = (
     "tracing",
     "flowcontrol",
     "decay",
+    "backlog",
+    "mix",
     "peers",
 )
 # Phases that run unless --only names others; peers needs --peers (or --only peers).
@@ -152,6 +164,38 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=60,
         help="seconds of idle worker per mode for idle CPU and commits/s, in two windows "
         "of half each, run in the order listen, polling, polling, listen (60)",
+    )
+    parser.add_argument(
+        "--completion-jobs",
+        type=int,
+        default=100,
+        help="lone jobs per completion-latency run of the wakeup phase, default settings and "
+        "completion batch 10 (issue 25, goal 4; 0 skips them; 100)",
+    )
+    parser.add_argument(
+        "--backlog-goal-jobs",
+        type=int,
+        default=10_000,
+        help="backlog of the backlog phase's pgbench and worker runs (issue 25, goal 1; 10000)",
+    )
+    parser.add_argument(
+        "--backlog-goal-rounds",
+        type=int,
+        default=2,
+        help="interleaved rounds of the backlog phase; the best of each is kept (2)",
+    )
+    parser.add_argument(
+        "--mix-jobs",
+        type=int,
+        default=3000,
+        help="jobs sleeping 1-10 ms per run of the mix phase (issue 25, goal 5; 3000)",
+    )
+    parser.add_argument(
+        "--mix-rounds",
+        type=int,
+        default=2,
+        help="interleaved rounds of the mix phase, default and batched settings; the best "
+        "of each is kept (2)",
     )
     parser.add_argument(
         "--backlog", type=int, default=100_000, help="queued jobs for the deep backlog (100000)"
@@ -277,7 +321,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.decay_servers = [item.strip() for item in args.decay_servers.split(",") if item.strip()]
     if unknown := set(args.decay_servers) - set(SERVERS):
         parser.error(f"unknown server(s) in --decay-servers: {', '.join(sorted(unknown))}")
-    for name in ("peer_jobs", "peer_rounds", "decay_jobs", "decay_rounds"):
+    for name in (
+        "peer_jobs",
+        "peer_rounds",
+        "decay_jobs",
+        "decay_rounds",
+        "backlog_goal_jobs",
+        "backlog_goal_rounds",
+        "mix_jobs",
+        "mix_rounds",
+    ):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.scale_max <= SMALL:
@@ -411,6 +464,7 @@ def main(argv: list[str] | None = None) -> int:
                 jobs=args.wakeup_jobs,
                 idle_seconds=args.wakeup_idle_seconds,
                 log_dir=log_dir,
+                completion_jobs=args.completion_jobs,
             )
         if "tasks" in args.phases:
             results.tasks = run_tasks(
@@ -455,6 +509,18 @@ def main(argv: list[str] | None = None) -> int:
                 rounds=args.decay_rounds,
                 servers=args.decay_servers,
                 log_dir=log_dir,
+            )
+        if "backlog" in args.phases:
+            results.backlog = run_backlog(
+                db,
+                env,
+                jobs=args.backlog_goal_jobs,
+                rounds=args.backlog_goal_rounds,
+                log_dir=log_dir,
+            )
+        if "mix" in args.phases:
+            results.mix = run_mix(
+                db, env, jobs=args.mix_jobs, rounds=args.mix_rounds, log_dir=log_dir
             )
         if "peers" in args.phases:
             results.peers = run_peers(

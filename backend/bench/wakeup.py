@@ -13,6 +13,18 @@ CPU (its threads' run time from ``/proc/<pid>/task/*/schedstat``, not tick-count
 ``utime + stime``) and the bench database's commits per second
 (``pg_stat_database.xact_commit``; each poll is one autocommit statement; backends
 report at most once a second, so the figure is good to about one second's worth).
+
+Completion latency (issue 25, goal 4; ``run_completion``): an idle worker (listen mode,
+the same shape) runs lone ``bench.clock`` jobs, created one at a time at random gaps; the
+handler returns ``time.time()`` and this process polls the job's row every
+``POLL_SECONDS`` until it reads ``succeeded``: the latency is when it first sees the
+committed row minus the handler's return, an upper bound by at most one poll (about a
+millisecond, plus what the polling itself takes from the worker on a small machine). The
+row's ``finished_at`` (the ``:now`` the completing statement was sent with) minus the
+handler's return is printed too, a lower bound: it leaves out that statement and its
+commit. Once with the default settings (each thread completes its own job) and once
+with ``JOB_WORKER_COMPLETE_BATCH_SIZE=10`` (the completer must write a lone success at
+once when the worker is idle).
 """
 
 from __future__ import annotations
@@ -28,10 +40,27 @@ from pathlib import Path
 
 from harness import BACKEND_DIR, started, wait_until
 
-from .common import JOB_TYPE, Database, load_average, log, p50_p99_ms, reset_tables
+from .common import (
+    CLOCK_JOB_TYPE,
+    JOB_TYPE,
+    Database,
+    load_average,
+    log,
+    p50_p99_ms,
+    ratio,
+    reset_tables,
+)
+from .goals import NOT_RUN, Goal
 
 POLL_INTERVAL_MS = 500  # JOB_WORKER_POLL_INTERVAL_MS's default
 THREADS = 4
+# How often the completion-latency probe reads the job's row.
+POLL_SECONDS = 0.001
+# The completion-latency runs: their label and the worker settings each adds.
+COMPLETION_MODES = {
+    "default settings": {},
+    "completion batch 10": {"JOB_WORKER_COMPLETE_BATCH_SIZE": "10"},
+}
 
 
 @dataclass(kw_only=True)
@@ -50,11 +79,27 @@ class WakeupRun:
 
 
 @dataclass(kw_only=True)
+class CompletionRun:
+    """Handler return -> its ``succeeded`` row seen committed, for lone jobs."""
+
+    mode: str  # a key of COMPLETION_MODES
+    settings: dict[str, str]
+    jobs: int
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+    # finished_at - handler return: the wait before the completing statement was sent.
+    stamped_p50_ms: float = math.nan
+    stamped_p99_ms: float = math.nan
+
+
+@dataclass(kw_only=True)
 class WakeupResult:
     poll_interval_ms: int
     threads: int
     listen: WakeupRun
     polling: WakeupRun
+    completion: list[CompletionRun] = field(default_factory=list)
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -170,8 +215,89 @@ def run_mode(
     )
 
 
+def run_completion(
+    db: Database, env: dict[str, str], *, mode: str, jobs: int, log_dir: Path
+) -> CompletionRun:
+    from django.test import override_settings
+
+    from jobs import services
+
+    log(f"completion latency: {jobs} lone jobs, {mode}")
+    reset_tables(db)
+    settings = COMPLETION_MODES[mode]
+    worker_env = dict(
+        env,
+        BENCH_DRIVER="postgres",
+        JOB_WORKER_POLL_INTERVAL_MS=str(POLL_INTERVAL_MS),
+        JOB_NOTIFY="true",
+        JOB_WORKER_LISTEN="true",
+        **settings,
+    )
+    log_path = log_dir / f"worker-completion-{mode.replace(' ', '_')}.log"
+    command = [sys.executable, "manage.py", "run_job_workers", "--threads", str(THREADS)]
+    procs: list[subprocess.Popen[bytes]] = []
+    latencies: list[float] = []
+    stamped: list[float] = []
+    with log_path.open("w") as out, started(procs):
+        procs.append(
+            subprocess.Popen(
+                command, cwd=BACKEND_DIR, env=worker_env, stdout=out, stderr=subprocess.STDOUT
+            )
+        )
+        proc = procs[0]
+
+        def ready() -> bool:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the worker exited early; see {log_path}")
+            text = log_path.read_text()
+            return text.count("action=thread_started") >= THREADS and "action=listening" in text
+
+        wait_until(ready, 90, interval=0.1, what="worker threads to start")
+        time.sleep(2)  # past start-up work (first polls, cleanup)
+        rng = random.Random(25)
+        with override_settings(JOB_NOTIFY=True):
+            for index in range(jobs):
+                time.sleep(rng.uniform(0.05, 0.25))
+                job, _ = services.create_job(type=CLOCK_JOB_TYPE, payload={"n": index})
+                deadline = time.monotonic() + 30
+                while True:
+                    row = db.rows(
+                        "SELECT result, extract(epoch FROM finished_at) FROM jobs_job"
+                        " WHERE id = %s AND status = 'succeeded'",
+                        [job.id],
+                    )
+                    if row:
+                        seen, (returned, finished) = time.time(), row[0]
+                        latencies.append(seen - float(returned))
+                        stamped.append(float(finished) - float(returned))
+                        break
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"job {job.id} did not succeed in 30 s; {log_path}")
+                    time.sleep(POLL_SECONDS)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    p50, p99 = p50_p99_ms(latencies)
+    stamped_p50, stamped_p99 = p50_p99_ms(stamped)
+    return CompletionRun(
+        mode=mode,
+        settings=settings,
+        jobs=jobs,
+        p50_ms=p50,
+        p99_ms=p99,
+        max_ms=round(max(latencies) * 1000, 2),
+        stamped_p50_ms=stamped_p50,
+        stamped_p99_ms=stamped_p99,
+    )
+
+
 def run_wakeup(
-    db: Database, env: dict[str, str], *, jobs: int, idle_seconds: float, log_dir: Path
+    db: Database,
+    env: dict[str, str],
+    *,
+    jobs: int,
+    idle_seconds: float,
+    log_dir: Path,
+    completion_jobs: int = 0,
 ) -> WakeupResult:
     """Both modes' latency, and their idle cost over two windows each in the order listen,
     polling, polling, listen: an idle worker's CPU time rises with whatever else the
@@ -187,11 +313,17 @@ def run_wakeup(
 
     listen_first, polling_first = run(True, jobs), run(False, jobs)
     polling_second, listen_second = run(False, 0), run(True, 0)
+    completion = [
+        run_completion(db, env, mode=mode, jobs=completion_jobs, log_dir=log_dir)
+        for mode in COMPLETION_MODES
+        if completion_jobs
+    ]
     return WakeupResult(
         poll_interval_ms=POLL_INTERVAL_MS,
         threads=THREADS,
         listen=_with_idle_of(listen_first, listen_second),
         polling=_with_idle_of(polling_first, polling_second),
+        completion=completion,
     )
 
 
@@ -210,4 +342,79 @@ def _with_idle_of(run: WakeupRun, later: WakeupRun) -> WakeupRun:
         ),
         idle_commits_per_second=mean(run.idle_commits_per_second, later.idle_commits_per_second, 1),
         idle_cpu_windows=[run.idle_cpu_seconds_per_minute, later.idle_cpu_seconds_per_minute],
+    )
+
+
+CLAIM_P50_MS = 10  # issue 25, goal 4: enqueue -> claimed on an idle worker, with NOTIFY
+COMPLETION_P99_MS = 50  # issue 25, goal 4: handler return -> committed, for a lone job
+
+
+def goals(result: WakeupResult | None) -> list[Goal]:
+    """Issue 25, goal 4: the wake-up's p50 with LISTEN (the same figure as goal 5 of issue
+    13, a tighter target) and each completion-latency run's p99."""
+    claim_target = f"p50 < {CLAIM_P50_MS} ms"
+    completion_target = f"p99 < {COMPLETION_P99_MS} ms (p50 printed)"
+    if result is None:
+        why = "wakeup phase not run"
+        return [
+            _not_run("enqueue -> claimed, idle worker, LISTEN/NOTIFY", claim_target, why),
+            *(
+                _not_run(f"lone job: handler return -> committed, {mode}", completion_target, why)
+                for mode in COMPLETION_MODES
+            ),
+        ]
+    listen = result.listen
+    rows = [
+        Goal(
+            number="25.4",
+            name=f"enqueue -> claimed, idle 1 x {result.threads} worker, LISTEN/NOTIFY",
+            measured=f"p50 {listen.p50_ms} ms, p99 {listen.p99_ms} ms ({listen.jobs} jobs)",
+            reference=f"polling only ({result.poll_interval_ms} ms): p50 "
+            f"{result.polling.p50_ms} ms",
+            ratio=ratio(listen.p50_ms, result.polling.p50_ms),
+            target=claim_target,
+            status=Goal.verdict(listen.p50_ms < CLAIM_P50_MS),
+        )
+    ]
+    done = {run.mode: run for run in result.completion}
+    reference = done.get("default settings")
+    for mode in COMPLETION_MODES:
+        name = f"lone job: handler return -> committed, {mode}"
+        run = done.get(mode)
+        if run is None:
+            rows.append(
+                _not_run(name, completion_target, "no completion jobs (--completion-jobs 0)")
+            )
+            continue
+        rows.append(
+            Goal(
+                number="25.4",
+                name=f"{name}, idle 1 x {result.threads} worker",
+                measured=f"p50 {run.p50_ms} ms, p99 {run.p99_ms} ms, max {run.max_ms} ms "
+                f"({run.jobs} jobs), seen committed by polling the row every "
+                f"{POLL_SECONDS * 1000:g} ms",
+                reference=f"finished_at - return (statement and commit left out): p50 "
+                f"{run.stamped_p50_ms} ms, p99 {run.stamped_p99_ms} ms"
+                + (
+                    f"; default settings p99 {reference.p99_ms} ms"
+                    if reference is not None and run is not reference
+                    else ""
+                ),
+                ratio=ratio(run.p99_ms, reference.p99_ms) if reference else None,
+                target=completion_target,
+                status=Goal.verdict(run.p99_ms < COMPLETION_P99_MS),
+            )
+        )
+    return rows
+
+
+def _not_run(name: str, target: str, why: str) -> Goal:
+    return Goal(
+        number="25.4",
+        name=name,
+        measured="-",
+        reference=why,
+        ratio=None,
+        target=target,
+        status=NOT_RUN,
     )

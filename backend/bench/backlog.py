@@ -1,0 +1,236 @@
+"""Issue 25, goal 1: the default worker on a backlog, with and without ``ANALYZE``, beside
+the fused single-job and the batched pgbench limits of the same round.
+
+For each configuration (1 x 4 and 2 x 4, the PostgreSQL driver, default settings), each
+round runs pgbench ``fused`` and ``batched`` (``bench/raw_sql.py``) on a backlog of ``jobs``
+at the same client count, then the workers twice on the same backlog: after a stale
+backlog written and deleted (``common.stale_backlog``) without ``ANALYZE`` and with it
+(the planner's statistics then say every row is queued, what autovacuum sees as a
+backlog arrives). Both worker runs start with the same dead rows; only the statistics
+differ. Rounds interleave everything, so drift in the machine's load favours no variant;
+the best of each is kept.
+
+Goal rows (``goals``): each configuration's slower variant >= ``FUSED_GOAL`` x the fused
+limit and >= ``BATCHED_GOAL`` of the batched limit, and the two variants within
+``SPREAD_GOAL`` of each other (slower / faster >= 1 - ``SPREAD_GOAL``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .common import Database, log, ratio, stale_backlog
+from .goals import NOT_RUN, Goal
+from .raw_sql import pgbench_available, run_pgbench
+from .workers import run_workers
+
+CONFIGS = [(1, 4), (2, 4)]
+FUSED_GOAL = 2.0
+BATCHED_GOAL = 0.45
+SPREAD_GOAL = 0.10
+VARIANTS = {"not analyzed": False, "analyzed": True}
+
+
+@dataclass(kw_only=True)
+class BacklogConfig:
+    """One configuration's best figures (jobs/s) and every round's."""
+
+    processes: int
+    threads: int
+    fused: float
+    batched: float
+    not_analyzed: float
+    analyzed: float
+    rounds: dict[str, list[float]] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return f"{self.processes} x {self.threads}"
+
+    @property
+    def slower(self) -> float:
+        return min(self.not_analyzed, self.analyzed)
+
+    @property
+    def spread(self) -> float | None:
+        """Slower / faster variant: 1.0 when ANALYZE changes nothing."""
+        return ratio(self.slower, max(self.not_analyzed, self.analyzed))
+
+
+@dataclass(kw_only=True)
+class BacklogResult:
+    jobs: int
+    rounds: int
+    configs: list[BacklogConfig]
+
+    def render(self) -> list[str]:
+        out = [
+            "",
+            f"14. Backlog (issue 25, goal 1): {self.jobs:,} no-op jobs, default settings, "
+            f"best of {self.rounds} interleaved rounds; workers after a stale backlog, "
+            "without and with ANALYZE",
+            f"   {'workers':<9}{'not analyzed':>14}{'analyzed':>10}{'fused':>8}{'batched':>9}"
+            f"{'/fused':>8}{'/batched':>10}{'spread':>8}",
+        ]
+        for item in self.configs:
+            out.append(
+                f"   {item.label:<9}{item.not_analyzed:>14,.0f}{item.analyzed:>10,.0f}"
+                f"{item.fused:>8,.0f}{item.batched:>9,.0f}"
+                f"{_fmt(ratio(item.slower, item.fused)):>8}"
+                f"{_fmt(ratio(item.slower, item.batched)):>10}{_fmt(item.spread):>8}"
+            )
+        out.append(
+            "   /fused, /batched: the slower variant against the pgbench limits at the same "
+            "client count; spread: slower / faster variant"
+        )
+        return out
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _best(values: list[float]) -> float:
+    return max(values, default=float("nan"))
+
+
+def run_backlog(
+    db: Database, env: dict[str, str], *, jobs: int, rounds: int, log_dir: Path
+) -> BacklogResult:
+    configs = []
+    for processes, threads in CONFIGS:
+        samples: dict[str, list[float]] = {name: [] for name in ("fused", "batched", *VARIANTS)}
+        clients = processes * threads
+        for round_number in range(1, rounds + 1):
+            if pgbench_available():
+                for script in ("fused", "batched"):
+                    log(f"backlog: pgbench {script}, {clients} clients (round {round_number})")
+                    raw = run_pgbench(
+                        db,
+                        env,
+                        script=script,
+                        clients=clients,
+                        jobs=jobs,
+                        protocol="prepared",
+                        log_dir=log_dir,
+                    )
+                    samples[script].append(raw.jobs_per_second)
+            names = list(VARIANTS) if round_number % 2 else list(reversed(VARIANTS))
+            for name in names:
+                log(f"backlog: {processes} x {threads}, {name} (round {round_number})")
+                run = run_workers(
+                    db,
+                    env,
+                    processes=processes,
+                    threads=threads,
+                    jobs=jobs,
+                    driver="postgres",
+                    log_dir=log_dir,
+                    label=f"backlog-{processes}x{threads}-{name.replace(' ', '_')}",
+                    setup=stale_backlog(jobs, analyze=VARIANTS[name]),
+                )
+                samples[name].append(run.jobs_per_second)
+
+        configs.append(
+            BacklogConfig(
+                processes=processes,
+                threads=threads,
+                fused=_best(samples["fused"]),
+                batched=_best(samples["batched"]),
+                not_analyzed=_best(samples["not analyzed"]),
+                analyzed=_best(samples["analyzed"]),
+                rounds=samples,
+            )
+        )
+    return BacklogResult(jobs=jobs, rounds=rounds, configs=configs)
+
+
+def goals(result: BacklogResult | None) -> list[Goal]:
+    """Three rows per configuration: against the fused limit, against the batched limit,
+    and analyzed against not analyzed. Ratios are printed whether met or not."""
+    rows = []
+    for processes, threads in CONFIGS:
+        label = f"{processes} x {threads}"
+        item = next(
+            (
+                config
+                for config in (result.configs if result else [])
+                if (config.processes, config.threads) == (processes, threads)
+            ),
+            None,
+        )
+        rows += _config_goals(label, item, result.jobs if result else None)
+    return rows
+
+
+def _config_goals(label: str, item: BacklogConfig | None, jobs: int | None) -> list[Goal]:
+    backlog = f"{jobs:,}-job backlog" if jobs else "backlog"
+    names = [
+        f"worker {label}, {backlog}, vs the fused single-job pgbench limit",
+        f"worker {label}, {backlog}, vs the batched pgbench limit (10 per transaction)",
+        f"worker {label}, {backlog}, analyzed vs not analyzed",
+    ]
+    targets = [
+        f">= {FUSED_GOAL}x the fused limit, with and without ANALYZE",
+        f">= {BATCHED_GOAL} of the batched limit, with and without ANALYZE",
+        f"within {SPREAD_GOAL * 100:.0f} % of each other (slower / faster >= "
+        f"{1 - SPREAD_GOAL:.2f})",
+    ]
+    if item is None:
+        why = "backlog phase not run"
+        return [
+            Goal(
+                number="25.1",
+                name=name,
+                measured="-",
+                reference=why,
+                ratio=None,
+                target=target,
+                status=NOT_RUN,
+            )
+            for name, target in zip(names, targets, strict=True)
+        ]
+    both = f"not analyzed {item.not_analyzed:,.0f} jobs/s, analyzed {item.analyzed:,.0f} jobs/s"
+
+    def versus(reference: float) -> str:
+        return (
+            f"not analyzed {_fmt(ratio(item.not_analyzed, reference))}x, "
+            f"analyzed {_fmt(ratio(item.analyzed, reference))}x"
+        )
+
+    fused, batched, spread = (
+        ratio(item.slower, item.fused),
+        ratio(item.slower, item.batched),
+        item.spread,
+    )
+    return [
+        Goal(
+            number="25.1",
+            name=names[0],
+            measured=both,
+            reference=f"pgbench fused {item.fused:,.0f} jobs/s ({versus(item.fused)})",
+            ratio=fused,
+            target=targets[0],
+            status=Goal.verdict(None if fused is None else fused >= FUSED_GOAL),
+        ),
+        Goal(
+            number="25.1",
+            name=names[1],
+            measured=both,
+            reference=f"pgbench batched {item.batched:,.0f} jobs/s ({versus(item.batched)})",
+            ratio=batched,
+            target=targets[1],
+            status=Goal.verdict(None if batched is None else batched >= BATCHED_GOAL),
+        ),
+        Goal(
+            number="25.1",
+            name=names[2],
+            measured=f"analyzed {item.analyzed:,.0f} jobs/s",
+            reference=f"not analyzed {item.not_analyzed:,.0f} jobs/s (ratio column: "
+            "slower / faster)",
+            ratio=spread,
+            target=targets[2],
+            status=Goal.verdict(None if spread is None else spread >= 1 - SPREAD_GOAL),
+        ),
+    ]

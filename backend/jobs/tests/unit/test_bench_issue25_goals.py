@@ -1,0 +1,182 @@
+"""Issue 25's goals 1, 4 and 5 in the bench: their verdicts, the batched pgbench script and
+the README rows (no database, no timing)."""
+
+import re
+from dataclasses import asdict
+
+import pytest
+
+from bench import backlog, mix, raw_sql, readme, wakeup
+from bench.common import mix_seconds
+from bench.run import DEFAULT_PHASES, parse_args
+
+
+def _config(**figures: float) -> backlog.BacklogConfig:
+    values = {
+        "processes": 1,
+        "threads": 4,
+        "fused": 1000.0,
+        "batched": 4000.0,
+        "not_analyzed": 2100.0,
+        "analyzed": 2000.0,
+        **figures,
+    }
+    return backlog.BacklogConfig(**values)  # type: ignore[arg-type]
+
+
+def _backlog(*configs: backlog.BacklogConfig) -> backlog.BacklogResult:
+    return backlog.BacklogResult(jobs=10_000, rounds=2, configs=list(configs))
+
+
+def _statuses(goals):
+    return [goal.status for goal in goals]
+
+
+def test_a_backlog_that_meets_goal_1_passes_all_three_rows():
+    goals = backlog.goals(_backlog(_config(), _config(processes=2)))
+    assert [goal.number for goal in goals] == ["25.1"] * 6
+    assert _statuses(goals) == ["PASS"] * 6
+    fused, batched, spread = goals[:3]
+    # The slower variant is the one judged.
+    assert (fused.ratio, batched.ratio, spread.ratio) == (2.0, 0.5, 0.95)
+
+
+@pytest.mark.parametrize(
+    ("figures", "missed"),
+    [
+        ({"analyzed": 1900.0}, 0),  # 1.9x the fused limit
+        ({"batched": 5000.0}, 1),  # 0.40 of the batched limit
+        ({"not_analyzed": 2300.0}, 2),  # 2000 / 2300 = 0.87: more than 10 % apart
+    ],
+)
+def test_a_backlog_that_misses_one_target_gives_miss_on_its_row_only(figures, missed):
+    goals = backlog.goals(_backlog(_config(**figures), _config(processes=2)))
+    expected = ["PASS"] * 6
+    expected[missed] = "MISS"
+    assert _statuses(goals) == expected
+    assert all(goal.ratio is not None for goal in goals)  # printed even when missed
+
+
+def test_backlog_goals_say_why_they_were_not_run():
+    goals = backlog.goals(None)
+    assert _statuses(goals) == ["not run"] * 6
+    assert {goal.reference for goal in goals} == {"backlog phase not run"}
+    # Without pgbench there is no limit to compare with.
+    missing = backlog.goals(_backlog(_config(fused=float("nan"), batched=float("nan"))))
+    assert _statuses(missing[:3]) == ["not run", "not run", "PASS"]
+
+
+def _mix(default: float, batched: float) -> mix.MixResult:
+    return mix.MixResult(jobs=3000, threads=4, rounds=2, default=default, batched=batched)
+
+
+@pytest.mark.parametrize(
+    ("default", "batched", "status"),
+    [(600.0, 660.0, "PASS"), (600.0, 570.0, "PASS"), (600.0, 560.0, "MISS")],
+)
+def test_the_mix_goal_allows_five_per_cent_below_the_default(default, batched, status):
+    (goal,) = mix.goals(_mix(default, batched))
+    assert (goal.number, goal.status) == ("25.5", status)
+    assert "5 % tolerance" in goal.target
+    assert mix.goals(None)[0].status == "not run"
+
+
+def test_the_mix_sleeps_the_same_for_the_same_job_and_stays_in_range():
+    assert mix_seconds(7) == mix_seconds(7)
+    sleeps = [mix_seconds(n) for n in range(1000)]
+    assert min(sleeps) >= 0.001 and max(sleeps) <= 0.010
+    assert len(set(sleeps)) > 900
+
+
+def _run(mode: str, p50: float, p99: float) -> wakeup.WakeupRun:
+    return wakeup.WakeupRun(
+        mode=mode,
+        jobs=100,
+        p50_ms=p50,
+        p99_ms=p99,
+        max_ms=p99,
+        idle_seconds=30,
+        idle_cpu_seconds_per_minute=0.1,
+        idle_commits_per_second=0.1,
+        load_average=[1.0],
+    )
+
+
+def _completion(mode: str, p99: float) -> wakeup.CompletionRun:
+    return wakeup.CompletionRun(
+        mode=mode, settings={}, jobs=100, p50_ms=p99 / 2, p99_ms=p99, max_ms=p99
+    )
+
+
+def _wakeup(listen_p50: float, completions: list[wakeup.CompletionRun]) -> wakeup.WakeupResult:
+    return wakeup.WakeupResult(
+        poll_interval_ms=500,
+        threads=4,
+        listen=_run("listen", listen_p50, 20),
+        polling=_run("polling", 250, 490),
+        completion=completions,
+    )
+
+
+def test_goal_4_passes_a_fast_claim_and_a_prompt_completion():
+    result = _wakeup(
+        4.0,
+        [_completion("default settings", 6), _completion("completion batch 10", 12)],
+    )
+    goals = wakeup.goals(result)
+    assert [goal.number for goal in goals] == ["25.4"] * 3
+    assert _statuses(goals) == ["PASS"] * 3
+    assert goals[2].ratio == 2.0  # batched p99 / default p99
+
+
+def test_goal_4_misses_a_slow_claim_or_a_slow_completion():
+    result = _wakeup(
+        12.0,
+        [_completion("default settings", 6), _completion("completion batch 10", 55)],
+    )
+    assert _statuses(wakeup.goals(result)) == ["MISS", "PASS", "MISS"]
+
+
+def test_goal_4_says_what_was_not_measured():
+    assert _statuses(wakeup.goals(None)) == ["not run"] * 3
+    assert _statuses(wakeup.goals(_wakeup(4.0, []))) == ["PASS", "not run", "not run"]
+
+
+def test_the_new_phases_run_by_default_with_the_issues_sizes():
+    args = parse_args([])
+    assert {"backlog", "mix"} <= set(DEFAULT_PHASES)
+    assert (args.backlog_goal_jobs, args.backlog_goal_rounds) == (10_000, 2)
+    assert (args.mix_jobs, args.mix_rounds, args.completion_jobs) == (3000, 2, 100)
+    with pytest.raises(SystemExit):
+        parse_args(["--mix-rounds", "0"])
+
+
+def test_the_batched_pgbench_script_runs_the_workers_statements():
+    from jobs.drivers.postgres import QUERIES
+
+    script = raw_sql.pgbench_script("batched")
+    variables = set(re.findall(r"(?<![\w:]):([A-Za-z_]\w*)", script))
+    defined = set(raw_sql.pgbench_variables()) | {"client_id", "claimers"}
+    assert variables <= defined, variables - defined
+    # Every CTE of both statements is there, and one transaction holds both.
+    for name in ("complete_jobs", "claim_jobs"):
+        ctes = re.findall(r"(\w+) AS (?:MATERIALIZED )?\(", QUERIES[name].text)
+        assert ctes and all(f"{cte} AS" in script for cte in ctes)
+    assert script.index("BEGIN;") < script.index("UPDATE jobs_job") < script.index("COMMIT;")
+    assert "\\gset done_" in script and "FROM claimed" in script
+
+
+def test_the_readme_shows_issue_25s_goal_rows():
+    goals = [
+        *backlog.goals(_backlog(_config(analyzed=1500.0))),
+        *wakeup.goals(_wakeup(4.0, [_completion("default settings", 6)])),
+        *mix.goals(_mix(600.0, 650.0)),
+    ]
+    data = {
+        "meta": {"started_at": "x", "command": "c", "commit": "abc"},
+        "goals": [asdict(goal) for goal in goals],
+    }
+    table = readme.render(readme.parse(data))
+    rows = [line for line in table.splitlines() if line.startswith("| 25.")]
+    assert [row.split(" | ")[0] for row in rows] == ["| 25.1"] * 6 + ["| 25.4"] * 3 + ["| 25.5"]
+    assert "| 1.50 | >= 2.0x the fused limit, with and without ANALYZE | **MISS** |" in table
