@@ -12,10 +12,9 @@ as a ratio of the limit at the same concurrency:
   that matches nothing) then claim-only (the nil uuid): two round trips and two commits,
   what the issue's original claim + complete method measured.
 * ``batched`` (issue 25, goal 1): what a worker process does with batched fetch and
-  completion (``services.complete_jobs_and_claim_next_jobs``): one transaction that
-  completes the ``BATCH`` jobs this client claimed in its previous transaction
-  (``complete_jobs``) and claims ``BATCH`` more (``claim_jobs``): BEGIN, two statements,
-  COMMIT, the four round trips psycopg makes for ``transaction.atomic()``.
+  completion (``services.complete_jobs_and_claim_next_jobs``): one statement,
+  ``complete_and_claim_jobs``, that completes the ``BATCH`` jobs this client claimed in its
+  previous call and claims ``BATCH`` more (one round trip, one commit).
 
 The fused and two-statement scripts' statement is ``QUERIES["complete_and_claim"].text`` as
 written in
@@ -26,17 +25,16 @@ same statement either way. The prefix matters: a plain ``\\aset`` stores the las
 and when a call claims nothing that row is the completed job, whose NULL
 ``locked_until`` would overwrite the lease variable with '' and break the next call.
 
-The batched script's adaptations: ``complete_jobs``'s arrays are renamed ``:done_ids``,
-``:done_owners``, ``:done_attempts`` and ``:done_results`` (its ``:message``/``:data``
-become the completed event's variables), and ``claim_jobs``'s ``:worker_ids`` is
-``:claimers``, the client's ``BATCH`` worker ids (``c<client>-<n>``, built by one SELECT on
-the client's first transaction). pgbench's ``\\gset`` stores one row, so the claim's last
-SELECT (its rows, and the gated row no queue of the bench has) is replaced by one that
-aggregates the claimed rows into the arrays the next completion reads; every CTE, the
+The batched script's adaptations: ``complete_and_claim_jobs``'s ``:done_worker_ids`` is
+renamed ``:done_owners`` and its ``:worker_ids`` ``:claimers``, the client's ``BATCH``
+worker ids (``c<client>-<n>``, built by one SELECT on the client's first call). pgbench's
+``\\gset`` stores one row, so the statement's last SELECT (its completed and claimed rows,
+and the gated row no queue of the bench has) is replaced by one that aggregates the
+claimed rows into the arrays the next call's completion reads; every CTE, the
 data-modifying ones included, is the worker's text. ``:done_results`` stays the empty
 array: ``unnest`` pads it with NULLs, the SQL NULL a no-op handler's ``None`` is sent as.
-Both statements read ``:now`` as the transaction's start (the worker sends its clock per
-statement). ``BATCH`` is the issue's 10 a side; a worker claims at most one job per idle
+The statement reads ``:now`` as the transaction's start, as the worker's clock would be.
+``BATCH`` is the issue's 10 a side; a worker claims at most one job per idle
 thread (``JOB_WORKER_CLAIM_BATCH_SIZE``), so this is a limit the worker may not reach by design.
 
 Protocol: ``prepared`` (the default) plans once per connection, as the worker's driver
@@ -95,11 +93,11 @@ def _rename(text: str, **names: str) -> str:
     return text
 
 
-# claim_jobs's last SELECT, from its first line to the end of the statement.
-_CLAIM_RESULT = re.compile(
-    r"^SELECT 'claimed' AS part, \* FROM claimed$.*", re.MULTILINE | re.DOTALL
+# complete_and_claim_jobs's last SELECT, from its first line to the end of the statement.
+_BATCH_RESULT = re.compile(
+    r"^SELECT 'completed' AS part, \* FROM completed$.*", re.MULTILINE | re.DOTALL
 )
-# What replaces it: the claimed rows as the arrays the next complete_jobs call reads.
+# What replaces it: the claimed rows as the arrays the next call's completion reads.
 _CLAIM_ARRAYS = (
     "SELECT coalesce(array_agg(id), '{}')::text AS ids,"
     " coalesce(array_agg(locked_by), '{}')::text AS owners,"
@@ -110,20 +108,14 @@ _CLAIM_ARRAYS = (
 def _batched_script() -> list[str]:
     from jobs.drivers.postgres import QUERIES
 
-    complete = _rename(
-        QUERIES["complete_jobs"].text,
-        ids="done_ids",
-        worker_ids="done_owners",
-        attempts="done_attempts",
-        results="done_results",
-        message="completed_message",
-        data="completed_data",
+    text = _rename(
+        QUERIES["complete_and_claim_jobs"].text,
+        done_worker_ids="done_owners",
+        worker_ids="claimers",
     )
-    claim, replaced = _CLAIM_RESULT.subn(
-        _CLAIM_ARRAYS, _rename(QUERIES["claim_jobs"].text, worker_ids="claimers")
-    )
+    statement, replaced = _BATCH_RESULT.subn(_CLAIM_ARRAYS, text)
     if replaced != 1:
-        raise RuntimeError("claim_jobs's last SELECT changed; adapt bench/raw_sql.py")
+        raise RuntimeError("complete_and_claim_jobs's last SELECT changed; adapt bench/raw_sql.py")
     return [
         # The client's worker ids, once per connection.
         "\\if :claimers_set = 0",
@@ -132,11 +124,8 @@ def _batched_script() -> list[str]:
         f"FROM generate_series(1, {BATCH}) AS n",
         "\\gset",
         "\\endif",
-        "BEGIN;",
-        complete + ";",
-        claim,
+        statement,
         "\\gset done_",
-        "COMMIT;",
     ]
 
 

@@ -412,13 +412,13 @@ def complete_jobs_and_claim_next_jobs(
     worker_ids: Sequence[str],
     queue: str = DEFAULT_QUEUE,
     lease_seconds: int | None = None,
-    synchronous_commit: bool = True,
 ) -> tuple[list[JobRow], list[JobRow], bool]:
     """``complete_jobs`` then ``claim_next_jobs``, one statement on PostgreSQL (one round
     trip, one commit) for a process's waiting successes and its idle threads' next jobs:
     ``(completed, claimed, gated)``. Each half keeps its own invariants (a stale completion
     writes nothing; the claim is ``claim_next_jobs``'s); both commit together or not at
-    all. ``synchronous_commit=False`` applies to that commit, claims included."""
+    all. Its commit is always synchronous: it holds claims, and the opt-in asynchronous
+    commit is for completions alone (``complete_jobs``)."""
     if not completions:
         claimed, gated = claim_next_jobs(
             worker_ids=worker_ids, queue=queue, lease_seconds=lease_seconds
@@ -434,7 +434,6 @@ def complete_jobs_and_claim_next_jobs(
         locked_until=locked_until,
         claimed=_claimed_event(lease, locked_until),
         now=now,
-        synchronous_commit=synchronous_commit,
     )
 
 

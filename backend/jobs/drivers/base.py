@@ -340,7 +340,6 @@ class Driver(Protocol):
         locked_until: datetime,
         claimed: Event,
         now: datetime,
-        synchronous_commit: bool = True,
     ) -> tuple[list[JobRow], list[JobRow], bool]:
         """``complete_jobs`` then ``claim_jobs``, atomically (one statement on PostgreSQL):
         the completed rows, the claimed ones, and whether the queue is gated."""

@@ -494,7 +494,6 @@ class OrmDriver:
         locked_until: datetime,
         claimed: Event,
         now: datetime,
-        synchronous_commit: bool = True,
     ) -> tuple[list[JobRow], list[JobRow], bool]:
         with transaction.atomic():
             done = self.complete_jobs(completions, now=now, event=completed)

@@ -560,7 +560,6 @@ class PostgresDriver:
         locked_until: datetime,
         claimed: Event,
         now: datetime,
-        synchronous_commit: bool = True,
     ) -> tuple[list[JobRow], list[JobRow], bool]:
         params = {
             **_batch_completion_params(completions, completed),
@@ -568,7 +567,7 @@ class PostgresDriver:
             **_claim_params(queue, locked_until, claimed),
             "now": now,
         }
-        with _maybe_asynchronous_commit(synchronous_commit) as cursor:
+        with _cursor() as cursor:
             self._execute(cursor, "complete_and_claim_jobs", params)
             rows = cursor.fetchall()
         done = [_job_row(values) for part, *values in rows if part == "completed"]

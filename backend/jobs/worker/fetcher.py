@@ -49,7 +49,6 @@ class Fetcher:
         queues: QueueSet,
         stopping: threading.Event,
         successes: Callable[[], Handover | None] | None = None,
-        synchronous_commit: bool = True,
         parallel: int = 1,
     ) -> None:
         # parallel: fetches in flight at once. A commit waits for the disk (a few ms);
@@ -58,7 +57,6 @@ class Fetcher:
         # successes: the completer's take(); with it each fetch also writes the successes
         # waiting, in the same transaction (one commit for both).
         self.successes = successes
-        self.synchronous_commit = synchronous_commit
         self.batch_size = batch_size
         self.lease_seconds = lease_seconds
         self.queues = queues
@@ -129,7 +127,6 @@ class Fetcher:
                         worker_ids=wanting,
                         queue=queue,
                         lease_seconds=self.lease_seconds,
-                        synchronous_commit=self.synchronous_commit,
                     )
                 except BaseException:
                     handover.failed()

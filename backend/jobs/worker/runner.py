@@ -62,8 +62,9 @@ class WorkerRunner:
                 lease_seconds=config.lease_seconds,
                 queues=self.queues,
                 stopping=self.stop_event,
+                # A fetch's commit holds claims: always synchronous, whatever the
+                # completions' setting (their own flushes keep it).
                 successes=None if self.completer is None else self.completer.take,
-                synchronous_commit=config.complete_synchronous_commit,
                 parallel=max(1, config.threads // 2),
             )
         self.listener: Listener | None = None
