@@ -141,7 +141,7 @@ def run_activity(db: Database, *, events: int, minutes: int, calls: int) -> Acti
         minutes=minutes,
         fill_seconds=fill_seconds,
         type_health=_latency(lambda: selectors.type_health(minutes=minutes), calls),
-        worker_activity=_latency(lambda: selectors.worker_activity(minutes=minutes), calls),
+        worker_activity=_latency(lambda: selectors.live_workers(minutes=minutes), calls),
         load_average=load_average(),
     )
 

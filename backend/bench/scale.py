@@ -215,6 +215,8 @@ def _claim_params() -> dict[str, Any]:
         "locked_until": now,
         "claimed_message": MESSAGES[JobEventType.CLAIMED],
         "claimed_data": "{}",
+        # What the worker sends without JOB_CONCURRENCY_KEY_LIMITS (issue 24).
+        "keys_limited": False,
     }
 
 
