@@ -1,0 +1,15 @@
+"""The bench binds the worker's statements as the driver does: a parameter a later issue
+adds to ``queries.sql`` must reach the bench too (issue 24's ``keys_limited`` did not, and
+``make bench`` stopped at its scale phase)."""
+
+from bench import raw_sql, scale
+from jobs.drivers.postgres import QUERIES
+
+
+def test_the_scale_phase_binds_every_parameter_of_the_workers_claim():
+    assert set(scale._claim_params()) == QUERIES["complete_and_claim"].params
+
+
+def test_pgbench_defines_every_variable_of_the_fused_script():
+    used = set(raw_sql.re.findall(r"(?<![\w:]):([A-Za-z_]\w*)", raw_sql.pgbench_script("fused")))
+    assert used <= set(raw_sql.pgbench_variables()) | {"client_id", "worker_id"}
