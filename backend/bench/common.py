@@ -200,6 +200,23 @@ def reset_tables(db: Database) -> None:
     db.execute("TRUNCATE jobs_jobevent, jobs_job RESTART IDENTITY")
 
 
+# Whether a job is queued or running, read through the two partial indexes (job_claim_idx,
+# job_timeout_idx). The bench asks ten times a second while workers drain; a plain
+# ``EXISTS (... status IN ('queued', 'running'))`` is planned as a scan of jobs_job that
+# walks the finished rows first, so its cost grew with history and took CPU from the
+# worker on two cores: the decay phase measured the bench's own poll.
+_LIVE_JOB_EXISTS = """
+SELECT (SELECT 1 FROM jobs_job WHERE status = 'queued'
+        ORDER BY queue, priority DESC, available_at, created_at, id LIMIT 1) IS NOT NULL
+    OR (SELECT 1 FROM jobs_job WHERE status = 'running' ORDER BY locked_until LIMIT 1)
+        IS NOT NULL
+"""
+
+
+def live_jobs_exist(db: Database) -> bool:
+    return bool(db.scalar(_LIVE_JOB_EXISTS))
+
+
 def queued_count(db: Database) -> int:
     return db.scalar("SELECT count(*) FROM jobs_job WHERE status = 'queued'")
 

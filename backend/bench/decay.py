@@ -29,7 +29,7 @@ from typing import Any
 
 from harness import PrivatePostgres, WorkerProcess, postgres_bin_dir, wait_until
 
-from .common import Database, enqueue_bulk, load_average, log, ratio, reset_tables
+from .common import Database, enqueue_bulk, live_jobs_exist, load_average, log, ratio, reset_tables
 from .goals import Goal
 
 SERVERS = ("private", "shared")
@@ -195,12 +195,6 @@ def _rss_mib(pid: int) -> float | None:
     return None
 
 
-def _busy(db: Database) -> bool:
-    return bool(
-        db.scalar("SELECT EXISTS (SELECT 1 FROM jobs_job WHERE status IN ('queued', 'running'))")
-    )
-
-
 def _window_since(db: Database, since: Any) -> tuple[float, int]:
     first, last, succeeded = db.rows(
         """
@@ -242,7 +236,7 @@ def drain_in_a_row(
             since = db.scalar("SELECT clock_timestamp()")
             enqueue_bulk(db, jobs)
             wait_until(
-                lambda: not _busy(db),
+                lambda: not live_jobs_exist(db),
                 max(300, jobs / 20),
                 f"round {number} to drain",
                 interval=0.1,

@@ -32,6 +32,7 @@ from .common import (
     EventWindow,
     enqueue_bulk,
     event_window,
+    live_jobs_exist,
     load_average,
     log,
     reset_tables,
@@ -96,9 +97,7 @@ def _drain(db: Database, env: dict[str, str], *, threads: int, log_path: Path) -
         def drained() -> bool:
             if worker.poll() is not None:
                 raise RuntimeError(f"the worker exited early; see {log_path}")
-            return not db.scalar(
-                "SELECT EXISTS (SELECT 1 FROM jobs_job WHERE status IN ('queued', 'running'))"
-            )
+            return not live_jobs_exist(db)
 
         wait_until(drained, 300, interval=0.1, what="the jobs to drain")
         worker.send_signal(signal.SIGTERM)

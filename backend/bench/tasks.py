@@ -25,7 +25,16 @@ from pathlib import Path
 
 from harness import BACKEND_DIR, started, wait_until
 
-from .common import JOB_TYPE, Database, EventWindow, event_window, load_average, log, reset_tables
+from .common import (
+    JOB_TYPE,
+    Database,
+    EventWindow,
+    event_window,
+    live_jobs_exist,
+    load_average,
+    log,
+    reset_tables,
+)
 
 PATHS = ("register", "tasks")
 
@@ -120,9 +129,7 @@ def _drain(db: Database, env: dict[str, str], *, path: str, threads: int, log_di
 
         def drained() -> bool:
             alive()
-            return not db.scalar(
-                "SELECT EXISTS (SELECT 1 FROM jobs_job WHERE status IN ('queued', 'running'))"
-            )
+            return not live_jobs_exist(db)
 
         wait_until(up, 60, interval=0.02, what="the worker threads to start")
         cpu_before, done_before = _cpu_seconds(worker.pid), _succeeded(db)

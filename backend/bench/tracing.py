@@ -31,7 +31,16 @@ from typing import Any
 
 from harness import BACKEND_DIR, OtlpReceiver, otlp_receiver, started, wait_until
 
-from .common import JOB_TYPE, Database, EventWindow, event_window, load_average, log, reset_tables
+from .common import (
+    JOB_TYPE,
+    Database,
+    EventWindow,
+    event_window,
+    live_jobs_exist,
+    load_average,
+    log,
+    reset_tables,
+)
 
 MODES = ("absent", "off", "on")
 
@@ -143,9 +152,7 @@ def _drain(db: Database, env: dict[str, str], *, mode: str, threads: int, log_pa
 
         def drained() -> bool:
             alive()
-            return not db.scalar(
-                "SELECT EXISTS (SELECT 1 FROM jobs_job WHERE status IN ('queued', 'running'))"
-            )
+            return not live_jobs_exist(db)
 
         wait_until(up, 60, interval=0.02, what="the worker threads to start")
         cpu_before = _cpu_seconds(worker.pid)

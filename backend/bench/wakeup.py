@@ -44,6 +44,7 @@ from .common import (
     CLOCK_JOB_TYPE,
     JOB_TYPE,
     Database,
+    live_jobs_exist,
     load_average,
     log,
     p50_p99_ms,
@@ -180,11 +181,7 @@ def run_mode(
                 time.sleep(rng.uniform(0.05, 0.25))
                 services.create_job(type=JOB_TYPE, payload={"n": index})
         wait_until(  # at once when jobs is 0: an idle window only
-            lambda: (
-                not db.scalar(
-                    "SELECT EXISTS (SELECT 1 FROM jobs_job WHERE status IN ('queued', 'running'))"
-                )
-            ),
+            lambda: not live_jobs_exist(db),
             timeout=60,
             interval=0.1,
             what="the worker to run every job",
