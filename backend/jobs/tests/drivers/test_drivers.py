@@ -149,7 +149,9 @@ def _scenario(now):
     )
     # Batched claims, and a stopping worker giving back what it never started (issue 25).
     f = services.create_job(type="demo.success", queue="spare", now=t[7])[0]
-    g = services.create_job(type="demo.success", queue="spare", now=t[7])[0]
+    # A lower priority orders g after f in the claim and in the comparison below: with
+    # equal keys the order would come down to two ids made in the same millisecond.
+    g = services.create_job(type="demo.success", queue="spare", priority=40, now=t[7])[0]
     claimed, _ = services.claim_next_jobs(worker_ids=["f", "g"], queue="spare", now=t[7])
     assert sorted(row.id for row in claimed) == sorted([f.pk, g.pk])
     services.cancel_job(job_id=claimed[1].id, now=t[7])
