@@ -62,6 +62,15 @@ test-backend: venv ## test-backend-sqlite and test-backend-postgres at the same 
 		"$(MAKE) --no-print-directory test-backend-sqlite" \
 		"$(MAKE) --no-print-directory test-backend-postgres PG_PYTEST_ARGS='-m \"not engine_independent\"'"
 
+# What `make test` runs: the dashboard's checks after the SQLite pass, beside the PostgreSQL
+# pass (the longer one), so the three take the PostgreSQL pass's time.
+.PHONY: test-suites
+test-suites: venv ## test-backend-sqlite then test-frontend, beside test-backend-postgres
+	$(NPM_DEPS)
+	@$(ROOT)/scripts/run-parallel.sh \
+		"$(MAKE) --no-print-directory test-backend-sqlite && $(MAKE) --no-print-directory test-frontend" \
+		"$(MAKE) --no-print-directory test-backend-postgres PG_PYTEST_ARGS='-m \"not engine_independent\"'"
+
 .PHONY: test-schema
 test-schema: venv ## Generate the OpenAPI schema and validate it; any drf-spectacular warning fails
 	cd $(BACKEND) && DATABASE_ENGINE=sqlite $(PY) manage.py spectacular --validate --fail-on-warn --file /dev/null
@@ -115,7 +124,7 @@ provision: ## Install what the tests need (Debian's nginx, chromium, prometheus,
 	@bash $(ROOT)/scripts/provision.sh
 
 .PHONY: test
-test: provision lint test-compose test-docs test-schema test-types test-backend test-frontend test-e2e ## Everything the project checks (what CI runs); provisions first
+test: provision lint test-compose test-docs test-schema test-types test-suites test-e2e ## Everything the project checks (what CI runs); provisions first
 
 .PHONY: run
 run: venv ## Run API (:8000), worker and dashboard (:5173); SQLite unless PostgreSQL is configured

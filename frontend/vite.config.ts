@@ -12,6 +12,9 @@ export default defineConfig({
     setupFiles: ['./src/test/setup.ts'],
     include: ['src/**/*.test.{ts,tsx}'],
     restoreMocks: true,
+    // make test runs these beside the backend's PostgreSQL pass on two cores: a test's own
+    // waits (asyncUtilTimeout in setup.ts) decide, not a 5 s cap on the whole test.
+    testTimeout: 20_000,
     // Tests talk to MSW at the default URL, whatever a developer's .env.local says.
     env: { VITE_API_BASE_URL: 'http://localhost:8000/api', VITE_POLL_INTERVAL_MS: '2000' },
   },
