@@ -35,6 +35,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -148,27 +150,7 @@ def run_mode(
         JOB_WORKER_LISTEN=flag,
     )
     log_path = log_dir / f"worker-wakeup-{mode}.log"
-    command = [sys.executable, "manage.py", "run_job_workers", "--threads", str(THREADS)]
-    procs: list[subprocess.Popen[bytes]] = []
-    with log_path.open("w") as out, started(procs):
-        procs.append(
-            subprocess.Popen(
-                command, cwd=BACKEND_DIR, env=worker_env, stdout=out, stderr=subprocess.STDOUT
-            )
-        )
-        proc = procs[0]
-
-        def ready() -> bool:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the worker exited early; see {log_path}")
-            text = log_path.read_text()
-            return text.count("action=thread_started") >= THREADS and (
-                not listen or "action=listening" in text
-            )
-
-        wait_until(ready, 90, interval=0.1, what="worker threads to start")
-        time.sleep(2)  # past start-up work (first polls, cleanup)
-
+    with _worker(worker_env, log_path, listening=listen) as proc:
         cpu_before, commits_before = _cpu_seconds(proc.pid), _commits(db)
         idle_began = time.monotonic()
         time.sleep(idle_seconds)
@@ -212,6 +194,35 @@ def run_mode(
     )
 
 
+@contextmanager
+def _worker(
+    worker_env: dict[str, str], log_path: Path, *, listening: bool
+) -> Iterator[subprocess.Popen[bytes]]:
+    """One ``run_job_workers`` process of THREADS threads, handed over once every thread has
+    started (and listens, with ``listening``) and its start-up work is past."""
+    command = [sys.executable, "manage.py", "run_job_workers", "--threads", str(THREADS)]
+    procs: list[subprocess.Popen[bytes]] = []
+    with log_path.open("w") as out, started(procs):
+        procs.append(
+            subprocess.Popen(
+                command, cwd=BACKEND_DIR, env=worker_env, stdout=out, stderr=subprocess.STDOUT
+            )
+        )
+        proc = procs[0]
+
+        def ready() -> bool:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the worker exited early; see {log_path}")
+            text = log_path.read_text()
+            return text.count("action=thread_started") >= THREADS and (
+                not listening or "action=listening" in text
+            )
+
+        wait_until(ready, 90, interval=0.1, what="worker threads to start")
+        time.sleep(2)  # past start-up work (first polls, cleanup)
+        yield proc
+
+
 def run_completion(
     db: Database, env: dict[str, str], *, mode: str, jobs: int, log_dir: Path
 ) -> CompletionRun:
@@ -231,26 +242,9 @@ def run_completion(
         **settings,
     )
     log_path = log_dir / f"worker-completion-{mode.replace(' ', '_')}.log"
-    command = [sys.executable, "manage.py", "run_job_workers", "--threads", str(THREADS)]
-    procs: list[subprocess.Popen[bytes]] = []
     latencies: list[float] = []
     stamped: list[float] = []
-    with log_path.open("w") as out, started(procs):
-        procs.append(
-            subprocess.Popen(
-                command, cwd=BACKEND_DIR, env=worker_env, stdout=out, stderr=subprocess.STDOUT
-            )
-        )
-        proc = procs[0]
-
-        def ready() -> bool:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the worker exited early; see {log_path}")
-            text = log_path.read_text()
-            return text.count("action=thread_started") >= THREADS and "action=listening" in text
-
-        wait_until(ready, 90, interval=0.1, what="worker threads to start")
-        time.sleep(2)  # past start-up work (first polls, cleanup)
+    with _worker(worker_env, log_path, listening=True) as proc:
         rng = random.Random(25)
         with override_settings(JOB_NOTIFY=True):
             for index in range(jobs):
