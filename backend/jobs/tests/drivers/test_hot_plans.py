@@ -282,11 +282,10 @@ def _sql_type(name: str, value: Any) -> str:
     return "text"
 
 
-def plan(cursor: psycopg.Cursor[Any], statement: str, mode: str) -> dict[str, Any]:
-    """The plan of ``statement`` prepared as the driver prepares it, in ``mode``
-    (``force_custom_plan`` or ``force_generic_plan``)."""
+def prepare(cursor: psycopg.Cursor[Any], statement: str, params: dict[str, Any]) -> str:
+    """Prepare ``statement`` as ``hot``, typed as the driver's call types it; returns the
+    ``EXECUTE`` that runs it with ``params``, inlined client-side."""
     query = QUERIES[QUERY_OF.get(statement, statement)]
-    params = _params(statement, timezone.now())
     assert set(params) == query.params
     order = sorted(params)
     text = _PARAM.sub(
@@ -294,12 +293,17 @@ def plan(cursor: psycopg.Cursor[Any], statement: str, mode: str) -> dict[str, An
     )
     types = [_sql_type(name, params[name]) for name in order]
     cursor.execute("DEALLOCATE ALL")
-    cursor.execute(f"SET LOCAL plan_cache_mode = {mode}")
     cursor.execute(f"PREPARE hot ({', '.join(types)}) AS {text}")
     placeholders = ", ".join(["%s"] * len(types))
-    cursor.execute(
-        f"EXPLAIN (FORMAT JSON) EXECUTE hot ({placeholders})", [params[n] for n in order]
-    )
+    return cursor.mogrify(f"EXECUTE hot ({placeholders})", [params[n] for n in order])
+
+
+def plan(cursor: psycopg.Cursor[Any], statement: str, mode: str) -> dict[str, Any]:
+    """The plan of ``statement`` prepared as the driver prepares it, in ``mode``
+    (``force_custom_plan`` or ``force_generic_plan``)."""
+    cursor.execute(f"SET LOCAL plan_cache_mode = {mode}")
+    execute = prepare(cursor, statement, _params(statement, timezone.now()))
+    cursor.execute(f"EXPLAIN (FORMAT JSON) {execute}")
     explained = cursor.fetchone()[0]
     cursor.execute("DEALLOCATE hot")
     return (json.loads(explained) if isinstance(explained, str) else explained)[0]["Plan"]
@@ -393,3 +397,49 @@ def test_live_counts_read_live_jobs_only_through_their_indexes():
     explained = (json.loads(explained) if isinstance(explained, str) else explained)[0]["Plan"]
     assert {kind for kind, _ in reads(explained, "jobs_job")} <= INDEX_READS, explained
     assert indexes(explained, JOB_INDEXES) == {"job_claim_idx", "job_timeout_idx"}, explained
+
+
+# The statements a busy worker runs once per job or per fetch. The others run on a timer
+# (heartbeat, lock_expired_leases), at a stop (release_jobs), per enqueue with a unique key,
+# or when a thread's queues ran dry (plain_complete, whose custom plan drops the claim half):
+# their custom plans cost a planning each call, not one per job.
+PER_JOB = [
+    "complete_and_claim",
+    "plain_claim",
+    "claim_jobs",
+    "complete_jobs",
+    "complete_and_claim_jobs",
+    "fail_job",
+    "gated_candidate",
+    "claim_by_id",
+    "running_with_key",
+]
+
+
+@pytest.mark.parametrize("state", STATES, ids=[state.__name__ for state in STATES])
+@pytest.mark.parametrize("statement", PER_JOB)
+def test_prepared_hot_statement_settles_on_its_generic_plan(statement, state):
+    # Planning these statements costs more than running them (the batched claim's CTEs:
+    # about 1 ms here): prepared, PostgreSQL plans them once per connection, but only if
+    # the generic plan is not estimated dearer than the custom plans of the first five
+    # calls. Sizes and bounds a custom plan reads from its values (a LIMIT of one idle
+    # thread, an array of one success) and the generic one must guess made it plan the
+    # batched statements on every call. Called as the worker calls them most: one thread,
+    # one job.
+    connection.ensure_connection()
+    single = {
+        name: value[:1] if isinstance(value, list) else value
+        for name, value in _params(statement, timezone.now()).items()
+    }
+    with psycopg.ClientCursor(connection.connection) as cursor:
+        state(cursor)
+        cursor.execute("SET LOCAL plan_cache_mode = auto")
+        execute = prepare(cursor, statement, single)
+        for _ in range(10):
+            cursor.execute(execute)
+        cursor.execute(
+            "SELECT custom_plans, generic_plans FROM pg_prepared_statements WHERE name = 'hot'"
+        )
+        custom, generic = cursor.fetchone()
+        cursor.execute("DEALLOCATE hot")
+    assert (custom, generic) == (5, 5)
