@@ -11,6 +11,14 @@ to waiting for a notification. A queue under flow control that the batch does no
 (issue 24's pause, limits and key limits) is claimed from one job at a time, through the
 claim that applies them.
 
+Gathering: with handlers that return sooner than a fetch takes (no-op or near), the thread
+that finishes first would fetch alone and its peers would queue behind it, a fetch of one
+or two jobs paying a whole statement and commit. So while the process's recent handlers
+ran shorter than its recent fetches took, a thread about to fetch for fewer threads than a
+batch waits for its busy peers to come back, at most one fetch's time, and fetches for all
+of them. Longer handlers (the usual case: anything that does I/O) never wait: a fetch is
+cheaper than their idle time.
+
 Stopping: jobs a fetch brought back after the process began to stop are released
 (``services.release_unstarted_jobs``: queued again at once, the attempt not spent, a
 ``released`` event), as is a job a thread received as the stop began.
@@ -20,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -67,14 +76,25 @@ class Fetcher:
         self._in_fetch: set[str] = set()  # worker ids the fetches under way claim for
         self._fetching = 0
         self._cursor = 0
+        # Threads running a job this fetcher handed them, and since when.
+        self._running: dict[str, float] = {}
+        # Moving averages, in seconds: a handed job's turnaround, a fetch's round trip.
+        self._run_seconds = 0.0
+        self._fetch_seconds = 0.0
+        self._gathering = False
         self.fetches = 0
         self.claimed = 0
+        self.gathers = 0
 
     def next_job(self, worker_id: str) -> JobRow | None:
         """A job claimed for ``worker_id``'s thread, or ``None`` when a fetch found none
         for it (the thread then waits for a notification)."""
         with self._condition:
+            handed = self._running.pop(worker_id, None)
+            if handed is not None:
+                self._run_seconds = _average(self._run_seconds, time.monotonic() - handed)
             self._idle.append(worker_id)
+            self._condition.notify_all()  # a gathering thread counts its peers
             while True:
                 if worker_id in self._delivered:
                     return self._delivered.pop(worker_id)
@@ -83,16 +103,18 @@ class Fetcher:
                     continue
                 if worker_id not in self._idle:
                     return None  # it was in a fetch that found nothing for it
-                if self._fetching < self.parallel:
+                if self._fetching < self.parallel and not self._gathering:
                     break
                 self._condition.wait()
             # This thread fetches, for itself first and for those waiting with it.
             self._idle.remove(worker_id)
+            self._gather()
             group = [worker_id, *self._idle[: self.batch_size - 1]]
             del self._idle[: self.batch_size - 1]
             self._in_fetch.update(group)
             self._fetching += 1
         rows: list[JobRow] = []
+        started = time.monotonic()
         try:
             if not self.stopping.is_set():
                 rows = self._claim(group)
@@ -106,11 +128,44 @@ class Fetcher:
                 # Counted under the lock: fetches run in parallel.
                 self.fetches += 1
                 self.claimed += len(rows)
+                now = time.monotonic()
+                if rows:
+                    self._fetch_seconds = _average(self._fetch_seconds, now - started)
                 for row in rows:
                     self._delivered[row.locked_by or ""] = row
+                    self._running[row.locked_by or ""] = now
                 mine = self._delivered.pop(worker_id, None)
                 self._condition.notify_all()
         return mine
+
+    def _gather(self) -> None:
+        """Called with the lock held by a thread about to fetch: while the process's handlers
+        return sooner than a fetch takes, wait (at most one fetch's time) for the busy
+        threads to come back, so one fetch claims for all of them."""
+        if not (0 < self._run_seconds < self._fetch_seconds):
+            return
+        deadline = time.monotonic() + self._fetch_seconds
+        self._gathering = True
+        try:
+            while (
+                self._peers_returning()
+                and len(self._idle) + 1 < self.batch_size
+                and not self.stopping.is_set()
+            ):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._condition.wait(left)
+        finally:
+            self._gathering = False
+            self._condition.notify_all()  # threads beyond this batch may fetch in parallel
+        self.gathers += 1
+
+    def _peers_returning(self) -> bool:
+        """Whether a thread handed a job lately (two fetches' time) has not come back: one
+        stuck in a long handler, or given up on, is not waited for."""
+        since = time.monotonic() - 2 * self._fetch_seconds
+        return any(handed > since for handed in self._running.values())
 
     def _claim(self, group: Sequence[str]) -> list[JobRow]:
         """Up to one job per worker id of ``group``, taking the queues in turn."""
@@ -163,3 +218,8 @@ class Fetcher:
             logger.exception("action=release_failed jobs=%d", len(owners))
             return
         logger.info("action=released_unstarted jobs=%d", len(released))
+
+
+def _average(previous: float, sample: float) -> float:
+    """An exponentially weighted moving average: the last dozen samples or so weigh most."""
+    return sample if previous == 0 else previous + (sample - previous) / 8

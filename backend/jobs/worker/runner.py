@@ -192,9 +192,10 @@ class WorkerRunner:
             self.completer.join(timeout=self.config.lease_seconds)
         if self.fetcher is not None:
             logger.info(
-                "action=fetcher_stopped fetches=%d claimed=%d",
+                "action=fetcher_stopped fetches=%d claimed=%d gathers=%d",
                 self.fetcher.fetches,
                 self.fetcher.claimed,
+                self.fetcher.gathers,
             )
         # Abandoned threads may never return; they are daemons and die with the process.
         self.maintenance.finished.set()

@@ -72,3 +72,56 @@ def test_every_claimed_job_reaches_its_thread_once(monkeypatch, parallel):
     assert len(received) == JOBS
     assert subject.claimed == JOBS
     assert subject.fetches < JOBS  # threads did claim together
+
+
+def _drain(monkeypatch, *, jobs: int, fetch_seconds: float, handler_seconds: float) -> Fetcher:
+    """Four threads take ``jobs`` jobs through a fetcher whose claims take
+    ``fetch_seconds`` and whose handlers ``handler_seconds``; the fetcher, once drained."""
+    remaining = iter(range(jobs))
+    lock = threading.Lock()
+
+    def claim_next_jobs(*, worker_ids, queue, lease_seconds):
+        with lock:
+            numbers = [n for _, n in zip(worker_ids, remaining, strict=False)]
+        time.sleep(fetch_seconds)
+        return [
+            SimpleNamespace(id=n, locked_by=w) for n, w in zip(numbers, worker_ids, strict=False)
+        ], False
+
+    monkeypatch.setattr(fetcher.services, "claim_next_jobs", claim_next_jobs)
+    subject = Fetcher(
+        batch_size=4,
+        lease_seconds=30,
+        queues=QueueSet(("default",), refresh_seconds=1),
+        stopping=threading.Event(),
+        parallel=2,
+    )
+
+    def thread(worker_id: str) -> None:
+        while subject.next_job(worker_id) is not None:
+            time.sleep(handler_seconds)
+
+    threads = [threading.Thread(target=thread, args=(f"w{n}",)) for n in range(4)]
+    for each in threads:
+        each.start()
+    for each in threads:
+        each.join(timeout=60)
+    assert subject.claimed == jobs
+    return subject
+
+
+def test_threads_whose_handlers_return_sooner_than_a_fetch_are_claimed_for_together(
+    monkeypatch,
+):
+    # Without gathering, the thread back first fetches alone while the others queue
+    # behind it: about two jobs per fetch.
+    subject = _drain(monkeypatch, jobs=200, fetch_seconds=0.02, handler_seconds=0)
+    assert subject.gathers > 0
+    assert subject.claimed / subject.fetches >= 3.5
+
+
+def test_threads_whose_handlers_run_longer_than_a_fetch_never_wait_for_each_other(
+    monkeypatch,
+):
+    subject = _drain(monkeypatch, jobs=40, fetch_seconds=0.001, handler_seconds=0.05)
+    assert subject.gathers == 0
