@@ -296,6 +296,12 @@ class Driver(Protocol):
         """The queues that have queued jobs, in name order."""
         ...
 
+    def vacuum_jobs_table(self, *, min_dead_rows: int) -> int | None:
+        """Vacuum ``jobs_job`` if its dead row versions passed both autovacuum's own
+        threshold for it and ``min_dead_rows``, unless another vacuum holds it; the dead
+        rows it saw, or ``None`` when none was due (or the database has no such thing)."""
+        ...
+
     def status_estimate(self) -> StatusEstimate | None:
         """The table's estimated size and status shares, or ``None`` when the database
         keeps no such statistics (then counts are exact)."""

@@ -344,6 +344,9 @@ class OrmDriver:
         queued = Job.objects.filter(status=JobStatus.QUEUED)
         return list(queued.order_by("queue").values_list("queue", flat=True).distinct())
 
+    def vacuum_jobs_table(self, *, min_dead_rows: int) -> int | None:
+        return None  # the embedded database reuses its free pages itself
+
     def status_estimate(self) -> StatusEstimate | None:
         return None  # the embedded database is small: count
 

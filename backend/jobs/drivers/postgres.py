@@ -251,6 +251,8 @@ def _prepare() -> bool:
 # only a plan made for the given values can read a selection of ids through the primary
 # key, so these always run unprepared, planned for their values (issue 25).
 CUSTOM_PLAN_ONLY = frozenset({"cancel_jobs", "retry_jobs"})
+# Utility statements, which PostgreSQL cannot prepare.
+NEVER_PREPARED = frozenset({"vacuum_jobs"})
 
 
 def behind_pooler(conn: psycopg.Connection[Any]) -> bool:
@@ -314,7 +316,7 @@ class PostgresDriver:
 
     def _execute(self, cursor: psycopg.RawCursor[Any], query: str, params: dict[str, Any]) -> None:
         started = time.monotonic()
-        prepare = _prepare() and query not in CUSTOM_PLAN_ONLY
+        prepare = _prepare() and query not in CUSTOM_PLAN_ONLY and query not in NEVER_PREPARED
         statement = QUERIES[query]
         cursor.execute(statement.positional, statement.values(params), prepare=prepare)
         db = _threads.db  # set by _cursor(), in which every call runs
@@ -591,6 +593,15 @@ class PostgresDriver:
         }
         rows = self._complete_and_claim(params)
         return rows.get("completed"), rows.get("claimed")
+
+    def vacuum_jobs_table(self, *, min_dead_rows: int) -> int | None:
+        row = self._fetchone("vacuum_due", {})
+        if row is None or row[1] is None or row[0] <= max(row[1], min_dead_rows):
+            return None
+        with _cursor() as cursor:
+            # Outside any transaction (VACUUM refuses one): Django's connection autocommits.
+            self._execute(cursor, "vacuum_jobs", {})
+        return int(row[0])
 
     def active_queues(self) -> list[str]:
         with _cursor() as cursor:

@@ -405,6 +405,32 @@ LEFT JOIN pg_stats AS s
     ON s.schemaname = current_schema() AND s.tablename = c.relname AND s.attname = 'status'
 WHERE c.oid = 'jobs_job'::regclass;
 
+-- name: vacuum_due
+-- jobs_job's dead row versions as the cumulative statistics last saw them, and the count
+-- past which autovacuum would vacuum it by its own rule (threshold + scale factor x rows,
+-- the table's storage parameters first, then the server's); NULL when the table's
+-- autovacuum_enabled is false (whoever set that vacuums it).
+SELECT stat.n_dead_tup,
+    CASE WHEN 'autovacuum_enabled=false' = ANY(coalesce(class.reloptions, '{}')) THEN NULL
+    ELSE coalesce((SELECT split_part(option, '=', 2)::float8
+            FROM unnest(class.reloptions) AS option
+            WHERE option LIKE 'autovacuum\_vacuum\_threshold=%'),
+        current_setting('autovacuum_vacuum_threshold')::float8)
+        + coalesce((SELECT split_part(option, '=', 2)::float8
+            FROM unnest(class.reloptions) AS option
+            WHERE option LIKE 'autovacuum\_vacuum\_scale\_factor=%'),
+        current_setting('autovacuum_vacuum_scale_factor')::float8)
+        * greatest(class.reltuples, 0) END
+FROM pg_class AS class JOIN pg_stat_user_tables AS stat ON stat.relid = class.oid
+WHERE class.oid = 'jobs_job'::regclass;
+
+-- name: vacuum_jobs
+-- SKIP_LOCKED: autovacuum or another worker's vacuum already on it, this one does nothing.
+-- TRUNCATE false: giving empty tail pages back takes an exclusive lock that stalls every
+-- claim (decay bench, six rounds: worst 0.64 of the first with it, 0.87 without); inserts
+-- reuse those pages anyway.
+VACUUM (SKIP_LOCKED, TRUNCATE false) jobs_job;
+
 -- name: type_samples
 -- Per type of :types: its newest :size ended attempts that ran, in [:start, :end], through
 -- job_event_type_run_idx (one bounded index-only probe per type, however many events the

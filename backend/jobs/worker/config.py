@@ -32,6 +32,9 @@ class WorkerConfig:
     complete_batch_size: int = 1
     complete_flush_seconds: float = 0.005
     complete_synchronous_commit: bool = True
+    # Maintenance vacuums jobs_job once its dead rows pass autovacuum's threshold and this
+    # many; 0: never (autovacuum alone).
+    vacuum_dead_rows: int = 20_000
 
     @property
     def heartbeat_interval_seconds(self) -> float:
@@ -59,6 +62,7 @@ class WorkerConfig:
             complete_batch_size=app_settings.JOB_WORKER_COMPLETE_BATCH_SIZE,
             complete_flush_seconds=app_settings.JOB_WORKER_COMPLETE_FLUSH_MS / 1000,
             complete_synchronous_commit=app_settings.JOB_WORKER_COMPLETE_SYNCHRONOUS_COMMIT,
+            vacuum_dead_rows=app_settings.JOB_WORKER_VACUUM_DEAD_ROWS,
         )
 
 

@@ -7,6 +7,8 @@ that must not wait for a free worker thread. Each duty is a small part of its ow
 * ``rescuer.LeaseRescuer``: takes back the jobs of processes that died (expired leases);
 * ``presence.Presence``: says the process is alive, every half heartbeat interval.
 * ``scheduler.ScheduleTicker``: enqueues the due ticks of ``JOB_SCHEDULES`` (issue 24).
+* ``vacuum.HotTableVacuum``: vacuums ``jobs_job`` once its dead rows pass autovacuum's
+  threshold and ``JOB_WORKER_VACUUM_DEAD_ROWS`` (issue 25), every cleanup interval.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from .presence import Presence
 from .rescuer import LeaseRescuer
 from .scheduler import TICK_CHECK_SECONDS, ScheduleTicker
 from .timeouts import TimeoutEnforcer
+from .vacuum import HotTableVacuum
 
 if TYPE_CHECKING:
     from ..executor import WorkerThread
@@ -40,6 +43,7 @@ logger = logging.getLogger("jobs.worker")
 
 __all__ = [
     "Heartbeat",
+    "HotTableVacuum",
     "LeaseRescuer",
     "Maintenance",
     "Presence",
@@ -78,6 +82,11 @@ class Maintenance(threading.Thread):
             threads=threads,
         )
         self.ticker = ScheduleTicker(worker_id=self.worker_id)
+        self.vacuum = (
+            HotTableVacuum(min_dead_rows=config.vacuum_dead_rows)
+            if config.vacuum_dead_rows
+            else None
+        )
         self.finished = threading.Event()  # the runner sets it once no attempt is left
         self.first_pass = threading.Event()  # set after the first loop, done or failed
 
@@ -100,6 +109,8 @@ class Maintenance(threading.Thread):
                     self.timeouts.run_once(now)
                     if now >= next_cleanup and not self.stopping.is_set():
                         self.rescuer.run_once()
+                        if self.vacuum is not None:
+                            self.vacuum.run_once()
                         next_cleanup = now + self.config.cleanup_interval_seconds
                     if now >= next_presence:
                         self.presence.run_once()

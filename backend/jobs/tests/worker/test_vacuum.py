@@ -1,0 +1,100 @@
+"""The hot table's vacuum (jobs/worker/maintenance/vacuum.py, issue 25): jobs_job is
+vacuumed as soon as its dead row versions pass both the threshold autovacuum itself would
+act on and JOB_WORKER_VACUUM_DEAD_ROWS, by the maintenance pass of a worker process, and
+never otherwise. Real PostgreSQL statistics; committed rows (VACUUM refuses a
+transaction)."""
+
+import threading
+
+import pytest
+from django.db import connection
+
+from harness import wait_until
+from jobs import services
+from jobs.models import Job
+from jobs.tests.factories import queued_jobs
+from jobs.tests.helpers import worker_config
+from jobs.worker.attempts import InFlight
+from jobs.worker.maintenance import Maintenance
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+# Migration 0009's autovacuum_vacuum_threshold for jobs_job; its scale factor (0.02) adds
+# nothing on a table of a few thousand rows. The tests' floor lies below it, then above.
+THRESHOLD = 1_000
+
+
+def _stat(column: str) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_force_next_flush()")  # this backend's counts, now
+        cursor.execute(
+            f"SELECT {column} FROM pg_stat_user_tables WHERE relid = 'jobs_job'::regclass"
+        )
+        return int(cursor.fetchone()[0])
+
+
+def _dead_rows(count: int) -> None:
+    """``count`` dead row versions in jobs_job, as every claim leaves one, after a vacuum
+    that cleared whatever earlier tests left."""
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM jobs_job")
+    jobs = queued_jobs(count)
+    Job.objects.filter(pk__in=[job.id for job in jobs]).update(priority=1)
+    assert _stat("n_dead_tup") >= count
+
+
+def test_jobs_job_is_vacuumed_once_its_dead_rows_pass_autovacuums_threshold():
+    _dead_rows(THRESHOLD + 500)
+    vacuums = _stat("vacuum_count")
+    assert services.vacuum_jobs_table(min_dead_rows=100) >= THRESHOLD + 500
+    assert _stat("vacuum_count") == vacuums + 1
+    assert _stat("n_dead_tup") == 0
+
+
+def test_a_table_below_autovacuums_threshold_is_left_alone():
+    _dead_rows(THRESHOLD // 2)
+    vacuums = _stat("vacuum_count")
+    assert services.vacuum_jobs_table(min_dead_rows=100) is None
+    assert _stat("vacuum_count") == vacuums
+
+
+def test_a_table_below_the_floor_is_left_alone():
+    _dead_rows(THRESHOLD + 500)
+    vacuums = _stat("vacuum_count")
+    assert services.vacuum_jobs_table(min_dead_rows=THRESHOLD * 10) is None
+    assert _stat("vacuum_count") == vacuums
+
+
+def test_a_table_whose_autovacuum_is_disabled_is_left_alone():
+    _dead_rows(THRESHOLD + 500)
+    vacuums = _stat("vacuum_count")
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE jobs_job SET (autovacuum_enabled = false)")
+    try:
+        assert services.vacuum_jobs_table(min_dead_rows=100) is None
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER TABLE jobs_job RESET (autovacuum_enabled)")
+    assert _stat("vacuum_count") == vacuums
+
+
+@pytest.mark.parametrize("dead_rows", [100, 0], ids=["floor", "off"])
+def test_the_maintenance_pass_vacuums_unless_the_setting_is_off(dead_rows):
+    _dead_rows(THRESHOLD + 500)
+    vacuums = _stat("vacuum_count")
+    maintenance = Maintenance(
+        worker_config(vacuum_dead_rows=dead_rows),
+        InFlight(),
+        stopping=threading.Event(),
+        abandon=lambda thread: None,
+    )
+    maintenance.start()
+    try:
+        assert maintenance.first_pass.wait(30)
+    finally:
+        maintenance.finished.set()
+        maintenance.join(timeout=10)
+    if dead_rows:
+        wait_until(lambda: _stat("vacuum_count") == vacuums + 1, 5, "the maintenance vacuum")
+    else:
+        assert _stat("vacuum_count") == vacuums
