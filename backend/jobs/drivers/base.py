@@ -246,6 +246,12 @@ class Driver(Protocol):
         cannot carry prepared statements in transaction mode)."""
         ...
 
+    def plan_generically(self) -> None:
+        """From now on, this process's connections run the prepared statements with their
+        generic plans, whatever the statistics (a worker process: its statements run per
+        job, and their generic plans are the designed ones); not through a pooler."""
+        ...
+
     def create_jobs(
         self, jobs: list[NewJob], *, message: str, now: datetime, notify: bool
     ) -> list[tuple[JobRow, bool]]:

@@ -174,6 +174,9 @@ class OrmDriver:
     def behind_pooler(self) -> bool:
         return False  # PgBouncer's pooling is PostgreSQL's; this driver prepares nothing
 
+    def plan_generically(self) -> None:
+        pass  # nothing prepared
+
     def create_jobs(
         self, jobs: list[NewJob], *, message: str, now: datetime, notify: bool
     ) -> list[tuple[JobRow, bool]]:

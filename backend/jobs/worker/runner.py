@@ -67,6 +67,8 @@ class WorkerRunner:
                 successes=None if self.completer is None else self.completer.take,
                 parallel=max(1, config.threads // 2),
             )
+        # Statements run per job: planned once, whatever the statistics say meanwhile.
+        get_driver().plan_generically()
         self.listener: Listener | None = None
         if get_driver().supports_listen and app_settings.JOB_WORKER_LISTEN:
             self.listener = Listener(stopping=self.stop_event, queues=self.queues, waker=self.waker)

@@ -15,6 +15,7 @@ and is rolled back.
 
 import json
 import re
+import threading
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -89,7 +90,17 @@ def dead_running(cursor: psycopg.Cursor[Any]) -> None:
     )
 
 
-STATES = [all_queued, all_finished, dead_running]
+def backlog_over_history(cursor: psycopg.Cursor[Any]) -> None:
+    """A backlog arrived over a history of finished jobs, and autovacuum analyzed the table
+    half-way through draining it: finished, running and queued rows side by side."""
+    _insert(cursor, _SUCCEEDED, ["created", "claimed", "succeeded"])
+    _insert(cursor, _SUCCEEDED, ["created", "claimed", "succeeded"])
+    _insert(cursor, _RUNNING, ["created", "claimed"])
+    _insert(cursor, _QUEUED, ["created"])
+    _analyze(cursor)
+
+
+STATES = [all_queued, all_finished, dead_running, backlog_over_history]
 
 PK = "jobs_job_pkey"
 EVENTS_BY_JOB = "job_event_job_id_idx"
@@ -443,3 +454,50 @@ def test_prepared_hot_statement_settles_on_its_generic_plan(statement, state):
         custom, generic = cursor.fetchone()
         cursor.execute("DEALLOCATE hot")
     assert (custom, generic) == (5, 5)
+
+
+def _plan_cache_mode_in_a_new_thread(*, in_transaction: bool = False) -> list[str]:
+    """``plan_cache_mode`` of a fresh connection after a driver call (inside a transaction
+    with ``in_transaction``), and after another one once that transaction ended."""
+    from django.db import transaction
+
+    from jobs import selectors
+
+    modes: list[str] = []
+
+    def show() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW plan_cache_mode")
+            modes.append(cursor.fetchone()[0])
+
+    def run() -> None:
+        try:
+            if in_transaction:
+                with transaction.atomic():
+                    selectors.active_queues()
+                    show()
+            selectors.active_queues()
+            show()
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=30)
+    return modes
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_process_plans_its_prepared_statements_generically(monkeypatch):
+    from jobs.drivers import get_driver, postgres
+
+    monkeypatch.setattr(postgres, "_generic_plans", False)  # restored after the test
+    assert _plan_cache_mode_in_a_new_thread() == ["auto"]
+    get_driver().plan_generically()  # what WorkerRunner does
+    assert _plan_cache_mode_in_a_new_thread() == ["force_generic_plan"]
+    # Set inside a transaction, the setting would go with a rollback: it waits for the next
+    # call outside one.
+    assert _plan_cache_mode_in_a_new_thread(in_transaction=True) == [
+        "auto",
+        "force_generic_plan",
+    ]
