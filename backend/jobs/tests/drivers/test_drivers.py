@@ -43,6 +43,17 @@ def test_queries_sql_names_only_model_tables_statuses_and_event_types():
     values |= {"status", "jobs_job"}  # status_estimate names the column and the table
     # complete_and_claim's third label (issue 24) and the key lock's namespace.
     values |= {"gated", "jobs.concurrency_key:"}
+    # vacuum_due reads the statistics and the autovacuum settings (issue 25).
+    tables |= {"pg_stat_user_tables"}
+    values |= {
+        "{}",
+        "=",
+        "autovacuum_enabled=false",
+        "autovacuum_vacuum_threshold",
+        "autovacuum_vacuum_scale_factor",
+        r"autovacuum\_vacuum\_threshold=%",
+        r"autovacuum\_vacuum\_scale\_factor=%",
+    }
     for query in QUERIES.values():
         text = query.text
         for table in re.findall(r"\b(?:FROM|INTO|UPDATE|JOIN)\s+([a-z_]+)\b(?!\s*\()", text):
