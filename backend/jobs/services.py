@@ -32,7 +32,16 @@ from django.utils import timezone
 from . import tracing
 from .conf import app_settings
 from .drivers import Completion, JobRow, Owner, get_driver
-from .drivers.base import CancelOutcome, Event, Failure, Heartbeat, NewJob, Release, Selection
+from .drivers.base import (
+    CancelOutcome,
+    Event,
+    Failure,
+    Heartbeat,
+    NewJob,
+    Release,
+    Selection,
+    Vacuumed,
+)
 from .drivers.orm import job_row
 from .errors import DuplicateIdempotencyKey, EmptySelection, InvalidTransition, ScheduleNotFound
 from .flowcontrol import ScheduleSpec, parse_schedules, plan_ticks, tick_key
@@ -593,11 +602,11 @@ def record_progress(
 # --- Maintenance ------------------------------------------------------------------------
 
 
-def vacuum_jobs_table(*, min_dead_rows: int | None = None) -> int | None:
+def vacuum_jobs_table(*, min_dead_rows: int | None = None) -> Vacuumed | None:
     """Vacuum ``jobs_job`` once its dead row versions pass both the threshold autovacuum
     itself would act on (the table's own settings, then the server's) and ``min_dead_rows``
-    (``JOB_WORKER_VACUUM_DEAD_ROWS``); returns the dead rows seen, or ``None`` when none was
-    due.
+    (``JOB_WORKER_VACUUM_DEAD_ROWS``); ``None`` when none was due, else how many dead rows
+    it found and how many it had to leave.
 
     Changes no job and no event. Every claim and completion leaves a dead version of its row
     and index entries that the claim's index scan walks until a vacuum removes them, and

@@ -144,6 +144,15 @@ class CancelOutcome:
 
 
 @dataclass(frozen=True, slots=True)
+class Vacuumed:
+    """A vacuum of ``jobs_job``: its dead row versions before, and those it had to leave
+    (an older transaction may still see them)."""
+
+    dead_rows: int
+    remaining: int
+
+
+@dataclass(frozen=True, slots=True)
 class StatusEstimate:
     """The planner's idea of the jobs table: its row count and each status's share."""
 
@@ -302,10 +311,10 @@ class Driver(Protocol):
         """The queues that have queued jobs, in name order."""
         ...
 
-    def vacuum_jobs_table(self, *, min_dead_rows: int) -> int | None:
+    def vacuum_jobs_table(self, *, min_dead_rows: int) -> Vacuumed | None:
         """Vacuum ``jobs_job`` if its dead row versions passed both autovacuum's own
-        threshold for it and ``min_dead_rows``, unless another vacuum holds it; the dead
-        rows it saw, or ``None`` when none was due (or the database has no such thing)."""
+        threshold for it and ``min_dead_rows``, unless another vacuum holds it; ``None``
+        when none was due (or the database has no such thing)."""
         ...
 
     def status_estimate(self) -> StatusEstimate | None:

@@ -46,6 +46,7 @@ from .base import (
     Selection,
     StatusEstimate,
     TypeSample,
+    Vacuumed,
 )
 
 
@@ -347,7 +348,7 @@ class OrmDriver:
         queued = Job.objects.filter(status=JobStatus.QUEUED)
         return list(queued.order_by("queue").values_list("queue", flat=True).distinct())
 
-    def vacuum_jobs_table(self, *, min_dead_rows: int) -> int | None:
+    def vacuum_jobs_table(self, *, min_dead_rows: int) -> Vacuumed | None:
         return None  # the embedded database reuses its free pages itself
 
     def status_estimate(self) -> StatusEstimate | None:

@@ -26,6 +26,7 @@ from .base import (
     ListenerUnusable,
     StatusEstimate,
     TypeSample,
+    Vacuumed,
     to_json,
 )
 
@@ -624,14 +625,15 @@ class PostgresDriver:
         rows = self._complete_and_claim(params)
         return rows.get("completed"), rows.get("claimed")
 
-    def vacuum_jobs_table(self, *, min_dead_rows: int) -> int | None:
+    def vacuum_jobs_table(self, *, min_dead_rows: int) -> Vacuumed | None:
         row = self._fetchone("vacuum_due", {})
         if row is None or row[1] is None or row[0] <= max(row[1], min_dead_rows):
             return None
         with _cursor() as cursor:
             # Outside any transaction (VACUUM refuses one): Django's connection autocommits.
             self._execute(cursor, "vacuum_jobs", {})
-        return int(row[0])
+        after = self._fetchone("vacuum_due", {})
+        return Vacuumed(dead_rows=int(row[0]), remaining=int(after[0]) if after else 0)
 
     def active_queues(self) -> list[str]:
         with _cursor() as cursor:

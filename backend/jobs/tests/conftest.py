@@ -146,3 +146,12 @@ def _fresh_stats_cache() -> None:
     from django.core.cache import cache
 
     cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def _plans_as_the_test_left_them(monkeypatch) -> None:
+    """A worker runner started in this process plans its prepared statements generically
+    from then on (``PostgresDriver.plan_generically``); the next test starts without."""
+    from jobs.drivers import postgres
+
+    monkeypatch.setattr(postgres, "_generic_plans", postgres._generic_plans)

@@ -33,6 +33,7 @@ def worker_config(threads: int = 1, **overrides: Any) -> WorkerConfig:
         "lease_seconds": 30,
         "cleanup_interval_seconds": 5,
         "cleanup_batch_size": 100,
+        "vacuum_dead_rows": 0,  # the test database's vacuum is test_vacuum's to exercise
     }
     return WorkerConfig(**(values | overrides))
 

@@ -6,6 +6,7 @@ transaction)."""
 
 import threading
 
+import psycopg
 import pytest
 from django.db import connection
 
@@ -15,7 +16,7 @@ from jobs.models import Job
 from jobs.tests.factories import queued_jobs
 from jobs.tests.helpers import worker_config
 from jobs.worker.attempts import InFlight
-from jobs.worker.maintenance import Maintenance
+from jobs.worker.maintenance import HotTableVacuum, Maintenance
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -46,7 +47,9 @@ def _dead_rows(count: int) -> None:
 def test_jobs_job_is_vacuumed_once_its_dead_rows_pass_autovacuums_threshold():
     _dead_rows(THRESHOLD + 500)
     vacuums = _stat("vacuum_count")
-    assert services.vacuum_jobs_table(min_dead_rows=100) >= THRESHOLD + 500
+    vacuumed = services.vacuum_jobs_table(min_dead_rows=100)
+    assert vacuumed.dead_rows >= THRESHOLD + 500
+    assert vacuumed.remaining == 0
     assert _stat("vacuum_count") == vacuums + 1
     assert _stat("n_dead_tup") == 0
 
@@ -98,3 +101,22 @@ def test_the_maintenance_pass_vacuums_unless_the_setting_is_off(dead_rows):
         wait_until(lambda: _stat("vacuum_count") == vacuums + 1, 5, "the maintenance vacuum")
     else:
         assert _stat("vacuum_count") == vacuums
+
+
+def test_dead_rows_an_older_transaction_still_sees_wait_for_as_many_again():
+    # A vacuum cannot remove what an open transaction may still read: the maintenance pass
+    # then waits for another floor's worth before it rereads every index.
+    other = connection.get_new_connection(connection.get_connection_params())
+    try:
+        other.autocommit = False
+        other.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        other.execute("SELECT count(*) FROM jobs_job")  # its snapshot holds the horizon
+        _dead_rows(THRESHOLD + 500)
+        vacuum = HotTableVacuum(min_dead_rows=100)
+        first = vacuum.run_once()
+        assert first is not None and first.remaining >= THRESHOLD + 500
+        vacuums = _stat("vacuum_count")
+        assert vacuum.run_once() is None
+        assert _stat("vacuum_count") == vacuums
+    finally:
+        other.close()

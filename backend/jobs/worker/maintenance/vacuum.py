@@ -6,7 +6,10 @@ the claim's index scan walks them until a vacuum removes them: throughput fell r
 round without it (``make bench``, phase ``decay``). Every cleanup interval, each worker
 process's maintenance thread asks ``services.vacuum_jobs_table``, which vacuums only past
 that threshold and ``JOB_WORKER_VACUUM_DEAD_ROWS``, and skips a table another vacuum holds.
-``JOB_WORKER_VACUUM_DEAD_ROWS=0`` leaves it all to autovacuum.
+``JOB_WORKER_VACUUM_DEAD_ROWS=0`` leaves it all to autovacuum. Dead rows a vacuum had to
+leave (a long transaction still sees them) count as none: the next vacuum waits until as
+many again have piled up, instead of rereading every index each cleanup interval for rows
+it cannot remove yet.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import logging
 import time
 
 from ... import services
+from ...drivers.base import Vacuumed
 
 logger = logging.getLogger("jobs.worker")
 
@@ -22,15 +26,18 @@ logger = logging.getLogger("jobs.worker")
 class HotTableVacuum:
     def __init__(self, *, min_dead_rows: int) -> None:
         self.min_dead_rows = min_dead_rows
+        self.left = 0  # dead rows the last vacuum could not remove
 
-    def run_once(self) -> int | None:
-        """Vacuum ``jobs_job`` if due; the dead rows it had, or ``None``."""
+    def run_once(self) -> Vacuumed | None:
+        """Vacuum ``jobs_job`` if due; what it did, or ``None``."""
         started = time.monotonic()
-        dead = services.vacuum_jobs_table(min_dead_rows=self.min_dead_rows)
-        if dead is not None:
+        done = services.vacuum_jobs_table(min_dead_rows=self.min_dead_rows + self.left)
+        if done is not None:
+            self.left = done.remaining
             logger.info(
-                "action=vacuum table=jobs_job dead_rows=%d seconds=%.2f",
-                dead,
+                "action=vacuum table=jobs_job dead_rows=%d remaining=%d seconds=%.2f",
+                done.dead_rows,
+                done.remaining,
                 time.monotonic() - started,
             )
-        return dead
+        return done
