@@ -91,10 +91,12 @@ def _project(root: Path, *, admin: bool) -> Path:
     return project
 
 
-def _import_first(project: Path, module: str) -> subprocess.CompletedProcess[str]:
+def _import_first(
+    project: Path, module: str, environ: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
     env = {
         key: value
-        for key, value in os.environ.items()
+        for key, value in environ.items()
         if not key.startswith(("JOB_", "DJANGO_", "DATABASE_", "POSTGRES_"))
     }
     env.update(
@@ -123,9 +125,12 @@ def imported_first(request, tmp_path_factory):
         for item in request.session.items
         if getattr(item, "function", None) is test_django_starts_with_the_module_imported_first
     ]
+    # Copied here: pytest sets and deletes PYTEST_CURRENT_TEST in os.environ while the
+    # interpreters start, and iterating it from a pool thread then fails now and then.
+    environ = dict(os.environ)
     with ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 2)) as pool:
         runs: dict[tuple[str, bool], Future[subprocess.CompletedProcess[str]]] = {
-            (module, admin): pool.submit(_import_first, projects[admin], module)
+            (module, admin): pool.submit(_import_first, projects[admin], module, environ)
             for module, admin in cases
             if admin or module not in NEEDS_ADMIN
         }
