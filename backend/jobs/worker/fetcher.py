@@ -38,6 +38,9 @@ from .queues import QueueSet
 
 logger = logging.getLogger("jobs.worker")
 
+# The longest a thread about to fetch waits for its peers.
+GATHER_MAX_SECONDS = 0.02
+
 
 @dataclass(frozen=True)
 class Handover:
@@ -144,7 +147,8 @@ class Fetcher:
         threads to come back, so one fetch claims for all of them."""
         if not (0 < self._run_seconds < self._fetch_seconds):
             return
-        deadline = time.monotonic() + self._fetch_seconds
+        # One slow fetch (a lock wait, a reconnect) must not hold the next ones for as long.
+        deadline = time.monotonic() + min(self._fetch_seconds, GATHER_MAX_SECONDS)
         self._gathering = True
         try:
             while (
