@@ -15,9 +15,9 @@ Gathering: with handlers that return sooner than a fetch takes (no-op or near), 
 that finishes first would fetch alone and its peers would queue behind it, a fetch of one
 or two jobs paying a whole statement and commit. So while the process's recent handlers
 ran shorter than its recent fetches took, a thread about to fetch for fewer threads than a
-batch waits for its busy peers to come back, at most one fetch's time, and fetches for all
-of them. Longer handlers (the usual case: anything that does I/O) never wait: a fetch is
-cheaper than their idle time.
+batch waits for its busy peers to come back, at most one fetch's time (and
+``GATHER_MAX_SECONDS``), and fetches for all of them. Longer handlers (the usual case:
+anything that does I/O) never wait: a fetch is cheaper than their idle time.
 
 Stopping: jobs a fetch brought back after the process began to stop are released
 (``services.release_unstarted_jobs``: queued again at once, the attempt not spent, a
