@@ -17,6 +17,18 @@ JOBS = 3_000
 THREADS = 8
 
 
+def fetcher_claiming_four(parallel: int) -> Fetcher:
+    """A fetcher of the default queue claiming up to four jobs at a time, ``parallel``
+    fetches at once."""
+    return Fetcher(
+        batch_size=4,
+        lease_seconds=30,
+        queues=QueueSet(("default",), refresh_seconds=1),
+        stopping=threading.Event(),
+        parallel=parallel,
+    )
+
+
 @pytest.mark.parametrize("parallel", [1, 3])
 def test_every_claimed_job_reaches_its_thread_once(monkeypatch, parallel):
     remaining = iter(range(JOBS))
@@ -38,13 +50,7 @@ def test_every_claimed_job_reaches_its_thread_once(monkeypatch, parallel):
         return rows, False
 
     monkeypatch.setattr(fetcher.services, "claim_next_jobs", claim_next_jobs)
-    subject = Fetcher(
-        batch_size=4,
-        lease_seconds=30,
-        queues=QueueSet(("default",), refresh_seconds=1),
-        stopping=threading.Event(),
-        parallel=parallel,
-    )
+    subject = fetcher_claiming_four(parallel)
     received: list[tuple[int, str]] = []
 
     def thread(worker_id: str) -> None:
@@ -89,13 +95,7 @@ def _drain(monkeypatch, *, jobs: int, fetch_seconds: float, handler_seconds: flo
         ], False
 
     monkeypatch.setattr(fetcher.services, "claim_next_jobs", claim_next_jobs)
-    subject = Fetcher(
-        batch_size=4,
-        lease_seconds=30,
-        queues=QueueSet(("default",), refresh_seconds=1),
-        stopping=threading.Event(),
-        parallel=2,
-    )
+    subject = fetcher_claiming_four(parallel=2)
 
     def thread(worker_id: str) -> None:
         while subject.next_job(worker_id) is not None:
