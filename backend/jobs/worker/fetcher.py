@@ -16,7 +16,8 @@ that finishes first would fetch alone and its peers would queue behind it, a fet
 or two jobs paying a whole statement and commit. So while the process's recent handlers
 ran shorter than its recent fetches took, a thread about to fetch for fewer threads than a
 batch waits for its busy peers to come back, at most one fetch's time (and
-``GATHER_MAX_SECONDS``), and fetches for all of them. Longer handlers (the usual case:
+``GATHER_MAX_SECONDS``; twice that while a fetch under way is about to hand its threads
+their jobs), and fetches for all of them. Longer handlers (the usual case:
 anything that does I/O) never wait: a fetch is cheaper than their idle time.
 
 Stopping: jobs a fetch brought back after the process began to stop are released
@@ -143,12 +144,14 @@ class Fetcher:
 
     def _gather(self) -> None:
         """Called with the lock held by a thread about to fetch: while the process's handlers
-        return sooner than a fetch takes, wait (at most one fetch's time) for the busy
-        threads to come back, so one fetch claims for all of them."""
+        return sooner than a fetch takes, wait (at most one fetch's time, two if a fetch is
+        under way) for the busy threads to come back, so one fetch claims for all of them."""
         if not (0 < self._run_seconds < self._fetch_seconds):
             return
         # One slow fetch (a lock wait, a reconnect) must not hold the next ones for as long.
-        deadline = time.monotonic() + min(self._fetch_seconds, GATHER_MAX_SECONDS)
+        bound = min(self._fetch_seconds, GATHER_MAX_SECONDS)
+        started = time.monotonic()
+        deadline = started + bound
         self._gathering = True
         try:
             while (
@@ -156,7 +159,13 @@ class Fetcher:
                 and len(self._idle) + 1 < self.batch_size
                 and not self.stopping.is_set()
             ):
-                left = deadline - time.monotonic()
+                now = time.monotonic()
+                if self._in_fetch:
+                    # Its threads come back only once it ends: two fetches that started
+                    # together would otherwise use up the wait and stay split. Its time
+                    # counts once at most.
+                    deadline = max(deadline, min(now + bound, started + 2 * bound))
+                left = deadline - now
                 if left <= 0:
                     break
                 self._condition.wait(left)
@@ -166,8 +175,12 @@ class Fetcher:
         self.gathers += 1
 
     def _peers_returning(self) -> bool:
-        """Whether a thread handed a job lately (two fetches' time) has not come back: one
-        stuck in a long handler, or given up on, is not waited for."""
+        """Whether a thread handed a job lately (two fetches' time) has not come back (one
+        stuck in a long handler, or given up on, is not waited for), or a fetch under way
+        is about to hand its threads their jobs: waiting for those too lets two fetches
+        that ran side by side merge into one, instead of staying split for good."""
+        if self._in_fetch:
+            return True
         since = time.monotonic() - 2 * self._fetch_seconds
         return any(handed > since for handed in self._running.values())
 

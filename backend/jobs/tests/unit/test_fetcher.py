@@ -114,15 +114,17 @@ def test_threads_whose_handlers_return_sooner_than_a_fetch_are_claimed_for_toget
     monkeypatch,
 ):
     # Without gathering, the thread back first fetches alone while the others queue
-    # behind it: about two jobs per fetch. With it, close to four here; a loaded machine
-    # (CI: 3.45 once) may keep a peer past the wait's bound now and then.
+    # behind it: about two jobs per fetch. With it, four, once the first fetches (for
+    # whoever had arrived) have merged.
     subject = _drain(monkeypatch, jobs=200, fetch_seconds=0.02, handler_seconds=0)
     assert subject.gathers > 0
-    assert subject.claimed / subject.fetches >= 2.5
+    assert subject.claimed / subject.fetches >= 3.0
 
 
 def test_threads_whose_handlers_run_longer_than_a_fetch_never_wait_for_each_other(
     monkeypatch,
 ):
-    subject = _drain(monkeypatch, jobs=40, fetch_seconds=0.001, handler_seconds=0.05)
+    # A claim that returns at once, handlers of 100 ms: even a loaded machine's scheduling
+    # delays keep a fetch far shorter than a job's turnaround.
+    subject = _drain(monkeypatch, jobs=40, fetch_seconds=0, handler_seconds=0.1)
     assert subject.gathers == 0
