@@ -12,7 +12,7 @@ import pytest
 from opentelemetry.trace import SpanKind
 
 from harness import otlp_receiver
-from jobs.models import Job
+from jobs.models import Job, JobEvent
 from jobs.tests.helpers import WorkerProcess
 
 pytestmark = [
@@ -41,6 +41,15 @@ def run_worker(tmp_path, endpoint: str) -> str:
     return worker.log()
 
 
+def what_happened(job_id: str, received, log: str) -> str:
+    """For a failure's message: the job's events, the spans received and the worker's log
+    lines about the job or the export (a CI run once received one span of two attempts)."""
+    events = list(JobEvent.objects.filter(job_id=job_id).values_list("type", "attempt", "worker_id", "message"))
+    spans = [(s.name, s.attributes.get("messaging.message.id"), s.status_code) for s in received]
+    lines = [line for line in log.splitlines() if job_id in line or "xport" in line]
+    return f"events={events}\nspans={spans}\nlog:\n" + "\n".join(lines[-40:])
+
+
 def hex_ids(span) -> tuple[str, str]:
     return f"{span.context.trace_id:032x}", f"{span.context.span_id:016x}"
 
@@ -64,7 +73,7 @@ def test_a_request_its_jobs_and_every_attempt_share_one_trace(client, spans, tmp
     assert Job.objects.get(pk=flaky_id).metadata["request_id"] == "req-77"
 
     with otlp_receiver() as receiver:
-        run_worker(tmp_path, receiver.endpoint)
+        log = run_worker(tmp_path, receiver.endpoint)
         received = receiver.spans
 
     consumers = [span for span in received if span.kind == CONSUMER]
@@ -83,6 +92,7 @@ def test_a_request_its_jobs_and_every_attempt_share_one_trace(client, spans, tmp
             attempts
         )
     # The flaky handler: one span per attempt, the first failed and retried, the second fine.
+    assert len(by_job[flaky_id]) == 2, what_happened(flaky_id, received, log)
     first, second = by_job[flaky_id]
     assert first.name == second.name == "process default"
     assert (first.status_code, first.status_message) == (
