@@ -44,7 +44,11 @@ def run_worker(tmp_path, endpoint: str) -> str:
 def what_happened(job_id: str, received, log: str) -> str:
     """For a failure's message: the job's events, the spans received and the worker's log
     lines about the job or the export (a CI run once received one span of two attempts)."""
-    events = list(JobEvent.objects.filter(job_id=job_id).values_list("type", "attempt", "worker_id", "message"))
+    events = list(
+        JobEvent.objects.filter(job_id=job_id).values_list(
+            "type", "attempt", "worker_id", "message"
+        )
+    )
     spans = [(s.name, s.attributes.get("messaging.message.id"), s.status_code) for s in received]
     lines = [line for line in log.splitlines() if job_id in line or "xport" in line]
     return f"events={events}\nspans={spans}\nlog:\n" + "\n".join(lines[-40:])
