@@ -411,17 +411,22 @@ WHERE c.oid = 'jobs_job'::regclass;
 -- the table's storage parameters first, then the server's); NULL when the table's
 -- autovacuum_enabled is false (whoever set that vacuums it).
 SELECT stat.n_dead_tup,
-    CASE WHEN 'autovacuum_enabled=false' = ANY(coalesce(class.reloptions, '{}')) THEN NULL
-    ELSE coalesce((SELECT split_part(option, '=', 2)::float8
-            FROM unnest(class.reloptions) AS option
-            WHERE option LIKE 'autovacuum\_vacuum\_threshold=%'),
-        current_setting('autovacuum_vacuum_threshold')::float8)
-        + coalesce((SELECT split_part(option, '=', 2)::float8
-            FROM unnest(class.reloptions) AS option
-            WHERE option LIKE 'autovacuum\_vacuum\_scale\_factor=%'),
-        current_setting('autovacuum_vacuum_scale_factor')::float8)
+    CASE WHEN NOT coalesce(own.enabled::boolean, true) THEN NULL
+    ELSE coalesce(own.threshold::float8, current_setting('autovacuum_vacuum_threshold')::float8)
+        + coalesce(own.scale_factor::float8,
+            current_setting('autovacuum_vacuum_scale_factor')::float8)
         * greatest(class.reltuples, 0) END
-FROM pg_class AS class JOIN pg_stat_user_tables AS stat ON stat.relid = class.oid
+FROM pg_class AS class
+JOIN pg_stat_user_tables AS stat ON stat.relid = class.oid
+CROSS JOIN LATERAL (
+    SELECT max(split_part(option, '=', 2)) FILTER (
+            WHERE split_part(option, '=', 1) = 'autovacuum_enabled') AS enabled,
+        max(split_part(option, '=', 2)) FILTER (
+            WHERE split_part(option, '=', 1) = 'autovacuum_vacuum_threshold') AS threshold,
+        max(split_part(option, '=', 2)) FILTER (
+            WHERE split_part(option, '=', 1) = 'autovacuum_vacuum_scale_factor') AS scale_factor
+    FROM unnest(class.reloptions) AS option
+) AS own
 WHERE class.oid = 'jobs_job'::regclass;
 
 -- name: vacuum_jobs

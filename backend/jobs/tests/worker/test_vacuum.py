@@ -68,11 +68,12 @@ def test_a_table_below_the_floor_is_left_alone():
     assert _stat("vacuum_count") == vacuums
 
 
-def test_a_table_whose_autovacuum_is_disabled_is_left_alone():
+@pytest.mark.parametrize("spelling", ["false", "off"])
+def test_a_table_whose_autovacuum_is_disabled_is_left_alone(spelling):
     _dead_rows(THRESHOLD + 500)
     vacuums = _stat("vacuum_count")
     with connection.cursor() as cursor:
-        cursor.execute("ALTER TABLE jobs_job SET (autovacuum_enabled = false)")
+        cursor.execute(f"ALTER TABLE jobs_job SET (autovacuum_enabled = {spelling})")
     try:
         assert services.vacuum_jobs_table(min_dead_rows=100) is None
     finally:
