@@ -401,11 +401,35 @@ def complete_and_claim_next(
     owned the attempt (nothing of it is written), ``claimed`` is ``None`` when no job of
     ``queue`` was due. An unstorable ``result`` raises ``UnstorableValue`` before any write.
     """
-    now = _now(now)
     result_json = None if result is None else to_storable_json(result)
+    return _complete_and_claim(
+        Owner(job_id, worker_id, attempt), result_json, queue, lease_seconds, _now(now)
+    )
+
+
+def complete_one_and_claim_next(
+    *,
+    completion: Completion,
+    queue: str = DEFAULT_QUEUE,
+    lease_seconds: int | None = None,
+    now: datetime | None = None,
+) -> tuple[JobRow | None, JobRow | None]:
+    """``complete_and_claim_next`` for a success the completer holds (its result already
+    checked and written as JSON text): a batched fetch for one thread that carries only
+    that thread's own success (issue 25). The same statement and invariants: ``completed``
+    is ``None`` when the completion's owner no longer holds the attempt, and the job
+    claimed goes to the same worker id."""
+    return _complete_and_claim(
+        completion.owner, completion.result_json, queue, lease_seconds, _now(now)
+    )
+
+
+def _complete_and_claim(
+    owner: Owner, result_json: str | None, queue: str, lease_seconds: int | None, now: datetime
+) -> tuple[JobRow | None, JobRow | None]:
     lease, locked_until = _lease_until(now, lease_seconds)
     return get_driver().complete_and_claim(
-        Owner(job_id, worker_id, attempt),
+        owner,
         result_json=result_json,
         completed=_completed_event(),
         queue=queue,

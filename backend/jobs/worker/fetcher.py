@@ -20,6 +20,11 @@ batch waits for its busy peers to come back, at most one fetch's time (and
 their jobs), and fetches for all of them. Longer handlers (the usual case:
 anything that does I/O) never wait: a fetch is cheaper than their idle time.
 
+Single-job statement: a fetch for one thread that carries only that thread's own success,
+while handlers outlast fetches (nobody gathers), runs ``complete_and_claim`` as batch
+sizes of 1 do (``services.complete_one_and_claim_next``): PostgreSQL runs it for less than
+the batched statement with arrays of one. Gathering fetches stay on the batched one.
+
 Stopping: jobs a fetch brought back after the process began to stop are released
 (``services.release_unstarted_jobs``: queued again at once, the attempt not spent, a
 ``released`` event), as is a job a thread received as the stop began.
@@ -146,7 +151,7 @@ class Fetcher:
         """Called with the lock held by a thread about to fetch: while the process's handlers
         return sooner than a fetch takes, wait (at most one fetch's time, two if a fetch is
         under way) for the busy threads to come back, so one fetch claims for all of them."""
-        if not (0 < self._run_seconds < self._fetch_seconds):
+        if not self._handlers_outrun_fetches():
             return
         # One slow fetch (a lock wait, a reconnect) must not hold the next ones for as long.
         bound = min(self._fetch_seconds, GATHER_MAX_SECONDS)
@@ -174,6 +179,11 @@ class Fetcher:
             self._condition.notify_all()  # threads beyond this batch may fetch in parallel
         self.gathers += 1
 
+    def _handlers_outrun_fetches(self) -> bool:
+        """Whether the process's handlers have lately returned sooner than its fetches took
+        (no-op or near): the regime in which threads gather."""
+        return 0 < self._run_seconds < self._fetch_seconds
+
     def _peers_returning(self) -> bool:
         """Whether a thread handed a job lately (two fetches' time) has not come back (one
         stuck in a long handler, or given up on, is not waited for), or a fetch under way
@@ -192,7 +202,20 @@ class Fetcher:
         handover = self.successes() if self.successes is not None and queues else None
         for offset in range(len(queues)):
             queue = queues[(self._cursor + offset) % len(queues)]
-            if handover is not None:
+            if handover is not None and self._alone_with_own_success(wanting, handover):
+                # Arrays of one cost PostgreSQL more than the single-job statement.
+                (success,) = handover.completions
+                try:
+                    done, row = services.complete_one_and_claim_next(
+                        completion=success, queue=queue, lease_seconds=self.lease_seconds
+                    )
+                except BaseException:
+                    handover.failed()
+                    raise
+                handover.committed([] if done is None else [done])
+                handover = None
+                rows, gated = ([] if row is None else [row]), False
+            elif handover is not None:
                 try:
                     completed, rows, gated = services.complete_jobs_and_claim_next_jobs(
                         completions=handover.completions,
@@ -223,6 +246,18 @@ class Fetcher:
                 if not wanting:
                     break
         return claimed
+
+    def _alone_with_own_success(self, wanting: Sequence[str], handover: Handover) -> bool:
+        """A fetch for one thread that carries only that thread's success, while handlers
+        outlast fetches (no gathering): the single-job statement does it, as with batch
+        sizes of 1 (its claim goes to the worker id its completion is guarded by). While
+        threads gather, fetches stay on the batched statement: the same one each time."""
+        if len(wanting) != 1 or len(handover.completions) != 1:
+            return False
+        with self._condition:
+            if self._handlers_outrun_fetches():
+                return False
+        return handover.completions[0].owner.worker_id == wanting[0]
 
     def release(self, rows: Sequence[JobRow]) -> None:
         """Give back jobs claimed but not started: queued again at once, attempt not spent.

@@ -357,6 +357,34 @@ def test_a_fetch_completes_its_batch_but_the_stale_one_and_claims_in_the_same_co
         assert timeline(row) == [Event.CREATED, Event.CLAIMED]
 
 
+def test_a_fetch_of_one_completes_its_own_success_and_claims_for_the_same_worker():
+    queued_job()
+    running = claim("worker-c")
+    waiting = queued_job()
+    completed, claimed = services.complete_one_and_claim_next(
+        completion=Completion(Owner(running.pk, "worker-c", 1), '{"n": 2}')
+    )
+    assert completed is not None and claimed is not None
+    assert (completed.id, claimed.id, claimed.locked_by) == (running.pk, waiting.pk, "worker-c")
+    done = fresh(running)
+    assert (done.status, done.result) == (Status.SUCCEEDED, {"n": 2})
+    assert timeline(done) == [Event.CREATED, Event.CLAIMED, Event.SUCCEEDED]
+    assert timeline(fresh(waiting)) == [Event.CREATED, Event.CLAIMED]
+
+
+def test_a_fetch_of_one_with_a_stale_success_changes_nothing_of_it_and_still_claims(
+    stolen_job,
+):
+    before = stolen_job.events.count()
+    waiting = queued_job()
+    completed, claimed = services.complete_one_and_claim_next(
+        completion=Completion(Owner(stolen_job.pk, "worker-a", 1), '{"stale": true}')
+    )
+    assert completed is None
+    assert claimed is not None and (claimed.id, claimed.locked_by) == (waiting.pk, "worker-a")
+    _unchanged(stolen_job, before)
+
+
 def test_stale_worker_cannot_fail_old_attempt(stolen_job):
     before = stolen_job.events.count()
     assert (

@@ -9,24 +9,90 @@ from types import SimpleNamespace
 
 import pytest
 
+from jobs.drivers import Completion, Owner
 from jobs.worker import fetcher
-from jobs.worker.fetcher import Fetcher
+from jobs.worker.fetcher import Fetcher, Handover
 from jobs.worker.queues import QueueSet
 
 JOBS = 3_000
 THREADS = 8
 
 
-def fetcher_claiming_four(parallel: int) -> Fetcher:
+def fetcher_claiming_four(parallel: int, successes=None) -> Fetcher:
     """A fetcher of the default queue claiming up to four jobs at a time, ``parallel``
-    fetches at once."""
+    fetches at once, carrying what ``successes`` (a completer's ``take``) hands it."""
     return Fetcher(
         batch_size=4,
         lease_seconds=30,
         queues=QueueSet(("default",), refresh_seconds=1),
         stopping=threading.Event(),
         parallel=parallel,
+        successes=successes,
     )
+
+
+class Statements:
+    """Fake batched and single-job statements over a backlog of numbered jobs, and a
+    completer's pending successes: which statement each fetch ran, what it completed."""
+
+    def __init__(self, monkeypatch, *, jobs: int, fetch_seconds: float = 0) -> None:
+        self.remaining = iter(range(jobs))
+        self.fetch_seconds = fetch_seconds
+        self.lock = threading.Lock()
+        self.pending: list[Completion] = []
+        self.completed: list[int] = []
+        self.single: list[str] = []  # the worker id each single-job statement claimed for
+        self.batched: list[tuple[int, int]] = []  # (threads claimed for, completions)
+        monkeypatch.setattr(fetcher.services, "claim_next_jobs", self.claim_next_jobs)
+        monkeypatch.setattr(
+            fetcher.services,
+            "complete_jobs_and_claim_next_jobs",
+            self.complete_jobs_and_claim_next_jobs,
+        )
+        monkeypatch.setattr(
+            fetcher.services, "complete_one_and_claim_next", self.complete_one_and_claim_next
+        )
+
+    def succeed(self, job_id: int, worker_id: str) -> None:
+        with self.lock:
+            self.pending.append(Completion(Owner(job_id, worker_id, 1), None))
+
+    def take(self) -> Handover | None:
+        with self.lock:
+            batch, self.pending[:] = self.pending[:10], self.pending[10:]
+        if not batch:
+            return None
+
+        def committed(rows) -> None:
+            with self.lock:
+                self.completed.extend(row.id for row in rows)
+
+        return Handover(completions=batch, committed=committed, failed=lambda: None)
+
+    def _claim(self, worker_ids) -> list[SimpleNamespace]:
+        with self.lock:
+            numbers = [n for _, n in zip(worker_ids, self.remaining, strict=False)]
+        time.sleep(self.fetch_seconds)
+        return [
+            SimpleNamespace(id=n, locked_by=w) for n, w in zip(numbers, worker_ids, strict=False)
+        ]
+
+    def claim_next_jobs(self, *, worker_ids, queue, lease_seconds):
+        return self._claim(worker_ids), False
+
+    def complete_jobs_and_claim_next_jobs(self, *, completions, worker_ids, queue, lease_seconds):
+        with self.lock:
+            self.batched.append((len(worker_ids), len(completions)))
+        done = [SimpleNamespace(id=c.owner.job_id) for c in completions]
+        return done, self._claim(worker_ids), False
+
+    def complete_one_and_claim_next(self, *, completion, queue, lease_seconds):
+        # The single-job statement claims for the worker id its completion is guarded by.
+        worker_id = completion.owner.worker_id
+        with self.lock:
+            self.single.append(worker_id)
+        rows = self._claim([worker_id])
+        return SimpleNamespace(id=completion.owner.job_id), rows[0] if rows else None
 
 
 @pytest.mark.parametrize("parallel", [1, 3])
@@ -128,3 +194,66 @@ def test_threads_whose_handlers_run_longer_than_a_fetch_never_wait_for_each_othe
     # delays keep a fetch far shorter than a job's turnaround.
     subject = _drain(monkeypatch, jobs=40, fetch_seconds=0, handler_seconds=0.1)
     assert subject.gathers == 0
+
+
+def test_a_thread_alone_with_its_own_success_completes_and_claims_in_the_single_job_statement(
+    monkeypatch,
+):
+    statements = Statements(monkeypatch, jobs=2)
+    subject = fetcher_claiming_four(parallel=1, successes=statements.take)
+    first = subject.next_job("w0")
+    time.sleep(0.01)  # the handler, longer than the fetch
+    statements.succeed(first.id, "w0")
+    second = subject.next_job("w0")
+    assert (second.id, second.locked_by) == (1, "w0")
+    assert statements.single == ["w0"]
+    assert statements.batched == []
+    assert statements.completed == [first.id]
+
+
+def test_a_fetch_carrying_another_threads_success_stays_on_the_batched_statement(monkeypatch):
+    # The single-job statement would claim for the success's owner, not the fetching thread.
+    statements = Statements(monkeypatch, jobs=2)
+    subject = fetcher_claiming_four(parallel=1, successes=statements.take)
+    first = subject.next_job("w0")
+    time.sleep(0.01)
+    statements.succeed(first.id, "w0")
+    second = subject.next_job("w1")
+    assert (second.id, second.locked_by) == (1, "w1")
+    assert statements.single == []
+    assert statements.batched == [(1, 1)]
+    assert statements.completed == [first.id]
+
+
+def _drain_carrying_successes(
+    statements: Statements, *, jobs: int, handler_seconds: float
+) -> Fetcher:
+    """Four threads take ``jobs`` jobs, each success handed to the next fetch; handlers
+    last ``handler_seconds`` on average, each a different time (threads fall out of step)."""
+    subject = fetcher_claiming_four(parallel=2, successes=statements.take)
+
+    def thread(worker_id: str) -> None:
+        while (job := subject.next_job(worker_id)) is not None:
+            time.sleep(handler_seconds * (0.5 + random.random()))
+            statements.succeed(job.id, worker_id)
+
+    threads = [threading.Thread(target=thread, args=(f"w{n}",)) for n in range(4)]
+    for each in threads:
+        each.start()
+    for each in threads:
+        each.join(timeout=60)
+    assert sorted(statements.completed) == list(range(jobs))
+    return subject
+
+
+def test_handlers_that_outlast_fetches_complete_and_claim_one_job_a_statement(monkeypatch):
+    statements = Statements(monkeypatch, jobs=60, fetch_seconds=0.001)
+    _drain_carrying_successes(statements, jobs=60, handler_seconds=0.02)
+    assert len(statements.single) > len(statements.batched)
+
+
+def test_threads_that_gather_stay_on_the_batched_statement(monkeypatch):
+    statements = Statements(monkeypatch, jobs=200, fetch_seconds=0.02)
+    subject = _drain_carrying_successes(statements, jobs=200, handler_seconds=0)
+    assert subject.gathers > 0
+    assert statements.single == []
