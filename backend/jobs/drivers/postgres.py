@@ -251,15 +251,8 @@ def _cursor() -> Iterator[psycopg.RawCursor[Any]]:
 _generic_plans = False
 
 
-# A worker's direct connections run with these, set once per connection (_plan_generically).
-WORKER_SESSION_SETTINGS = {
-    "plan_cache_mode": "force_generic_plan",
-    "enable_incremental_sort": "off",
-}
-
-
 def _plan_generically(conn: psycopg.Connection[Any]) -> None:
-    """``WORKER_SESSION_SETTINGS`` for this session, once per connection.
+    """``plan_cache_mode = force_generic_plan`` for this session, once per connection.
 
     Every ANALYZE (autovacuum's, as a backlog drains) invalidates a prepared statement's
     plan, and PostgreSQL then weighs five custom plans against the generic one again; when
@@ -267,21 +260,13 @@ def _plan_generically(conn: psycopg.Connection[Any]) -> None:
     (the fused statement: 2.8 times the CPU of running it generically), and a worker's rate
     fell with each autovacuum of a busy queue (decay bench, private PostgreSQL: worst round
     0.57 of the first, 0.87 with generic plans only). The generic plans of the hot statements
-    are the ones test_hot_plans checks. Without incremental sorts: a claim's candidates
-    (the first due jobs of one priority, in claim order) could otherwise come from
-    jobs_job_available_at_idx, whose order follows the table's when jobs arrive over time,
-    with each level sorted as read; the planner costs that below job_claim_idx's random
-    reads of a few rows, and it walks every finished job of the history on every claim (a
-    drain on this server fell from about 1,900 to 160-500 jobs/s, the generic plans of
-    the single-job and the batched claim alike). Not through a pooler, where a session
-    setting would stay on a server connection that other clients use next (the PL/pgSQL
-    function carries the second setting itself).
+    are the ones test_hot_plans checks. Not through a pooler, where a session setting would
+    stay on a server connection that other clients use next.
     """
     if not conn.autocommit or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
         return  # a SET inside a transaction goes with its rollback: at the next call
     if not behind_pooler(conn):
-        for name, value in WORKER_SESSION_SETTINGS.items():
-            conn.execute(f"SET {name} = {value}")
+        conn.execute("SET plan_cache_mode = force_generic_plan")
     _threads.planned = conn
 
 

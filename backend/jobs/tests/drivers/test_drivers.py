@@ -323,23 +323,6 @@ def test_the_complete_and_claim_function_runs_the_statement_as_written():
 
 @pytest.mark.postgres
 @pytest.mark.django_db
-def test_the_complete_and_claim_function_runs_without_incremental_sorts():
-    # Behind a pooler no session setting is made: the function carries what a worker's
-    # direct connection sets for its claims (test_hot_plans plans them so).
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT proconfig FROM pg_proc WHERE proname = %s",
-            [postgres.COMPLETE_AND_CLAIM_FUNCTION],
-        )
-        (config,) = cursor.fetchone()
-    assert (
-        f"enable_incremental_sort={postgres.WORKER_SESSION_SETTINGS['enable_incremental_sort']}"
-        in config
-    )
-
-
-@pytest.mark.postgres
-@pytest.mark.django_db
 def test_the_complete_and_claim_function_returns_the_statements_columns():
     params = {name: None for name in QUERIES["complete_and_claim_call"].params}
     with connection.cursor() as cursor:
