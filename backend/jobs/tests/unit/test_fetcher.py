@@ -146,26 +146,28 @@ def test_every_claimed_job_reaches_its_thread_once(monkeypatch, parallel):
     assert subject.fetches < JOBS  # threads did claim together
 
 
-def _drain(monkeypatch, *, jobs: int, fetch_seconds: float, handler_seconds: float) -> Fetcher:
+def _drain(
+    monkeypatch,
+    *,
+    jobs: int,
+    fetch_seconds: float,
+    handler_seconds: float,
+    carry_successes: bool = False,
+) -> tuple[Fetcher, Statements]:
     """Four threads take ``jobs`` jobs through a fetcher whose claims take
-    ``fetch_seconds`` and whose handlers ``handler_seconds``; the fetcher, once drained."""
-    remaining = iter(range(jobs))
-    lock = threading.Lock()
-
-    def claim_next_jobs(*, worker_ids, queue, lease_seconds):
-        with lock:
-            numbers = [n for _, n in zip(worker_ids, remaining, strict=False)]
-        time.sleep(fetch_seconds)
-        return [
-            SimpleNamespace(id=n, locked_by=w) for n, w in zip(numbers, worker_ids, strict=False)
-        ], False
-
-    monkeypatch.setattr(fetcher.services, "claim_next_jobs", claim_next_jobs)
-    subject = fetcher_claiming_four(parallel=2)
+    ``fetch_seconds`` and whose handlers ``handler_seconds`` on average, each a different
+    time (threads fall out of step); with ``carry_successes`` each success is handed to
+    the next fetch. The fetcher, once drained, and its statements."""
+    statements = Statements(monkeypatch, jobs=jobs, fetch_seconds=fetch_seconds)
+    subject = fetcher_claiming_four(
+        parallel=2, successes=statements.take if carry_successes else None
+    )
 
     def thread(worker_id: str) -> None:
-        while subject.next_job(worker_id) is not None:
-            time.sleep(handler_seconds)
+        while (job := subject.next_job(worker_id)) is not None:
+            time.sleep(handler_seconds * (0.5 + random.random()))
+            if carry_successes:
+                statements.succeed(job.id, worker_id)
 
     threads = [threading.Thread(target=thread, args=(f"w{n}",)) for n in range(4)]
     for each in threads:
@@ -173,7 +175,9 @@ def _drain(monkeypatch, *, jobs: int, fetch_seconds: float, handler_seconds: flo
     for each in threads:
         each.join(timeout=60)
     assert subject.claimed == jobs
-    return subject
+    if carry_successes:
+        assert sorted(statements.completed) == list(range(jobs))
+    return subject, statements
 
 
 def test_threads_whose_handlers_return_sooner_than_a_fetch_are_claimed_for_together(
@@ -182,7 +186,7 @@ def test_threads_whose_handlers_return_sooner_than_a_fetch_are_claimed_for_toget
     # Without gathering, the thread back first fetches alone while the others queue
     # behind it: about two jobs per fetch. With it, four, once the first fetches (for
     # whoever had arrived) have merged.
-    subject = _drain(monkeypatch, jobs=200, fetch_seconds=0.02, handler_seconds=0)
+    subject, _ = _drain(monkeypatch, jobs=200, fetch_seconds=0.02, handler_seconds=0)
     assert subject.gathers > 0
     assert subject.claimed / subject.fetches >= 3.0
 
@@ -192,7 +196,7 @@ def test_threads_whose_handlers_run_longer_than_a_fetch_never_wait_for_each_othe
 ):
     # A claim that returns at once, handlers of 100 ms: even a loaded machine's scheduling
     # delays keep a fetch far shorter than a job's turnaround.
-    subject = _drain(monkeypatch, jobs=40, fetch_seconds=0, handler_seconds=0.1)
+    subject, _ = _drain(monkeypatch, jobs=40, fetch_seconds=0, handler_seconds=0.1)
     assert subject.gathers == 0
 
 
@@ -225,35 +229,16 @@ def test_a_fetch_carrying_another_threads_success_stays_on_the_batched_statement
     assert statements.completed == [first.id]
 
 
-def _drain_carrying_successes(
-    statements: Statements, *, jobs: int, handler_seconds: float
-) -> Fetcher:
-    """Four threads take ``jobs`` jobs, each success handed to the next fetch; handlers
-    last ``handler_seconds`` on average, each a different time (threads fall out of step)."""
-    subject = fetcher_claiming_four(parallel=2, successes=statements.take)
-
-    def thread(worker_id: str) -> None:
-        while (job := subject.next_job(worker_id)) is not None:
-            time.sleep(handler_seconds * (0.5 + random.random()))
-            statements.succeed(job.id, worker_id)
-
-    threads = [threading.Thread(target=thread, args=(f"w{n}",)) for n in range(4)]
-    for each in threads:
-        each.start()
-    for each in threads:
-        each.join(timeout=60)
-    assert sorted(statements.completed) == list(range(jobs))
-    return subject
-
-
 def test_handlers_that_outlast_fetches_complete_and_claim_one_job_a_statement(monkeypatch):
-    statements = Statements(monkeypatch, jobs=60, fetch_seconds=0.001)
-    _drain_carrying_successes(statements, jobs=60, handler_seconds=0.02)
+    _, statements = _drain(
+        monkeypatch, jobs=60, fetch_seconds=0.001, handler_seconds=0.02, carry_successes=True
+    )
     assert len(statements.single) > len(statements.batched)
 
 
 def test_threads_that_gather_stay_on_the_batched_statement(monkeypatch):
-    statements = Statements(monkeypatch, jobs=200, fetch_seconds=0.02)
-    subject = _drain_carrying_successes(statements, jobs=200, handler_seconds=0)
+    subject, statements = _drain(
+        monkeypatch, jobs=200, fetch_seconds=0.02, handler_seconds=0, carry_successes=True
+    )
     assert subject.gathers > 0
     assert statements.single == []
