@@ -202,31 +202,8 @@ class Fetcher:
         handover = self.successes() if self.successes is not None and queues else None
         for offset in range(len(queues)):
             queue = queues[(self._cursor + offset) % len(queues)]
-            if handover is not None and self._alone_with_own_success(wanting, handover):
-                # Arrays of one cost PostgreSQL more than the single-job statement.
-                (success,) = handover.completions
-                try:
-                    done, row = services.complete_one_and_claim_next(
-                        completion=success, queue=queue, lease_seconds=self.lease_seconds
-                    )
-                except BaseException:
-                    handover.failed()
-                    raise
-                handover.committed([] if done is None else [done])
-                handover = None
-                rows, gated = ([] if row is None else [row]), False
-            elif handover is not None:
-                try:
-                    completed, rows, gated = services.complete_jobs_and_claim_next_jobs(
-                        completions=handover.completions,
-                        worker_ids=wanting,
-                        queue=queue,
-                        lease_seconds=self.lease_seconds,
-                    )
-                except BaseException:
-                    handover.failed()
-                    raise
-                handover.committed(completed)
+            if handover is not None:
+                rows, gated = self._write_and_claim(handover, wanting, queue)
                 handover = None
             else:
                 rows, gated = services.claim_next_jobs(
@@ -246,6 +223,35 @@ class Fetcher:
                 if not wanting:
                     break
         return claimed
+
+    def _write_and_claim(
+        self, handover: Handover, wanting: Sequence[str], queue: str
+    ) -> tuple[list[JobRow], bool]:
+        """The handover's successes written in the claim's statement, one commit for both:
+        the single-job statement for a thread alone with its own success while nobody
+        gathers (arrays of one cost PostgreSQL more), else the batched one. The handover
+        learns what was committed, or gets its successes back if the statement failed."""
+        try:
+            if self._alone_with_own_success(wanting, handover):
+                done, row = services.complete_one_and_claim_next(
+                    completion=handover.completions[0],
+                    queue=queue,
+                    lease_seconds=self.lease_seconds,
+                )
+                completed = [] if done is None else [done]
+                rows, gated = ([] if row is None else [row]), False
+            else:
+                completed, rows, gated = services.complete_jobs_and_claim_next_jobs(
+                    completions=handover.completions,
+                    worker_ids=wanting,
+                    queue=queue,
+                    lease_seconds=self.lease_seconds,
+                )
+        except BaseException:
+            handover.failed()
+            raise
+        handover.committed(completed)
+        return rows, gated
 
     def _alone_with_own_success(self, wanting: Sequence[str], handover: Handover) -> bool:
         """A fetch for one thread that carries only that thread's success, while handlers
