@@ -2,9 +2,10 @@
 
 import uuid
 from collections.abc import Iterable
+from typing import Any
 
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import F, Func, Q
 from django.utils import timezone
 
 from .errors import JobNotFound
@@ -65,6 +66,21 @@ FAILURE_EVENT_TYPES = [
     JobEventType.TIMEOUT_REQUEUED,
 ]
 ACTIVITY_EVENT_TYPES = [JobEventType.CLAIMED, *ATTEMPT_END_EVENT_TYPES, JobEventType.RELEASED]
+
+
+class AtUtc(Func):
+    """A ``timestamptz`` as UTC wall-clock time: in the column's own order, but an
+    expression that only the index built on it can serve. job_claim_idx holds
+    ``available_at`` this way so that the claim's order and due test cannot be read through
+    jobs_job_available_at_idx instead (issue 25, queries.sql). SQLite stores times as text
+    already in UTC: there it is the column itself."""
+
+    template = "(%(expressions)s AT TIME ZONE 'UTC')"
+    arity = 1
+    output_field = models.DateTimeField()
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
+        return compiler.compile(self.get_source_expressions()[0])
 
 
 class JobQuerySet(models.QuerySet["Job"]):
@@ -169,8 +185,14 @@ class Job(models.Model):
             # One queue at a time, in the claim's ORDER BY: the claim reads it in order and
             # stops at the first unlocked eligible row instead of sorting, and a loose scan
             # over its priority levels skips not-yet-due rows (see queries.sql complete_and_claim).
+            # available_at as AtUtc: no other index can offer the claim its order or its
+            # due test (migration 0012).
             models.Index(
-                fields=["queue", "-priority", "available_at", "created_at", "id"],
+                F("queue"),
+                F("priority").desc(),
+                AtUtc("available_at"),
+                F("created_at"),
+                F("id"),
                 name="job_claim_idx",
                 condition=Q(status=JobStatus.QUEUED),
             ),

@@ -22,6 +22,7 @@ from ..conf import app_settings
 from ..flowcontrol import key_limit, rate_admits
 from ..models import (
     FAILURE_EVENT_TYPES,
+    AtUtc,
     ConcurrencyKeyLimit,
     Job,
     JobEvent,
@@ -290,7 +291,8 @@ class OrmDriver:
                         attempts__lt=F("max_attempts"),
                     )
                     .exclude(concurrency_key__in=blocked)
-                    .order_by("-priority", "available_at", "created_at", "id")
+                    # job_claim_idx's order (on SQLite, AtUtc is the column itself).
+                    .order_by("-priority", AtUtc("available_at").asc(), "created_at", "id")
                     .first()
                 )
                 if job is None:

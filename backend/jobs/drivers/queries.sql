@@ -23,14 +23,16 @@
 -- newest claimed event of that job and attempt, found via job_event_job_id_idx; without
 -- one, both are NULL. The type test is an expression (type appended to an empty string) so that jobs_jobevent_type_idx
 -- cannot serve it: statistics taken while a backlog arrived say `claimed` is rare, and
--- that index then walks every claimed event ever written.
+-- that index then walks every claimed event ever written. The order is an expression
+-- too: job_event_id_idx could give `id DESC` itself, and statistics that call the table
+-- empty make a backward walk of every event ever written look as cheap as the job's few.
 LEFT JOIN LATERAL (
     SELECT wait_ms,
         GREATEST(floor(EXTRACT(EPOCH FROM :now - created_at) * 1000), 0)::bigint AS run_ms
     FROM jobs_jobevent AS event
     WHERE event.job_id = ended.id AND event.type || '' = 'claimed'
         AND event.attempt = ended.attempts
-    ORDER BY event.id DESC LIMIT 1
+    ORDER BY event.id + 0 DESC LIMIT 1
 ) AS claim ON true
 
 -- fragment: selection
@@ -151,8 +153,9 @@ WITH RECURSIVE completed AS (
     SELECT due.id, due.concurrency_key FROM level CROSS JOIN LATERAL (
         SELECT id, concurrency_key FROM jobs_job
         WHERE status = 'queued' AND queue = :queue AND priority = level.priority
-            AND available_at <= :now AND attempts < max_attempts
-        ORDER BY available_at, created_at, id
+            AND available_at AT TIME ZONE 'UTC' <= :now::timestamptz AT TIME ZONE 'UTC'
+            AND attempts < max_attempts
+        ORDER BY available_at AT TIME ZONE 'UTC', created_at, id
         LIMIT 1
         FOR UPDATE SKIP LOCKED
     ) AS due
@@ -253,8 +256,9 @@ gate AS MATERIALIZED (
     SELECT due.id, due.concurrency_key FROM level CROSS JOIN LATERAL (
         SELECT id, concurrency_key, available_at, created_at FROM jobs_job
         WHERE status = 'queued' AND queue = :queue AND priority = level.priority
-            AND available_at <= (SELECT :now::timestamptz) AND attempts < max_attempts
-        ORDER BY available_at, created_at, id
+            AND available_at AT TIME ZONE 'UTC' <= (SELECT :now::timestamptz) AT TIME ZONE 'UTC'
+            AND attempts < max_attempts
+        ORDER BY available_at AT TIME ZONE 'UTC', created_at, id
         LIMIT (SELECT cardinality(:worker_ids::text[]))
         FOR UPDATE SKIP LOCKED
     ) AS due
@@ -707,9 +711,10 @@ WITH RECURSIVE level AS (
 SELECT due.id, due.concurrency_key FROM level CROSS JOIN LATERAL (
     SELECT id, concurrency_key FROM jobs_job
     WHERE status = 'queued' AND queue = :queue AND priority = level.priority
-        AND available_at <= :now AND attempts < max_attempts
+        AND available_at AT TIME ZONE 'UTC' <= :now::timestamptz AT TIME ZONE 'UTC'
+        AND attempts < max_attempts
         AND (concurrency_key IS NULL OR NOT concurrency_key = ANY(:blocked::text[]))
-    ORDER BY available_at, created_at, id
+    ORDER BY available_at AT TIME ZONE 'UTC', created_at, id
     LIMIT 1
     FOR UPDATE SKIP LOCKED
 ) AS due

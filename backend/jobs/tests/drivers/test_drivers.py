@@ -43,6 +43,8 @@ def test_queries_sql_names_only_model_tables_statuses_and_event_types():
     values |= {"status", "jobs_job"}  # status_estimate names the column and the table
     # complete_and_claim's third label (issue 24) and the key lock's namespace.
     values |= {"gated", "jobs.concurrency_key:"}
+    # The claims' due test and order, as job_claim_idx holds available_at (migration 0012).
+    values |= {"UTC"}
     # vacuum_due reads the statistics and the autovacuum settings (issue 25).
     tables |= {"pg_stat_user_tables"}
     values |= {
@@ -310,7 +312,7 @@ def test_the_complete_and_claim_function_runs_the_statement_as_written():
     assert installed == sql.plpgsql_body(QUERIES["complete_and_claim"])
     # The text of the migration that last made it is what plpgsql_function writes for
     # these arguments.
-    create = import_module("jobs.migrations.0009_hot_tables").CREATE
+    create = import_module("jobs.migrations.0012_claim_index_at_utc").CREATE
     columns = re.search(r"RETURNS TABLE \((.*)\)\n", create)
     assert columns is not None
     assert create.strip() == sql.plpgsql_function(

@@ -100,7 +100,10 @@ def test_postgres_has_the_spec_indexes_with_their_partial_conditions():
         )
         indexes = dict(cursor.fetchall())
     claim = indexes["job_claim_idx"]
-    assert "(queue, priority DESC, available_at, created_at, id)" in claim
+    # available_at as UTC wall-clock time (migration 0012; jobs.models.AtUtc).
+    assert (
+        "(queue, priority DESC, ((available_at AT TIME ZONE 'UTC'::text)), created_at, id)" in claim
+    ), claim
     assert "WHERE" in claim and "queued" in claim
     assert "locked_until" in indexes["job_timeout_idx"] and "running" in indexes["job_timeout_idx"]
     unique = indexes["job_idempotency_key_unique"]
