@@ -51,6 +51,7 @@ import subprocess
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from .common import Database, EventWindow, enqueue_bulk, event_window, load_average, reset_tables
 
@@ -187,28 +188,31 @@ def pgbench_available() -> str | None:
     return shutil.which("pgbench")
 
 
+def _leftover_params(job_id: Any, worker_id: str, attempts: int) -> dict[str, Any]:
+    """complete_and_claim's parameters to complete one leftover attempt and claim nothing."""
+    variables = pgbench_variables()
+    return {
+        **{name: variables[name] for name in ("completed_message", "completed_data")},
+        "claimed_message": None,
+        "claimed_data": None,
+        "locked_until": None,
+        "queue": None,
+        "result_json": "null",
+        "now": datetime.now(UTC),
+        "id": job_id,
+        "worker_id": worker_id,
+        "attempts": attempts,
+        "keys_limited": False,
+    }
+
+
 def _complete_leftovers(db: Database) -> int:
     """Complete what a client's last transaction claimed (rare: see ``SLACK``)."""
     from jobs.drivers.postgres import QUERIES
 
     rows = db.rows("SELECT id, locked_by, attempts FROM jobs_job WHERE status = 'running'")
-    variables = pgbench_variables()
     for job_id, worker_id, attempts in rows:
-        db.execute(
-            QUERIES["complete_and_claim"].sql,
-            {
-                **{name: variables[name] for name in ("completed_message", "completed_data")},
-                "claimed_message": None,
-                "claimed_data": None,
-                "locked_until": None,
-                "queue": None,
-                "result_json": "null",
-                "now": datetime.now(UTC),
-                "id": job_id,
-                "worker_id": worker_id,
-                "attempts": attempts,
-            },
-        )
+        db.execute(QUERIES["complete_and_claim"].sql, _leftover_params(job_id, worker_id, attempts))
     return len(rows)
 
 

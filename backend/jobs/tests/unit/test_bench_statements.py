@@ -13,3 +13,8 @@ def test_the_scale_phase_binds_every_parameter_of_the_workers_claim():
 def test_pgbench_defines_every_variable_of_the_fused_script():
     used = set(raw_sql.re.findall(r"(?<![\w:]):([A-Za-z_]\w*)", raw_sql.pgbench_script("fused")))
     assert used <= set(raw_sql.pgbench_variables()) | {"client_id", "worker_id"}
+
+
+def test_pgbench_leftovers_are_completed_with_every_parameter_of_the_statement():
+    params = raw_sql._leftover_params("00000000-0000-0000-0000-000000000000", "w", 1)
+    assert set(params) == QUERIES["complete_and_claim"].params
