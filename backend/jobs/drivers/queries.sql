@@ -181,8 +181,11 @@ WITH RECURSIVE completed AS (
     SET status = 'running', attempts = job.attempts + 1, locked_by = :worker_id,
         locked_until = :locked_until, last_error = '', result = NULL, updated_at = :now
     FROM candidate
-    -- A job with a concurrency_key, while key limits exist, goes to the gated claim.
-    WHERE job.id = candidate.id AND (candidate.concurrency_key IS NULL
+    -- A job with a concurrency_key, while key limits exist, goes to the gated claim. The
+    -- array hands the primary key the row to probe: joined to the candidate alone, over
+    -- statistics that call the table empty, the plan read the whole primary key.
+    WHERE job.id = ANY(ARRAY(SELECT id FROM candidate)) AND job.id = candidate.id
+        AND (candidate.concurrency_key IS NULL
             OR NOT (:keys_limited OR EXISTS (SELECT 1 FROM jobs_concurrencykeylimit)))
         AND ((SELECT slots FROM gate) IS NULL OR EXISTS (SELECT 1 FROM slot))
     RETURNING job.*
@@ -533,15 +536,17 @@ WITH owned AS (
 ), renewed AS (
     UPDATE jobs_job AS job SET locked_until = :locked_until, updated_at = :now
     FROM owned
-    WHERE owned.renew AND job.id = owned.id AND job.locked_by = owned.worker_id
-        AND job.attempts = owned.attempt
+    -- The array hands the primary key the rows to probe (as in complete_jobs).
+    WHERE job.id = ANY(:job_ids::uuid[]) AND owned.renew AND job.id = owned.id
+        AND job.locked_by = owned.worker_id AND job.attempts = owned.attempt
     RETURNING job.id, job.cancel_requested_at IS NOT NULL AS cancel_requested
 )
 SELECT id, cancel_requested FROM renewed
 UNION ALL
 SELECT job.id, job.cancel_requested_at IS NOT NULL
 FROM jobs_job AS job JOIN owned ON job.id = owned.id
-WHERE NOT owned.renew AND job.locked_by = owned.worker_id AND job.attempts = owned.attempt;
+WHERE job.id = ANY(:job_ids::uuid[]) AND NOT owned.renew AND job.locked_by = owned.worker_id
+    AND job.attempts = owned.attempt;
 
 -- name: record_progress
 -- FOR SHARE makes a concurrent requeue finish first; the guard is then re-checked against
@@ -614,7 +619,7 @@ WITH target AS (
         locked_until = NULL, last_error = '', result = NULL, finished_at = NULL,
         cancel_requested_at = NULL, updated_at = :now
     FROM target
-    WHERE job.id = target.id
+    WHERE job.id = ANY(ARRAY(SELECT id FROM target)) AND job.id = target.id
     RETURNING job.id
 ), event AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, message, data, created_at, job_type)
@@ -647,7 +652,8 @@ WITH target AS (
         finished_at = CASE WHEN job.status = 'queued' THEN :now END,
         cancel_requested_at = :now, updated_at = :now
     FROM target
-    WHERE job.id = target.id
+    -- The array hands the primary key the rows to probe (as in complete_jobs).
+    WHERE job.id = ANY(ARRAY(SELECT id FROM target)) AND job.id = target.id
     RETURNING job.id, job.status, job.attempts, job.type
 ), event AS (
     -- Cancelling a queued job ends no running attempt: no run_ms.

@@ -8,7 +8,8 @@ job through jobs_job_available_at_idx and sorted them level by level, and over s
 that called the table empty the batched claim took a bitmap of it and a sort of the
 whole backlog. The claimed event an ended attempt reads is ordered by an expression too
 (queries.sql, ended_attempt_timing), so job_event_id_idx cannot walk every event
-backwards there. jobs_complete_and_claim is replaced with the statement as it now reads;
+backwards there, and the claim updates its candidate through an array of ids, so the
+primary key is probed, never walked end to end. jobs_complete_and_claim is replaced with the statement as it now reads;
 its arguments and columns are unchanged. Reversible: 0009's index order and function
 come back.
 """
@@ -101,8 +102,11 @@ WITH RECURSIVE completed AS (
     SET status = 'running', attempts = job.attempts + 1, locked_by = p_worker_id,
         locked_until = p_locked_until, last_error = '', result = NULL, updated_at = p_now
     FROM candidate
-    -- A job with a concurrency_key, while key limits exist, goes to the gated claim.
-    WHERE job.id = candidate.id AND (candidate.concurrency_key IS NULL
+    -- A job with a concurrency_key, while key limits exist, goes to the gated claim. The
+    -- array hands the primary key the row to probe: joined to the candidate alone, over
+    -- statistics that call the table empty, the plan read the whole primary key.
+    WHERE job.id = ANY(ARRAY(SELECT id FROM candidate)) AND job.id = candidate.id
+        AND (candidate.concurrency_key IS NULL
             OR NOT (p_keys_limited OR EXISTS (SELECT 1 FROM jobs_concurrencykeylimit)))
         AND ((SELECT slots FROM gate) IS NULL OR EXISTS (SELECT 1 FROM slot))
     RETURNING job.*

@@ -386,6 +386,15 @@ def sorted_job_reads(node: dict[str, Any]) -> list[str]:
     ]
 
 
+def unbounded_job_reads(node: dict[str, Any]) -> list[str]:
+    """The index reads of jobs_job that have no index condition (the whole index)."""
+    return [
+        each["Index Name"]
+        for each in nodes(node)
+        if each.get("Index Name", "").startswith(JOB_INDEXES) and "Index Cond" not in each
+    ]
+
+
 JOB_INDEXES = (
     "jobs_job_",
     "job_claim_idx",
@@ -428,6 +437,10 @@ def test_hot_statement_reads_jobs_only_through_its_designed_index(statement, sta
         # Claim order comes from job_claim_idx read in order, never from sorting jobs (a
         # bitmap and a sort would read every due job of a level on every claim).
         assert not sorted_job_reads(explained), mode
+        # Every index read of jobs_job is a probe or a range, never a walk of a whole index
+        # (statistics that call the table empty make a join read the primary key end to
+        # end and match each row against the one it wants).
+        assert not unbounded_job_reads(explained), mode
         # The claimed event of an ended attempt is found among its job's events, never
         # through another index.
         assert {kind for kind, _ in reads(explained, "jobs_jobevent")} <= INDEX_READS, mode
