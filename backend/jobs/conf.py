@@ -32,8 +32,8 @@ DEFAULTS: dict[str, Any] = {
     "JOB_WORKER_COMPLETE_SYNCHRONOUS_COMMIT": True,
     "JOB_WORKER_CLEANUP_BATCH_SIZE": 100,
     # Each worker process vacuums jobs_job (PostgreSQL) every cleanup interval once its dead
-    # rows pass both the threshold autovacuum itself would act on and this many; 0: never
-    # (autovacuum alone).
+    # rows pass both the threshold autovacuum itself would act on and this many, and
+    # analyzes it once its live rows outgrow the planner's count; 0: never (autovacuum alone).
     "JOB_WORKER_VACUUM_DEAD_ROWS": 20_000,
     "JOB_WORKER_BACKOFF_BASE_SECONDS": 5,
     "JOB_WORKER_BACKOFF_MAX_SECONDS": 300,

@@ -153,6 +153,14 @@ class Vacuumed:
 
 
 @dataclass(frozen=True, slots=True)
+class Analyzed:
+    """An ANALYZE of ``jobs_job``: its live rows, and the rows the planner believed it held."""
+
+    live_rows: int
+    estimated_rows: int
+
+
+@dataclass(frozen=True, slots=True)
 class StatusEstimate:
     """The planner's idea of the jobs table: its row count and each status's share."""
 
@@ -315,6 +323,12 @@ class Driver(Protocol):
         """Vacuum ``jobs_job`` if its dead row versions passed both autovacuum's own
         threshold for it and ``min_dead_rows``, unless another vacuum holds it; ``None``
         when none was due (or the database has no such thing)."""
+        ...
+
+    def analyze_jobs_table(self, *, min_rows: int) -> Analyzed | None:
+        """ANALYZE ``jobs_job`` if it holds more than ``min_rows`` live rows beyond twice
+        what the planner believes, unless another ANALYZE holds it; ``None`` when none was
+        due (or the database keeps no such statistics)."""
         ...
 
     def status_estimate(self) -> StatusEstimate | None:

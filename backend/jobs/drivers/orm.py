@@ -33,6 +33,7 @@ from ..models import (
 )
 from .base import (
     JOB_ROW_FIELDS,
+    Analyzed,
     CancelOutcome,
     Completion,
     Event,
@@ -352,6 +353,9 @@ class OrmDriver:
 
     def vacuum_jobs_table(self, *, min_dead_rows: int) -> Vacuumed | None:
         return None  # the embedded database reuses its free pages itself
+
+    def analyze_jobs_table(self, *, min_rows: int) -> Analyzed | None:
+        return None  # the embedded database plans without row estimates of this kind
 
     def status_estimate(self) -> StatusEstimate | None:
         return None  # the embedded database is small: count

@@ -18,6 +18,7 @@ from ..conf import app_settings
 from ..flowcontrol import key_limit, rate_admits
 from . import sql
 from .base import (
+    Analyzed,
     CancelOutcome,
     Completion,
     ExpiredLease,
@@ -279,7 +280,7 @@ def _prepare() -> bool:
 # key, so these always run unprepared, planned for their values (issue 25).
 CUSTOM_PLAN_ONLY = frozenset({"cancel_jobs", "retry_jobs"})
 # Utility statements, which PostgreSQL cannot prepare.
-NEVER_PREPARED = frozenset({"vacuum_jobs"})
+NEVER_PREPARED = frozenset({"vacuum_jobs", "analyze_jobs"})
 
 
 def behind_pooler(conn: psycopg.Connection[Any]) -> bool:
@@ -634,6 +635,14 @@ class PostgresDriver:
             self._execute(cursor, "vacuum_jobs", {})
         after = self._fetchone("vacuum_due", {})
         return Vacuumed(dead_rows=int(row[0]), remaining=int(after[0]) if after else 0)
+
+    def analyze_jobs_table(self, *, min_rows: int) -> Analyzed | None:
+        row = self._fetchone("analyze_due", {"min_rows": min_rows})
+        if row is None or not row[2]:
+            return None
+        with _cursor() as cursor:
+            self._execute(cursor, "analyze_jobs", {})
+        return Analyzed(live_rows=int(row[0]), estimated_rows=int(row[1]))
 
     def active_queues(self) -> list[str]:
         with _cursor() as cursor:

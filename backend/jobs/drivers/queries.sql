@@ -443,6 +443,27 @@ WHERE class.oid = 'jobs_job'::regclass;
 -- reuse those pages anyway.
 VACUUM (SKIP_LOCKED, TRUNCATE false) jobs_job;
 
+-- name: analyze_due
+-- jobs_job's live rows as the cumulative statistics count them, the rows the planner
+-- believes it holds (reltuples, from the last VACUUM or ANALYZE; -1 before any), and
+-- whether that belief is stale: more than :min_rows live rows beyond twice it. A vacuum
+-- of a drained table leaves reltuples at 0 with its pages kept (vacuum_jobs: TRUNCATE
+-- false), and the planner scales 0 rows per page to any size: a backlog arriving then
+-- looks like one row to every plan made before the next ANALYZE. NULL (never due) when
+-- the table's autovacuum_enabled is false (whoever set that analyzes it).
+SELECT stat.n_live_tup, greatest(class.reltuples, 0)::bigint,
+    CASE WHEN coalesce((
+        SELECT max(split_part(option, '=', 2)) FROM unnest(class.reloptions) AS option
+        WHERE split_part(option, '=', 1) = 'autovacuum_enabled')::boolean, true)
+    THEN stat.n_live_tup > 2 * greatest(class.reltuples, 0) + :min_rows END
+FROM pg_class AS class
+JOIN pg_stat_user_tables AS stat ON stat.relid = class.oid
+WHERE class.oid = 'jobs_job'::regclass;
+
+-- name: analyze_jobs
+-- SKIP_LOCKED: autovacuum or another worker already on it, this one does nothing.
+ANALYZE (SKIP_LOCKED) jobs_job;
+
 -- name: type_samples
 -- Per type of :types: its newest :size ended attempts that ran, in [:start, :end], through
 -- job_event_type_run_idx (one bounded index-only probe per type, however many events the

@@ -121,3 +121,77 @@ def test_dead_rows_an_older_transaction_still_sees_wait_for_as_many_again():
         assert _stat("vacuum_count") == vacuums
     finally:
         other.close()
+
+
+def _stale_estimate(live_rows: int) -> None:
+    """A vacuum of the drained table (the planner then believes in 0 rows over the pages it
+    kept), then ``live_rows`` queued jobs that no ANALYZE has seen."""
+    Job.objects.all().delete()
+    queued_jobs(live_rows)
+    Job.objects.all().delete()
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM (TRUNCATE false) jobs_job")
+    queued_jobs(live_rows)
+    _stat("n_live_tup")  # flushes this backend's counts
+
+
+def _reltuples() -> float:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'jobs_job'::regclass")
+        return float(cursor.fetchone()[0])
+
+
+def test_a_backlog_the_planner_believes_empty_is_analyzed():
+    _stale_estimate(1_500)
+    assert _reltuples() == 0
+    analyzes = _stat("analyze_count")
+    analyzed = services.analyze_jobs_table(min_rows=1_000)
+    assert analyzed is not None
+    assert (analyzed.live_rows, analyzed.estimated_rows) == (1_500, 0)
+    assert _stat("analyze_count") == analyzes + 1
+    assert _reltuples() == 1_500
+    # Now the planner's count is current: nothing more to do.
+    assert services.analyze_jobs_table(min_rows=1_000) is None
+    assert _stat("analyze_count") == analyzes + 1
+
+
+def test_a_row_estimate_within_the_floor_is_left_alone():
+    _stale_estimate(500)
+    analyzes = _stat("analyze_count")
+    assert services.analyze_jobs_table(min_rows=1_000) is None
+    assert _stat("analyze_count") == analyzes
+
+
+def test_a_table_whose_autovacuum_is_disabled_is_not_analyzed_either():
+    _stale_estimate(1_500)
+    analyzes = _stat("analyze_count")
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE jobs_job SET (autovacuum_enabled = false)")
+    try:
+        assert services.analyze_jobs_table(min_rows=1_000) is None
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER TABLE jobs_job RESET (autovacuum_enabled)")
+    assert _stat("analyze_count") == analyzes
+
+
+@pytest.mark.parametrize("dead_rows", [100, 0], ids=["floor", "off"])
+def test_the_maintenance_pass_analyzes_a_stale_estimate_unless_the_setting_is_off(dead_rows):
+    _stale_estimate(services.STALE_ESTIMATE_MIN_ROWS + 500)
+    analyzes = _stat("analyze_count")
+    maintenance = Maintenance(
+        worker_config(vacuum_dead_rows=dead_rows),
+        InFlight(),
+        stopping=threading.Event(),
+        abandon=lambda thread: None,
+    )
+    maintenance.start()
+    try:
+        assert maintenance.first_pass.wait(30)
+    finally:
+        maintenance.finished.set()
+        maintenance.join(timeout=10)
+    if dead_rows:
+        wait_until(lambda: _stat("analyze_count") == analyzes + 1, 5, "the maintenance analyze")
+    else:
+        assert _stat("analyze_count") == analyzes

@@ -8,7 +8,8 @@ that must not wait for a free worker thread. Each duty is a small part of its ow
 * ``presence.Presence``: says the process is alive, every half heartbeat interval.
 * ``scheduler.ScheduleTicker``: enqueues the due ticks of ``JOB_SCHEDULES`` (issue 24).
 * ``vacuum.HotTableVacuum``: vacuums ``jobs_job`` once its dead rows pass autovacuum's
-  threshold and ``JOB_WORKER_VACUUM_DEAD_ROWS`` (issue 25), every cleanup interval.
+  threshold and ``JOB_WORKER_VACUUM_DEAD_ROWS`` (issue 25), every cleanup interval, and
+  analyzes it once its live rows outgrow the planner's count, checked every second.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from .presence import Presence
 from .rescuer import LeaseRescuer
 from .scheduler import TICK_CHECK_SECONDS, ScheduleTicker
 from .timeouts import TimeoutEnforcer
-from .vacuum import HotTableVacuum
+from .vacuum import ANALYZE_CHECK_SECONDS, HotTableVacuum
 
 if TYPE_CHECKING:
     from ..executor import WorkerThread
@@ -98,6 +99,7 @@ class Maintenance(threading.Thread):
         next_presence = now
         ticking = self.ticker.enabled and not self.config.burst
         next_tick = now if ticking else float("inf")
+        next_analyze = now if self.vacuum is not None else float("inf")
         failures = 0
         try:
             while not self.finished.is_set():
@@ -107,6 +109,13 @@ class Maintenance(threading.Thread):
                         self.heartbeat.run_once()
                         next_beat = now + self.config.heartbeat_interval_seconds
                     self.timeouts.run_once(now)
+                    if (
+                        self.vacuum is not None
+                        and now >= next_analyze
+                        and not self.stopping.is_set()
+                    ):
+                        next_analyze = now + ANALYZE_CHECK_SECONDS
+                        self.vacuum.analyze_once()
                     if now >= next_cleanup and not self.stopping.is_set():
                         self.rescuer.run_once()
                         if self.vacuum is not None:
@@ -141,7 +150,12 @@ class Maintenance(threading.Thread):
                     # waiting now would hold the runner's shutdown until the next deadline.
                     break
                 wake = min(
-                    next_beat, next_cleanup, next_presence, next_tick, *self.timeouts.deadlines()
+                    next_beat,
+                    next_cleanup,
+                    next_presence,
+                    next_tick,
+                    next_analyze,
+                    *self.timeouts.deadlines(),
                 )
                 self.in_flight.changed.wait(max(wake - time.monotonic(), 0.01))
         finally:

@@ -10,6 +10,11 @@ that threshold and ``JOB_WORKER_VACUUM_DEAD_ROWS``, and skips a table another va
 leave (a long transaction still sees them) count as none: the next vacuum waits until as
 many again have piled up, instead of rereading every index each cleanup interval for rows
 it cannot remove yet.
+
+The maintenance thread also analyzes ``jobs_job`` when its live rows outgrew the planner's
+count (``services.analyze_jobs_table``, checked every ``ANALYZE_CHECK_SECONDS``): a backlog
+that arrives after a vacuum of the drained table looks like one row to the planner until
+then. The setting switches both.
 """
 
 from __future__ import annotations
@@ -18,15 +23,33 @@ import logging
 import time
 
 from ... import services
-from ...drivers.base import Vacuumed
+from ...drivers.base import Analyzed, Vacuumed
 
 logger = logging.getLogger("jobs.worker")
+
+# How often a worker process looks for a stale row estimate: every plan made meanwhile
+# reads a backlog as one row, so sooner than the cleanup interval.
+ANALYZE_CHECK_SECONDS = 1.0
 
 
 class HotTableVacuum:
     def __init__(self, *, min_dead_rows: int) -> None:
         self.min_dead_rows = min_dead_rows
         self.left = 0  # dead rows the last vacuum could not remove
+
+    def analyze_once(self) -> Analyzed | None:
+        """Analyze ``jobs_job`` if the planner's row count is stale; what it saw, or
+        ``None``. Checked every ``ANALYZE_CHECK_SECONDS``: two catalog reads."""
+        started = time.monotonic()
+        analyzed = services.analyze_jobs_table()
+        if analyzed is not None:
+            logger.info(
+                "action=analyze table=jobs_job live_rows=%d estimated_rows=%d seconds=%.2f",
+                analyzed.live_rows,
+                analyzed.estimated_rows,
+                time.monotonic() - started,
+            )
+        return analyzed
 
     def run_once(self) -> Vacuumed | None:
         """Vacuum ``jobs_job`` if due; what it did, or ``None``."""
