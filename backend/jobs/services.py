@@ -661,7 +661,7 @@ def analyze_jobs_table(*, min_rows: int = STALE_ESTIMATE_MIN_ROWS) -> Analyzed |
     it scales that to any size: a backlog arriving next looks like one row to every plan
     made before the next ANALYZE, and a claim planned so may read a whole priority level
     through a bitmap and sort it on every call (2 x 4 after a stale backlog: 173-306
-    jobs/s against 1,284-1,510 analyzed). Autovacuum analyzes at most once per naptime;
+    jobs/s against 1,187-1,510 analyzed). Autovacuum analyzes at most once per naptime;
     each worker process checks every cleanup interval. The ANALYZE invalidates the plans
     made before it. ``SKIP_LOCKED`` and ``autovacuum_enabled = false`` as the vacuum.
     """
