@@ -32,6 +32,9 @@ SLEEP_SECONDS = 0.2
 # handler returning its wall clock (goal 4's completion latency).
 MIX_JOB_TYPE = "bench.mix"
 MIX_SECONDS = (0.001, 0.010)
+# Batch sizes 1: one claim and one completion per statement, the worker before issue 25
+# (the defaults choose batches on PostgreSQL with prepared statements).
+SINGLE_ENV = {"JOB_WORKER_CLAIM_BATCH_SIZE": "1", "JOB_WORKER_COMPLETE_BATCH_SIZE": "1"}
 CLOCK_JOB_TYPE = "bench.clock"
 # The drivers a scenario can run the services on, and what the results call each: "cte" is
 # the PostgreSQL driver (one data-modifying CTE per transition), "orm" the ORM driver.

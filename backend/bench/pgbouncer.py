@@ -9,7 +9,9 @@ pgbouncer (``harness.PrivatePgBouncer``) with at most ``POOL_SIZE`` server
 connections, as the README's "Scaling out" section configures it: prepared statements
 off (``POSTGRES_TRANSACTION_POOLING``), LISTEN straight to PostgreSQL. A third drain goes
 direct with prepared statements off too, which splits the difference into what losing
-them costs and what the pooler's extra hop costs. Rounds rotate the order (use
+them costs and what the pooler's extra hop costs. Every mode runs with batch sizes 1
+(``SINGLE_ENV``): the defaults batch only where statements are prepared, so with them
+the direct drains would also measure batching. Rounds rotate the order (use
 ``--repeat 3`` or more on a shared machine); the best of each is kept.
 
 Each run also records what the README's capacity figures need: the server connections in
@@ -33,7 +35,7 @@ import psycopg
 
 from harness import PrivatePgBouncer, pgbouncer_binary
 
-from .common import Database, best_of, log
+from .common import SINGLE_ENV, Database, best_of, log
 from .workers import WorkerRun, run_workers
 
 PROCESSES = 8
@@ -268,11 +270,18 @@ def run_pgbouncer(
         password=env["POSTGRES_PASSWORD"],
         pool_size=pool_size,
     ) as pgbouncer:
+        # Batch sizes 1 in every mode: the defaults batch only where statements are
+        # prepared, and this compares the pooler's cost, not batching's gain.
         modes: dict[str, tuple[dict[str, str], Any]] = {
-            "direct": ({}, None),
-            "direct-unprepared": ({"JOB_DB_PREPARED_STATEMENTS": "false"}, None),
+            "direct": (SINGLE_ENV, None),
+            "direct-unprepared": ({**SINGLE_ENV, "JOB_DB_PREPARED_STATEMENTS": "false"}, None),
             "pgbouncer": (
-                {**pgbouncer.env(), "POSTGRES_TRANSACTION_POOLING": "true", **server},
+                {
+                    **SINGLE_ENV,
+                    **pgbouncer.env(),
+                    "POSTGRES_TRANSACTION_POOLING": "true",
+                    **server,
+                },
                 pgbouncer,
             ),
         }

@@ -23,6 +23,7 @@ from pathlib import Path
 from harness import BACKEND_DIR
 
 from .common import (
+    SINGLE_ENV,
     Database,
     bench_environment,
     conninfo_from,
@@ -37,9 +38,12 @@ LATENCY = re.compile(r"latency_p50_ms=([\d.]+) latency_p99_ms=([\d.]+)")
 
 
 VARIANTS = {
-    "not analyzed": ({}, False),
-    "analyzed": ({}, True),
-    "analyzed, completion batch 10": ({"JOB_WORKER_COMPLETE_BATCH_SIZE": "10"}, True),
+    "not analyzed": (SINGLE_ENV, False),
+    "analyzed": (SINGLE_ENV, True),
+    "analyzed, completion batch 10": (
+        {"JOB_WORKER_CLAIM_BATCH_SIZE": "1", "JOB_WORKER_COMPLETE_BATCH_SIZE": "10"},
+        True,
+    ),
     "batched fetch 4 + completion 10": (
         {"JOB_WORKER_CLAIM_BATCH_SIZE": "4", "JOB_WORKER_COMPLETE_BATCH_SIZE": "10"},
         True,
@@ -50,6 +54,7 @@ VARIANTS = {
     ),
     "analyzed, batch 10, async commit": (
         {
+            "JOB_WORKER_CLAIM_BATCH_SIZE": "1",
             "JOB_WORKER_COMPLETE_BATCH_SIZE": "10",
             "JOB_WORKER_COMPLETE_SYNCHRONOUS_COMMIT": "false",
         },

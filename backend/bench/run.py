@@ -38,9 +38,10 @@ and written, with the raw figures, to ``bench-results/latest.json`` (and ``lates
     ``--backlog-goal-jobs`` after a stale backlog without and with ``ANALYZE``, beside the
     fused and batched pgbench limits of the same rounds.
 15. Mix (``bench.mix``, issue 25 goal 5): 1 x 4 drains ``--mix-jobs`` jobs sleeping 1-10 ms
-    with the default settings and with batched fetch (4) and completion (10).
+    with batch sizes 1 (before issue 25) and with batched fetch (4) and completion (10),
+    what the defaults choose for 4 threads.
 The wake-up phase also times lone jobs from handler return to committed (issue 25 goal 4,
-``--completion-jobs``), with the default settings and a completion batch of 10.
+``--completion-jobs``), with the default settings and with a completion batch of 1.
 
 Benchmarks print figures; nothing here asserts a timing.
 """
@@ -170,7 +171,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=int,
         default=100,
         help="lone jobs per completion-latency run of the wakeup phase, default settings and "
-        "completion batch 10 (issue 25, goal 4; 0 skips them; 100)",
+        "batch sizes 1 (issue 25, goal 4; 0 skips them; 100)",
     )
     parser.add_argument(
         "--backlog-goal-jobs",

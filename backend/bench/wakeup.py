@@ -22,9 +22,9 @@ committed row minus the handler's return, an upper bound by at most one poll (ab
 millisecond, plus what the polling itself takes from the worker on a small machine). The
 row's ``finished_at`` (the ``:now`` the completing statement was sent with) minus the
 handler's return is printed too, a lower bound: it leaves out that statement and its
-commit. Once with the default settings (each thread completes its own job) and once
-with ``JOB_WORKER_COMPLETE_BATCH_SIZE=10`` (the completer must write a lone success at
-once when the worker is idle).
+commit. Once with the default settings (on PostgreSQL batched: the completer must write a
+lone success at once when the worker is idle) and once with batch sizes 1 (each thread
+completes its own job, the behaviour before issue 25).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from harness import BACKEND_DIR, started, wait_until
 from .common import (
     CLOCK_JOB_TYPE,
     JOB_TYPE,
+    SINGLE_ENV,
     Database,
     live_jobs_exist,
     load_average,
@@ -62,7 +63,7 @@ POLL_SECONDS = 0.001
 # The completion-latency runs: their label and the worker settings each adds.
 COMPLETION_MODES = {
     "default settings": {},
-    "completion batch 10": {"JOB_WORKER_COMPLETE_BATCH_SIZE": "10"},
+    "batch sizes 1": SINGLE_ENV,
 }
 
 

@@ -404,10 +404,12 @@ JOB_WORKER_LEASE_SECONDS = env_int("JOB_WORKER_LEASE_SECONDS", 30)
 JOB_WORKER_HEARTBEAT_SECONDS = env_int("JOB_WORKER_HEARTBEAT_SECONDS", 0)
 JOB_WORKER_CLEANUP_INTERVAL_SECONDS = env_int("JOB_WORKER_CLEANUP_INTERVAL_SECONDS", 5)
 JOB_WORKER_CLEANUP_BATCH_SIZE = env_int("JOB_WORKER_CLEANUP_BATCH_SIZE", 100)
-# Batched fetch (issue 25): idle threads of a process claim together; 1: one by one.
-JOB_WORKER_CLAIM_BATCH_SIZE = env_int("JOB_WORKER_CLAIM_BATCH_SIZE", 1)
-# Batched completion (issue 25); 1: each thread completes together with its next claim.
-JOB_WORKER_COMPLETE_BATCH_SIZE = env_int("JOB_WORKER_COMPLETE_BATCH_SIZE", 1)
+# Batched fetch (issue 25): idle threads of a process claim together; 1: one by one;
+# 0: as many as the threads where batching pays (PostgreSQL, statements prepared).
+JOB_WORKER_CLAIM_BATCH_SIZE = env_int("JOB_WORKER_CLAIM_BATCH_SIZE", 0)
+# Batched completion (issue 25); 1: each thread completes together with its next claim;
+# 0: 10 where batching pays, else 1.
+JOB_WORKER_COMPLETE_BATCH_SIZE = env_int("JOB_WORKER_COMPLETE_BATCH_SIZE", 0)
 JOB_WORKER_COMPLETE_FLUSH_MS = env_int("JOB_WORKER_COMPLETE_FLUSH_MS", 5)
 # Opt-in: batched completions commit without waiting for their WAL to reach disk.
 JOB_WORKER_COMPLETE_SYNCHRONOUS_COMMIT = env_bool("JOB_WORKER_COMPLETE_SYNCHRONOUS_COMMIT", True)

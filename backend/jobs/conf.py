@@ -20,12 +20,14 @@ DEFAULTS: dict[str, Any] = {
     "JOB_WORKER_HEARTBEAT_SECONDS": 0,
     "JOB_WORKER_CLEANUP_INTERVAL_SECONDS": 5,
     # Batched fetch (issue 25): a process's idle threads claim together, up to this many
-    # jobs per statement (never more than the threads that are idle); 1: one by one.
-    "JOB_WORKER_CLAIM_BATCH_SIZE": 1,
+    # jobs per statement (never more than the threads that are idle); 1: one by one;
+    # 0: as many as the process has threads where batching pays (jobs.worker.config).
+    "JOB_WORKER_CLAIM_BATCH_SIZE": 0,
     # Batched completion (issue 25): successes written together, up to this many per
     # statement, the oldest waiting at most JOB_WORKER_COMPLETE_FLUSH_MS (or none when a
-    # thread is idle); 1: each thread completes its job together with its next claim.
-    "JOB_WORKER_COMPLETE_BATCH_SIZE": 1,
+    # thread is idle); 1: each thread completes its job together with its next claim;
+    # 0: 10 where batching pays, else 1.
+    "JOB_WORKER_COMPLETE_BATCH_SIZE": 0,
     "JOB_WORKER_COMPLETE_FLUSH_MS": 5,
     # False (opt-in, PostgreSQL, batched completions only): their commits do not wait for
     # the WAL to reach disk; a database crash may forget them and the jobs run again.

@@ -263,6 +263,11 @@ class Driver(Protocol):
         cannot carry prepared statements in transaction mode)."""
         ...
 
+    def prepares_statements(self) -> bool:
+        """Whether the hot statements are prepared, so each connection plans them once (not
+        behind a transaction pooler): what makes the batched ones cheap (issue 25)."""
+        ...
+
     def plan_generically(self) -> None:
         """From now on, this process's connections run the prepared statements with their
         generic plans, whatever the statistics (a worker process: its statements run per

@@ -177,6 +177,9 @@ class OrmDriver:
     def behind_pooler(self) -> bool:
         return False  # PgBouncer's pooling is PostgreSQL's; this driver prepares nothing
 
+    def prepares_statements(self) -> bool:
+        return False
+
     def plan_generically(self) -> None:
         pass  # nothing prepared
 

@@ -341,6 +341,9 @@ class PostgresDriver:
         global _generic_plans
         _generic_plans = True
 
+    def prepares_statements(self) -> bool:
+        return _prepare()
+
     def behind_pooler(self) -> bool:
         db = connections[DEFAULT_DB_ALIAS]
         db.ensure_connection()

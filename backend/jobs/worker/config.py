@@ -8,9 +8,13 @@ import socket
 from dataclasses import dataclass
 
 from ..conf import app_settings
+from ..drivers import get_driver
 
 # JOB_WORKER_QUEUES / --queues: every queue that has jobs.
 ALL_QUEUES = "*"
+# JOB_WORKER_CLAIM_BATCH_SIZE / JOB_WORKER_COMPLETE_BATCH_SIZE: chosen by batch_sizes().
+AUTO = 0
+AUTO_COMPLETE_BATCH_SIZE = 10
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,20 @@ class WorkerConfig:
     def heartbeat_interval_seconds(self) -> float:
         return self.heartbeat_seconds or self.lease_seconds / 3
 
+    @staticmethod
+    def batch_sizes(threads: int, claim: int, complete: int) -> tuple[int, int]:
+        """(claim, complete) batch sizes, each setting that is ``AUTO`` chosen: batched (a
+        claim for every thread, completions by ten) where the driver prepares its
+        statements and the process has threads to batch; else 1, one job per statement.
+        Unprepared (behind a transaction pooler) PostgreSQL would plan the batched
+        statements on every call, which costs more than they save (issue 25)."""
+        batching = threads > 1 and get_driver().prepares_statements()
+        if claim == AUTO:
+            claim = threads if batching else 1
+        if complete == AUTO:
+            complete = AUTO_COMPLETE_BATCH_SIZE if batching else 1
+        return claim, complete
+
     @classmethod
     def from_settings(
         cls,
@@ -48,8 +66,14 @@ class WorkerConfig:
         queues: tuple[str, ...] | None = None,
         burst: bool = False,
     ) -> WorkerConfig:
+        threads = app_settings.JOB_WORKER_THREADS if threads is None else threads
+        claim_batch_size, complete_batch_size = cls.batch_sizes(
+            threads,
+            app_settings.JOB_WORKER_CLAIM_BATCH_SIZE,
+            app_settings.JOB_WORKER_COMPLETE_BATCH_SIZE,
+        )
         return cls(
-            threads=app_settings.JOB_WORKER_THREADS if threads is None else threads,
+            threads=threads,
             poll_interval_seconds=app_settings.JOB_WORKER_POLL_INTERVAL_MS / 1000,
             lease_seconds=app_settings.JOB_WORKER_LEASE_SECONDS,
             cleanup_interval_seconds=app_settings.JOB_WORKER_CLEANUP_INTERVAL_SECONDS,
@@ -58,8 +82,8 @@ class WorkerConfig:
             timeout_seconds=app_settings.JOB_WORKER_TIMEOUT_SECONDS,
             burst=burst,
             heartbeat_seconds=app_settings.JOB_WORKER_HEARTBEAT_SECONDS,
-            claim_batch_size=app_settings.JOB_WORKER_CLAIM_BATCH_SIZE,
-            complete_batch_size=app_settings.JOB_WORKER_COMPLETE_BATCH_SIZE,
+            claim_batch_size=claim_batch_size,
+            complete_batch_size=complete_batch_size,
             complete_flush_seconds=app_settings.JOB_WORKER_COMPLETE_FLUSH_MS / 1000,
             complete_synchronous_commit=app_settings.JOB_WORKER_COMPLETE_SYNCHRONOUS_COMMIT,
             vacuum_dead_rows=app_settings.JOB_WORKER_VACUUM_DEAD_ROWS,

@@ -212,7 +212,7 @@ class WorkerRunner:
         logger.info(
             "action=worker_started threads=%d queues=%s lease_seconds=%d "
             "heartbeat_seconds=%.1f poll_interval_ms=%d cleanup_interval_seconds=%s "
-            "timeout_seconds=%s database=%s burst=%s",
+            "timeout_seconds=%s database=%s burst=%s claim_batch_size=%d complete_batch_size=%d",
             self.config.threads,
             ",".join(self.config.queues),
             self.config.lease_seconds,
@@ -222,6 +222,8 @@ class WorkerRunner:
             self.config.timeout_seconds or "none",
             connection.vendor,
             self.config.burst,
+            self.config.claim_batch_size,
+            self.config.complete_batch_size,
         )
         self.start()
         self.wait()

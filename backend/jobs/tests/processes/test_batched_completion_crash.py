@@ -47,6 +47,8 @@ def test_a_batch_in_hand_at_kill_9_is_recovered_by_the_lease_and_none_is_lost(tm
         tmp_path / "victim.log",
         "--threads",
         "4",
+        # Claims one by one: a batched fetch would carry the waiting successes with it.
+        JOB_WORKER_CLAIM_BATCH_SIZE="1",
         JOB_WORKER_COMPLETE_BATCH_SIZE="100",
         JOB_WORKER_COMPLETE_FLUSH_MS="60000",
         **common,

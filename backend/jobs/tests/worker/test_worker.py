@@ -11,7 +11,7 @@ from django.db import connection
 from django.utils import timezone
 
 from harness import BACKEND_DIR, wait_until
-from jobs import services, signals
+from jobs import drivers, services, signals
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import queued_job, running_job, timeline
 from jobs.tests.helpers import WorkerProcess, child_env, run_workers_in_burst, worker_runner
@@ -38,6 +38,45 @@ def test_the_heartbeat_runs_every_setting_seconds_or_a_third_of_the_lease(
     settings.JOB_WORKER_LEASE_SECONDS = 30
     settings.JOB_WORKER_HEARTBEAT_SECONDS = setting
     assert WorkerConfig.from_settings().heartbeat_interval_seconds == interval
+
+
+def _batch_sizes(settings, driver: str, *, prepared: bool, threads: int, claim=0, complete=0):
+    """The batch sizes ``WorkerConfig.from_settings`` chooses on ``driver``."""
+    settings.JOB_DB_PREPARED_STATEMENTS = prepared
+    settings.JOB_WORKER_CLAIM_BATCH_SIZE = claim
+    settings.JOB_WORKER_COMPLETE_BATCH_SIZE = complete
+    (chosen,) = [d for d in drivers.available_drivers() if d.name == driver]
+    with drivers.use_driver(chosen):
+        config = WorkerConfig.from_settings(threads=threads)
+    return config.claim_batch_size, config.complete_batch_size
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+@pytest.mark.parametrize(("threads", "sizes"), [(4, (4, 10)), (8, (8, 10)), (1, (1, 1))])
+def test_batch_sizes_left_at_0_batch_every_thread_where_statements_are_prepared(
+    settings, threads, sizes
+):
+    assert _batch_sizes(settings, "postgres", prepared=True, threads=threads) == sizes
+
+
+@pytest.mark.django_db
+def test_batch_sizes_left_at_0_stay_1_on_the_orm_driver(settings):
+    assert _batch_sizes(settings, "orm", prepared=True, threads=4) == (1, 1)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_batch_sizes_left_at_0_stay_1_without_prepared_statements(settings):
+    # Behind a transaction pooler the batched statements would be planned on every call.
+    assert _batch_sizes(settings, "postgres", prepared=False, threads=4) == (1, 1)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("claim", "complete"), [(1, 1), (6, 3)])
+def test_batch_sizes_set_are_kept(settings, claim, complete):
+    sizes = _batch_sizes(settings, "orm", prepared=False, threads=4, claim=claim, complete=complete)
+    assert sizes == (claim, complete)
 
 
 def test_a_heartbeat_interval_not_shorter_than_the_lease_is_refused_at_start_up():
