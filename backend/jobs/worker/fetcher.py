@@ -8,8 +8,8 @@ thread's worker id, with its own ``claimed`` event and lease, and handed to that
 once: nothing waits in a local buffer. Threads that arrived during a fetch fetch next, at
 once (a full batch means there may be more); a thread the fetch gave nothing goes back
 to waiting for a notification. A queue under flow control that the batch does not apply
-(issue 24's pause, limits and key limits) is claimed from one job at a time, through the
-claim that applies them.
+(issue 24's pause, limits and key limits) is claimed from through the claim that applies
+them, one statement per waiting thread, until it gives none.
 
 Gathering: with handlers that return sooner than a fetch takes (no-op or near), the thread
 that finishes first would fetch alone and its peers would queue behind it, a fetch of one
@@ -210,11 +210,9 @@ class Fetcher:
                     worker_ids=wanting, queue=queue, lease_seconds=self.lease_seconds
                 )
             if gated and not rows:
-                # Flow control the batch does not apply: one job, by the claim that does.
-                row = services.claim_next_job(
-                    worker_id=wanting[0], queue=queue, lease_seconds=self.lease_seconds
-                )
-                rows = [] if row is None else [row]
+                # Flow control the batch does not apply: one job per waiting thread, each by
+                # the claim that does, until it gives none.
+                rows = self._claim_gated(wanting, queue)
             if rows:
                 self._cursor = (self._cursor + offset + 1) % len(queues)
                 claimed.extend(rows)
@@ -223,6 +221,17 @@ class Fetcher:
                 if not wanting:
                     break
         return claimed
+
+    def _claim_gated(self, wanting: Sequence[str], queue: str) -> list[JobRow]:
+        rows: list[JobRow] = []
+        for worker_id in wanting:
+            row = services.claim_next_job(
+                worker_id=worker_id, queue=queue, lease_seconds=self.lease_seconds
+            )
+            if row is None:
+                break
+            rows.append(row)
+        return rows
 
     def _write_and_claim(
         self, handover: Handover, wanting: Sequence[str], queue: str

@@ -242,3 +242,26 @@ def test_threads_that_gather_stay_on_the_batched_statement(monkeypatch):
     )
     assert subject.gathers > 0
     assert statements.single == []
+
+
+def test_a_gated_queue_gets_one_gated_claim_per_waiting_thread_until_it_gives_none(
+    monkeypatch,
+):
+    # Flow control the batch does not apply: the fetch claims through the claim that does,
+    # for each thread it fetches for, instead of one job per fetch while the others queue.
+    gated_claims: list[str] = []
+    left = iter(range(2))
+
+    def claim_next_jobs(*, worker_ids, queue, lease_seconds):
+        return [], True
+
+    def claim_next_job(*, worker_id, queue, lease_seconds):
+        gated_claims.append(worker_id)
+        number = next(left, None)
+        return None if number is None else SimpleNamespace(id=number, locked_by=worker_id)
+
+    monkeypatch.setattr(fetcher.services, "claim_next_jobs", claim_next_jobs)
+    monkeypatch.setattr(fetcher.services, "claim_next_job", claim_next_job)
+    rows = fetcher_claiming_four(1)._claim(["w1", "w2", "w3", "w4"])
+    assert [(row.id, row.locked_by) for row in rows] == [(0, "w1"), (1, "w2")]
+    assert gated_claims == ["w1", "w2", "w3"]  # stopped at the first that gave none
