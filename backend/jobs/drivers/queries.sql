@@ -412,6 +412,19 @@ LEFT JOIN pg_stats AS s
     ON s.schemaname = current_schema() AND s.tablename = c.relname AND s.attname = 'status'
 WHERE c.oid = 'jobs_job'::regclass;
 
+-- fragment: own_autovacuum_settings
+-- The autovacuum storage parameters of the table `class` (its reloptions) that the
+-- maintenance statements read, NULL where the table has none of its own.
+CROSS JOIN LATERAL (
+    SELECT max(split_part(option, '=', 2)) FILTER (
+            WHERE split_part(option, '=', 1) = 'autovacuum_enabled') AS enabled,
+        max(split_part(option, '=', 2)) FILTER (
+            WHERE split_part(option, '=', 1) = 'autovacuum_vacuum_threshold') AS threshold,
+        max(split_part(option, '=', 2)) FILTER (
+            WHERE split_part(option, '=', 1) = 'autovacuum_vacuum_scale_factor') AS scale_factor
+    FROM unnest(class.reloptions) AS option
+) AS own
+
 -- name: vacuum_due
 -- jobs_job's dead row versions as the cumulative statistics last saw them, and the count
 -- past which autovacuum would vacuum it by its own rule (threshold + scale factor x rows,
@@ -425,15 +438,7 @@ SELECT stat.n_dead_tup,
         * greatest(class.reltuples, 0) END
 FROM pg_class AS class
 JOIN pg_stat_user_tables AS stat ON stat.relid = class.oid
-CROSS JOIN LATERAL (
-    SELECT max(split_part(option, '=', 2)) FILTER (
-            WHERE split_part(option, '=', 1) = 'autovacuum_enabled') AS enabled,
-        max(split_part(option, '=', 2)) FILTER (
-            WHERE split_part(option, '=', 1) = 'autovacuum_vacuum_threshold') AS threshold,
-        max(split_part(option, '=', 2)) FILTER (
-            WHERE split_part(option, '=', 1) = 'autovacuum_vacuum_scale_factor') AS scale_factor
-    FROM unnest(class.reloptions) AS option
-) AS own
+{own_autovacuum_settings}
 WHERE class.oid = 'jobs_job'::regclass;
 
 -- name: vacuum_jobs
@@ -452,12 +457,11 @@ VACUUM (SKIP_LOCKED, TRUNCATE false) jobs_job;
 -- looks like one row to every plan made before the next ANALYZE. NULL (never due) when
 -- the table's autovacuum_enabled is false (whoever set that analyzes it).
 SELECT stat.n_live_tup, greatest(class.reltuples, 0)::bigint,
-    CASE WHEN coalesce((
-        SELECT max(split_part(option, '=', 2)) FROM unnest(class.reloptions) AS option
-        WHERE split_part(option, '=', 1) = 'autovacuum_enabled')::boolean, true)
+    CASE WHEN coalesce(own.enabled::boolean, true)
     THEN stat.n_live_tup > 2 * greatest(class.reltuples, 0) + :min_rows END
 FROM pg_class AS class
 JOIN pg_stat_user_tables AS stat ON stat.relid = class.oid
+{own_autovacuum_settings}
 WHERE class.oid = 'jobs_job'::regclass;
 
 -- name: analyze_jobs

@@ -82,10 +82,9 @@ def test_a_table_whose_autovacuum_is_disabled_is_left_alone(spelling):
     assert _stat("vacuum_count") == vacuums
 
 
-@pytest.mark.parametrize("dead_rows", [100, 0], ids=["floor", "off"])
-def test_the_maintenance_pass_vacuums_unless_the_setting_is_off(dead_rows):
-    _dead_rows(THRESHOLD + 500)
-    vacuums = _stat("vacuum_count")
+def _one_maintenance_pass(dead_rows: int) -> None:
+    """A worker process's maintenance thread with ``JOB_WORKER_VACUUM_DEAD_ROWS`` at
+    ``dead_rows``, stopped after its first pass."""
     maintenance = Maintenance(
         worker_config(vacuum_dead_rows=dead_rows),
         InFlight(),
@@ -98,6 +97,13 @@ def test_the_maintenance_pass_vacuums_unless_the_setting_is_off(dead_rows):
     finally:
         maintenance.finished.set()
         maintenance.join(timeout=10)
+
+
+@pytest.mark.parametrize("dead_rows", [100, 0], ids=["floor", "off"])
+def test_the_maintenance_pass_vacuums_unless_the_setting_is_off(dead_rows):
+    _dead_rows(THRESHOLD + 500)
+    vacuums = _stat("vacuum_count")
+    _one_maintenance_pass(dead_rows)
     if dead_rows:
         wait_until(lambda: _stat("vacuum_count") == vacuums + 1, 5, "the maintenance vacuum")
     else:
@@ -179,18 +185,7 @@ def test_a_table_whose_autovacuum_is_disabled_is_not_analyzed_either():
 def test_the_maintenance_pass_analyzes_a_stale_estimate_unless_the_setting_is_off(dead_rows):
     _stale_estimate(services.STALE_ESTIMATE_MIN_ROWS + 500)
     analyzes = _stat("analyze_count")
-    maintenance = Maintenance(
-        worker_config(vacuum_dead_rows=dead_rows),
-        InFlight(),
-        stopping=threading.Event(),
-        abandon=lambda thread: None,
-    )
-    maintenance.start()
-    try:
-        assert maintenance.first_pass.wait(30)
-    finally:
-        maintenance.finished.set()
-        maintenance.join(timeout=10)
+    _one_maintenance_pass(dead_rows)
     if dead_rows:
         wait_until(lambda: _stat("analyze_count") == analyzes + 1, 5, "the maintenance analyze")
     else:
