@@ -5,6 +5,7 @@ never otherwise. Real PostgreSQL statistics; committed rows (VACUUM refuses a
 transaction)."""
 
 import threading
+import time
 
 import psycopg
 import pytest
@@ -190,3 +191,38 @@ def test_the_maintenance_pass_analyzes_a_stale_estimate_unless_the_setting_is_of
         wait_until(lambda: _stat("analyze_count") == analyzes + 1, 5, "the maintenance analyze")
     else:
         assert _stat("analyze_count") == analyzes
+
+
+@pytest.mark.parametrize("running", [False, True], ids=["idle", "busy"])
+def test_a_stale_estimate_is_looked_for_every_second_only_while_attempts_run(monkeypatch, running):
+    # An idle worker's cost stays what it was: the check waits for the cleanup interval.
+    from types import SimpleNamespace
+
+    from jobs.worker import maintenance as maintenance_module
+    from jobs.worker.attempts import Attempt
+
+    calls: list[float] = []
+    monkeypatch.setattr(
+        maintenance_module.vacuum.services, "analyze_jobs_table", lambda: calls.append(1)
+    )
+    in_flight = InFlight()
+    if running:
+        job = SimpleNamespace(id="a-job", attempts=1)
+        in_flight.add(Attempt(job, SimpleNamespace(worker_id="w"), None))  # type: ignore[arg-type]
+    maintenance = Maintenance(
+        worker_config(vacuum_dead_rows=100, cleanup_interval_seconds=5),
+        in_flight,
+        stopping=threading.Event(),
+        abandon=lambda thread: None,
+    )
+    maintenance.start()
+    try:
+        time.sleep(2.5)
+    finally:
+        maintenance.finished.set()
+        maintenance.in_flight.changed.set()
+        maintenance.join(timeout=10)
+    if running:
+        assert len(calls) >= 2  # the first pass, then a second later
+    else:
+        assert len(calls) == 1  # the next one is a cleanup interval (5 s) away

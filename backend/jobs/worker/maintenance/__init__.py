@@ -114,8 +114,14 @@ class Maintenance(threading.Thread):
                         and now >= next_analyze
                         and not self.stopping.is_set()
                     ):
-                        next_analyze = now + ANALYZE_CHECK_SECONDS
                         self.vacuum.analyze_once()
+                        # Every second while attempts run (a backlog is being claimed under
+                        # the plans it misleads); idle, every cleanup interval.
+                        next_analyze = now + (
+                            ANALYZE_CHECK_SECONDS
+                            if self.in_flight.snapshot()
+                            else self.config.cleanup_interval_seconds
+                        )
                     if now >= next_cleanup and not self.stopping.is_set():
                         self.rescuer.run_once()
                         if self.vacuum is not None:

@@ -12,7 +12,8 @@ many again have piled up, instead of rereading every index each cleanup interval
 it cannot remove yet.
 
 The maintenance thread also analyzes ``jobs_job`` when its live rows outgrew the planner's
-count (``services.analyze_jobs_table``, checked every ``ANALYZE_CHECK_SECONDS``): a backlog
+count (``services.analyze_jobs_table``, checked every ``ANALYZE_CHECK_SECONDS`` while attempts
+run, every cleanup interval while idle): a backlog
 that arrives after a vacuum of the drained table looks like one row to the planner until
 then. The setting switches both.
 """
@@ -27,8 +28,9 @@ from ...drivers.base import Analyzed, Vacuumed
 
 logger = logging.getLogger("jobs.worker")
 
-# How often a worker process looks for a stale row estimate: every plan made meanwhile
-# reads a backlog as one row, so sooner than the cleanup interval.
+# How often a busy worker process looks for a stale row estimate: every plan made
+# meanwhile reads a backlog as one row, so sooner than the cleanup interval (an idle one
+# looks every cleanup interval: its idle cost stays what it was).
 ANALYZE_CHECK_SECONDS = 1.0
 
 
