@@ -108,7 +108,7 @@ def backlog_after_a_history_in_time_order(cursor: psycopg.Cursor[Any]) -> None:
     whole history looks cheaper than a partial index's random reads, though it walks
     every finished job."""
     for shape, hours in ((_SUCCEEDED, 3), (_SUCCEEDED, 2), (_SUCCEEDED, 1), (_QUEUED, 0)):
-        _insert(cursor, shape, ["created"], due=f"now() - interval '{hours} hours'")
+        _insert(cursor, shape, [], due=f"now() - interval '{hours} hours'")
     _analyze(cursor)
 
 
@@ -493,7 +493,14 @@ PER_JOB = [
 ]
 
 
-@pytest.mark.parametrize("state", STATES, ids=[state.__name__ for state in STATES])
+# The states whose statistics a plan's cost estimates follow: the two backlogs after a
+# history add nothing to what the generic plan is weighed against (and a minute of CI).
+SETTLING_STATES = [all_queued, all_finished, dead_running, backlog_over_history]
+
+
+@pytest.mark.parametrize(
+    "state", SETTLING_STATES, ids=[state.__name__ for state in SETTLING_STATES]
+)
 @pytest.mark.parametrize("statement", PER_JOB)
 def test_prepared_hot_statement_settles_on_its_generic_plan(statement, state):
     # Planning these statements costs more than running them (the batched claim's CTEs:
