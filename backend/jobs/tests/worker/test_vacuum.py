@@ -6,6 +6,8 @@ transaction)."""
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import psycopg
 import pytest
@@ -69,17 +71,24 @@ def test_a_table_below_the_floor_is_left_alone():
     assert _stat("vacuum_count") == vacuums
 
 
+@contextmanager
+def _autovacuum_enabled(value: str) -> Iterator[None]:
+    """jobs_job's ``autovacuum_enabled`` storage parameter at ``value`` inside the block."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"ALTER TABLE jobs_job SET (autovacuum_enabled = {value})")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER TABLE jobs_job RESET (autovacuum_enabled)")
+
+
 @pytest.mark.parametrize("spelling", ["false", "off"])
 def test_a_table_whose_autovacuum_is_disabled_is_left_alone(spelling):
     _dead_rows(THRESHOLD + 500)
     vacuums = _stat("vacuum_count")
-    with connection.cursor() as cursor:
-        cursor.execute(f"ALTER TABLE jobs_job SET (autovacuum_enabled = {spelling})")
-    try:
+    with _autovacuum_enabled(spelling):
         assert services.vacuum_jobs_table(min_dead_rows=100) is None
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("ALTER TABLE jobs_job RESET (autovacuum_enabled)")
     assert _stat("vacuum_count") == vacuums
 
 
@@ -172,13 +181,8 @@ def test_a_row_estimate_within_the_floor_is_left_alone():
 def test_a_table_whose_autovacuum_is_disabled_is_not_analyzed_either():
     _stale_estimate(1_500)
     analyzes = _stat("analyze_count")
-    with connection.cursor() as cursor:
-        cursor.execute("ALTER TABLE jobs_job SET (autovacuum_enabled = false)")
-    try:
+    with _autovacuum_enabled("false"):
         assert services.analyze_jobs_table(min_rows=1_000) is None
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("ALTER TABLE jobs_job RESET (autovacuum_enabled)")
     assert _stat("analyze_count") == analyzes
 
 

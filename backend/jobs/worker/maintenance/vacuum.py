@@ -41,7 +41,7 @@ class HotTableVacuum:
 
     def analyze_once(self) -> Analyzed | None:
         """Analyze ``jobs_job`` if the planner's row count is stale; what it saw, or
-        ``None``. Checked every ``ANALYZE_CHECK_SECONDS``: two catalog reads."""
+        ``None``. Two catalog reads, every ``ANALYZE_CHECK_SECONDS`` while attempts run."""
         started = time.monotonic()
         analyzed = services.analyze_jobs_table()
         if analyzed is not None:
