@@ -37,6 +37,7 @@ from .common import (
     Database,
     EventWindow,
     best_of,
+    due_or_running_jobs_exist,
     enqueue_bulk,
     event_window,
     load_average,
@@ -67,14 +68,6 @@ class WorkerRun(EventWindow):
     # the first-claimed to last-succeeded window (``bench/cpu.py``).
     worker_cpu_ms_per_job: float | None = None
     postgres_cpu_ms_per_job: float | None = None
-
-
-def _queue_empty(db: Database) -> bool:
-    # Due work only: a scenario may hold jobs scheduled for later (bench.scale's future jobs).
-    return not db.scalar(
-        "SELECT EXISTS (SELECT 1 FROM jobs_job WHERE status = 'running'"
-        " OR (status = 'queued' AND available_at <= now()))"
-    )
 
 
 def _window_epochs(db: Database) -> tuple[float, float]:
@@ -160,7 +153,7 @@ def run_workers(
             enqueued_at = time.monotonic()
             enqueue_bulk(db, jobs, job_type=job_type)
         wait_until(
-            lambda: _queue_empty(db),
+            lambda: not due_or_running_jobs_exist(db),
             timeout=max(120, jobs / 20),
             interval=0.1,
             what="the workers to drain the queue",

@@ -574,3 +574,48 @@ def test_a_worker_process_plans_its_prepared_statements_generically(monkeypatch)
         "auto",
         "force_generic_plan",
     ]
+
+
+def _explain(cursor: psycopg.Cursor[Any], sql: str) -> dict[str, Any]:
+    cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}")
+    explained = cursor.fetchone()[0]
+    return (json.loads(explained) if isinstance(explained, str) else explained)[0]["Plan"]
+
+
+@pytest.mark.parametrize("state", [all_finished, backlog_over_history, dead_running])
+@pytest.mark.parametrize("poll", ["LIVE_JOB_EXISTS", "DUE_OR_RUNNING_JOB_EXISTS"])
+def test_the_benchs_polls_read_live_jobs_only_through_their_partial_indexes(poll, state):
+    # make bench asks ten times a second while workers drain: a poll that scans or sorts
+    # jobs_job takes CPU from the worker it measures, more with every job drained.
+    from bench import common
+
+    connection.ensure_connection()
+    with psycopg.ClientCursor(connection.connection) as cursor:
+        state(cursor)
+        explained = _explain(cursor, getattr(common, poll))
+    assert {kind for kind, _ in reads(explained, "jobs_job")} <= INDEX_READS, explained
+    assert indexes(explained, JOB_INDEXES) == {"job_claim_idx", "job_timeout_idx"}, explained
+    assert not sorted_job_reads(explained), explained
+
+
+def test_the_benchs_drain_poll_sees_due_and_running_jobs_but_not_future_ones():
+    from bench import common
+
+    connection.ensure_connection()
+    with psycopg.ClientCursor(connection.connection) as cursor:
+
+        def due_or_running() -> bool:
+            cursor.execute(common.DUE_OR_RUNNING_JOB_EXISTS)
+            return cursor.fetchone()[0]
+
+        _insert(cursor, _SUCCEEDED, [])
+        assert not due_or_running()
+        _insert(cursor, _QUEUED, [], due="now() + interval '1 day'")
+        cursor.execute("UPDATE jobs_job SET priority = 100 WHERE status = 'queued'")
+        assert not due_or_running()
+        _insert(cursor, _QUEUED, [], due="now() - interval '1 hour'")  # behind, at 50
+        assert due_or_running()
+        cursor.execute("DELETE FROM jobs_job WHERE status = 'queued' AND priority = 50")
+        cursor.execute("UPDATE jobs_job SET queue = 'other' WHERE status = 'queued'")
+        _insert(cursor, _RUNNING, [])
+        assert due_or_running()
