@@ -36,6 +36,8 @@ array: ``unnest`` pads it with NULLs, the SQL NULL a no-op handler's ``None`` is
 The statement reads ``:now`` as the transaction's start, as the worker's clock would be.
 ``BATCH`` is the issue's 10 a side; a worker claims at most one job per idle
 thread (``JOB_WORKER_CLAIM_BATCH_SIZE``), so this is a limit the worker may not reach by design.
+``run_pgbench(batch=...)`` runs the same script with another batch: the backlog phase's
+in-hand limit (``bench/backlog.py``) splits a configuration's executors into clients x batch.
 
 Protocol: ``prepared`` (the default) plans once per connection, as the worker's driver
 does (``JOB_DB_PREPARED_STATEMENTS``); ``extended`` plans every execution.
@@ -106,7 +108,7 @@ _CLAIM_ARRAYS = (
 )
 
 
-def _batched_script() -> list[str]:
+def _batched_script(batch: int) -> list[str]:
     from jobs.drivers.postgres import QUERIES
 
     text = _rename(
@@ -122,7 +124,7 @@ def _batched_script() -> list[str]:
         "\\if :claimers_set = 0",
         "SELECT '{' || string_agg('c' || :client_id::text || '-' || n, ',') || '}' AS claimers,",
         "    1 AS claimers_set",
-        f"FROM generate_series(1, {BATCH}) AS n",
+        f"FROM generate_series(1, {batch}) AS n",
         "\\gset",
         "\\endif",
         statement,
@@ -130,11 +132,12 @@ def _batched_script() -> list[str]:
     ]
 
 
-def pgbench_script(script: str) -> str:
+def pgbench_script(script: str, *, batch: int = BATCH) -> str:
+    """``batch``: jobs per transaction of the batched script (the others claim one)."""
     from jobs.drivers.postgres import QUERIES
 
     if script == "batched":
-        return "\n".join([*_batched_script(), ""])
+        return "\n".join([*_batched_script(batch), ""])
     text = QUERIES["complete_and_claim"].text
     fed = {"id": "job_id", "attempts": "job_attempts"}
     lines = ["\\set worker_id :client_id"]
@@ -225,13 +228,15 @@ def run_pgbench(
     jobs: int,
     protocol: str,
     log_dir: Path,
+    batch: int = BATCH,
 ) -> RawSqlRun:
     reset_tables(db)
     enqueue_bulk(db, jobs)
-    path = log_dir / f"{script}.pgbench.sql"
-    path.write_text(pgbench_script(script))
+    name = script if batch == BATCH else f"{script}{batch}"
+    path = log_dir / f"{name}.pgbench.sql"
+    path.write_text(pgbench_script(script, batch=batch))
     if script == "batched":
-        per_client = math.ceil(jobs / clients / BATCH * BATCHED_SLACK) + 2
+        per_client = math.ceil(jobs / clients / batch * BATCHED_SLACK) + 2
     else:
         per_client = math.ceil(jobs / clients * SLACK) + 2
     command = [
@@ -253,7 +258,7 @@ def run_pgbench(
     ]
     pg_env = dict(env, PGPASSWORD=env["POSTGRES_PASSWORD"])
     done = subprocess.run(command, env=pg_env, capture_output=True, text=True, timeout=600)
-    (log_dir / f"pgbench-{script}-c{clients}.log").write_text(done.stdout + done.stderr)
+    (log_dir / f"pgbench-{name}-c{clients}.log").write_text(done.stdout + done.stderr)
     if done.returncode != 0:
         raise RuntimeError(f"pgbench failed ({done.returncode}): {done.stderr[-2000:]}")
     tps = next(

@@ -180,3 +180,41 @@ def test_the_readme_shows_issue_25s_goal_rows():
     rows = [line for line in table.splitlines() if line.startswith("| 25.")]
     assert [row.split(" | ")[0] for row in rows] == ["| 25.1"] * 6 + ["| 25.4"] * 3 + ["| 25.5"]
     assert "| 1.50 | >= 2.0x the fused limit, with and without ANALYZE | **MISS** |" in table
+
+
+def test_the_in_hand_splits_never_hold_more_jobs_than_the_workers_threads():
+    assert backlog.in_hand_splits(1, 4) == [(2, 2), (1, 4)]
+    assert backlog.in_hand_splits(2, 4) == [(4, 2), (2, 4)]
+    assert backlog.in_hand_splits(1, 1) == []
+    for processes, threads in [(1, 4), (2, 4), (3, 6)]:
+        for clients, batch in backlog.in_hand_splits(processes, threads):
+            assert clients * batch == processes * threads and batch <= threads
+
+
+def test_the_batched_script_claims_for_as_many_worker_ids_as_its_batch():
+    assert "generate_series(1, 10)" in raw_sql.pgbench_script("batched")
+    assert "generate_series(1, 4)" in raw_sql.pgbench_script("batched", batch=4)
+
+
+def test_the_goal_rows_carry_the_in_hand_limit_beside_the_targets():
+    item = _config(in_hand=1800.0, in_hand_split="1 client x 4 per statement")
+    fused, batched, spread = backlog.goals(_backlog(item, _config(processes=2)))[:3]
+    expected = (
+        "in-hand limit 1,800 jobs/s (1 client x 4 per statement, 1.80x fused, 0.45 of batched)"
+    )
+    assert expected in fused.reference and expected in batched.reference
+    assert "in-hand" not in spread.reference
+    # Without pgbench there is no limit to print.
+    assert "in-hand" not in backlog.goals(_backlog(_config(), _config(processes=2)))[0].reference
+    # The verdicts stay the issue's: measured against the fused and batched limits only.
+    assert (fused.ratio, batched.ratio) == (2.0, 0.5)
+
+
+def test_the_backlog_table_prints_the_in_hand_column_and_its_split():
+    item = _config(in_hand=1800.0, in_hand_split="2 clients x 2 per statement")
+    lines = _backlog(item).render()
+    assert "in hand" in lines[2] and "/in hand" in lines[2]
+    assert "1,800" in lines[3] and " 1.11 " in lines[3]  # 2,000 / 1,800
+    assert any(
+        "1 x 4: 2 clients x 2 per statement; 1.80x the fused limit" in line for line in lines
+    )
