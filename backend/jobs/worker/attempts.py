@@ -49,14 +49,18 @@ class InFlight:
         self._lock = threading.Lock()
         self._attempts: dict[tuple[Any, int], Attempt] = {}
         self.changed = threading.Event()  # wakes the maintenance thread
+        # Set by the maintenance thread while it checks at an idle worker's cadence: the
+        # next attempt added wakes it, once.
+        self.wake_when_busy = False
 
     def add(self, attempt: Attempt) -> None:
         with self._lock:
             self._attempts[attempt.job.id, attempt.job.attempts] = attempt
-        # Only a deadline can come before the maintenance thread's next wake-up (heartbeat
-        # and cleanup keep their own cadence): waking it for every job cost a thread switch
-        # per job.
-        if attempt.timeout_seconds is not None:
+            wake, self.wake_when_busy = self.wake_when_busy, False
+        # Only a deadline, or work arriving at an idle process, can come before the
+        # maintenance thread's next wake-up (heartbeat and cleanup keep their own
+        # cadence): waking it for every job cost a thread switch per job.
+        if wake or attempt.timeout_seconds is not None:
             self.changed.set()
 
     def remove(self, attempt: Attempt) -> None:

@@ -100,10 +100,21 @@ class Maintenance(threading.Thread):
         ticking = self.ticker.enabled and not self.config.burst
         next_tick = now if ticking else float("inf")
         next_analyze = now if self.vacuum is not None else float("inf")
+        last_analyze = -float("inf")
+
+        def analyze_soon_if_busy(next_analyze: float) -> float:
+            # A backlog that arrives while the checks run at the idle cadence is looked at
+            # a second after the last check, not a cleanup interval: its first claims run
+            # under whatever the last ANALYZE saw (an empty table, say).
+            if self.vacuum is not None and self.in_flight.snapshot():
+                return min(next_analyze, last_analyze + ANALYZE_CHECK_SECONDS)
+            return next_analyze
+
         failures = 0
         try:
             while not self.finished.is_set():
                 now = time.monotonic()
+                next_analyze = analyze_soon_if_busy(next_analyze)
                 try:
                     if now >= next_beat:
                         self.heartbeat.run_once()
@@ -115,13 +126,15 @@ class Maintenance(threading.Thread):
                         and not self.stopping.is_set()
                     ):
                         self.vacuum.analyze_once()
+                        last_analyze = now
                         # Every second while attempts run (a backlog is being claimed under
-                        # the plans it misleads); idle, every cleanup interval.
+                        # the plans it misleads); idle, every cleanup interval, and the
+                        # first attempt claimed wakes this thread.
+                        busy = bool(self.in_flight.snapshot())
                         next_analyze = now + (
-                            ANALYZE_CHECK_SECONDS
-                            if self.in_flight.snapshot()
-                            else self.config.cleanup_interval_seconds
+                            ANALYZE_CHECK_SECONDS if busy else self.config.cleanup_interval_seconds
                         )
+                        self.in_flight.wake_when_busy = not busy
                     if now >= next_cleanup and not self.stopping.is_set():
                         self.rescuer.run_once()
                         if self.vacuum is not None:
@@ -155,6 +168,7 @@ class Maintenance(threading.Thread):
                     # Set during this pass, with a wake-up the clear above just swallowed:
                     # waiting now would hold the runner's shutdown until the next deadline.
                     break
+                next_analyze = analyze_soon_if_busy(next_analyze)
                 wake = min(
                     next_beat,
                     next_cleanup,
