@@ -662,8 +662,11 @@ def analyze_jobs_table(*, min_rows: int = STALE_ESTIMATE_MIN_ROWS) -> Analyzed |
     made before the next ANALYZE, and a claim planned so may read a whole priority level
     through a bitmap and sort it on every call (2 x 4 after a stale backlog: 173-306
     jobs/s against 1,187-1,510 analyzed). Autovacuum analyzes at most once per naptime;
-    each worker process checks every cleanup interval. The ANALYZE invalidates the plans
-    made before it. ``SKIP_LOCKED`` and ``autovacuum_enabled = false`` as the vacuum.
+    each worker process checks every second while attempts run. While the planner believes
+    in no more than ``min_rows``, the queued rows are counted directly (up to the count
+    that makes the belief stale), not only through the statistics collector's count,
+    which arrives up to a second late. The ANALYZE invalidates the plans made before it.
+    ``SKIP_LOCKED`` and ``autovacuum_enabled = false`` as the vacuum.
     """
     return get_driver().analyze_jobs_table(min_rows=min_rows)
 

@@ -449,19 +449,32 @@ WHERE class.oid = 'jobs_job'::regclass;
 VACUUM (SKIP_LOCKED, TRUNCATE false) jobs_job;
 
 -- name: analyze_due
--- jobs_job's live rows as the cumulative statistics count them, the rows the planner
--- believes it holds (reltuples, from the last VACUUM or ANALYZE; -1 before any), and
--- whether that belief is stale: more than :min_rows live rows beyond twice it. A vacuum
--- of a drained table leaves reltuples at 0 with its pages kept (vacuum_jobs: TRUNCATE
--- false), and the planner scales 0 rows per page to any size: a backlog arriving then
--- looks like one row to every plan made before the next ANALYZE. NULL (never due) when
--- the table's autovacuum_enabled is false (whoever set that analyzes it).
-SELECT stat.n_live_tup, greatest(class.reltuples, 0)::bigint,
+-- jobs_job's live rows, the rows the planner believes it holds (reltuples, from the last
+-- VACUUM or ANALYZE; -1 before any), and whether that belief is stale: more than :min_rows
+-- live rows beyond twice it. A vacuum of a drained table leaves reltuples at 0 with its
+-- pages kept (vacuum_jobs: TRUNCATE false), and the planner scales 0 rows per page to any
+-- size: a backlog arriving then looks like one row to every plan made before the next
+-- ANALYZE. The live rows are the cumulative statistics' count, which reaches this backend
+-- up to a second after the inserting one commits; while the planner believes in no more
+-- than :min_rows, the queued rows are also counted directly, up to the count that makes
+-- the belief stale (one bounded read of job_claim_idx), so a backlog arriving in that
+-- state is seen at once. NULL (never due) when the table's autovacuum_enabled is false
+-- (whoever set that analyzes it).
+SELECT live.n_rows, estimate.n_rows,
     CASE WHEN coalesce(own.enabled::boolean, true)
-    THEN stat.n_live_tup > 2 * greatest(class.reltuples, 0) + :min_rows END
+    THEN live.n_rows > 2 * estimate.n_rows + :min_rows END
 FROM pg_class AS class
 JOIN pg_stat_user_tables AS stat ON stat.relid = class.oid
 {own_autovacuum_settings}
+CROSS JOIN LATERAL (SELECT greatest(class.reltuples, 0)::bigint AS n_rows) AS estimate
+CROSS JOIN LATERAL (
+    SELECT greatest(stat.n_live_tup, CASE WHEN estimate.n_rows <= :min_rows THEN (
+        SELECT count(*) FROM (
+            SELECT 1 FROM jobs_job WHERE status = 'queued'
+            ORDER BY queue, priority DESC, available_at AT TIME ZONE 'UTC', created_at, id
+            LIMIT 2 * estimate.n_rows + :min_rows + 1
+        ) AS queued) END) AS n_rows
+) AS live
 WHERE class.oid = 'jobs_job'::regclass;
 
 -- name: analyze_jobs
