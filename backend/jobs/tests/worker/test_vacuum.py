@@ -211,35 +211,50 @@ def test_the_maintenance_pass_analyzes_a_stale_estimate_unless_the_setting_is_of
         assert _stat("analyze_count") == analyzes
 
 
-@pytest.mark.parametrize("running", [False, True], ids=["idle", "busy"])
-def test_a_stale_estimate_is_looked_for_every_second_only_while_attempts_run(monkeypatch, running):
-    # An idle worker's cost stays what it was: the check waits for the cleanup interval.
-    from types import SimpleNamespace
-
+@contextmanager
+def _maintenance_checking(monkeypatch, in_flight: InFlight, *, cleanup_interval_seconds: int):
+    """A maintenance thread whose stale-estimate checks are only counted: yields the
+    monotonic time of each, and stops the thread on leaving."""
     from jobs.worker import maintenance as maintenance_module
-    from jobs.worker.attempts import Attempt
 
     calls: list[float] = []
     monkeypatch.setattr(
-        maintenance_module.vacuum.services, "analyze_jobs_table", lambda: calls.append(1)
+        maintenance_module.vacuum.services,
+        "analyze_jobs_table",
+        lambda: calls.append(time.monotonic()),
     )
-    in_flight = InFlight()
-    if running:
-        job = SimpleNamespace(id="a-job", attempts=1)
-        in_flight.add(Attempt(job, SimpleNamespace(worker_id="w"), None))  # type: ignore[arg-type]
     maintenance = Maintenance(
-        worker_config(vacuum_dead_rows=100, cleanup_interval_seconds=5),
+        worker_config(vacuum_dead_rows=100, cleanup_interval_seconds=cleanup_interval_seconds),
         in_flight,
         stopping=threading.Event(),
         abandon=lambda thread: None,
     )
     maintenance.start()
     try:
-        time.sleep(2.5)
+        yield calls
     finally:
         maintenance.finished.set()
         maintenance.in_flight.changed.set()
         maintenance.join(timeout=10)
+
+
+def _an_attempt():
+    from types import SimpleNamespace
+
+    from jobs.worker.attempts import Attempt
+
+    job = SimpleNamespace(id="a-job", attempts=1)
+    return Attempt(job, SimpleNamespace(worker_id="w"), None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("running", [False, True], ids=["idle", "busy"])
+def test_a_stale_estimate_is_looked_for_every_second_only_while_attempts_run(monkeypatch, running):
+    # An idle worker's cost stays what it was: the check waits for the cleanup interval.
+    in_flight = InFlight()
+    if running:
+        in_flight.add(_an_attempt())
+    with _maintenance_checking(monkeypatch, in_flight, cleanup_interval_seconds=5) as calls:
+        time.sleep(2.5)
     if running:
         assert len(calls) >= 2  # the first pass, then a second later
     else:
@@ -249,37 +264,14 @@ def test_a_stale_estimate_is_looked_for_every_second_only_while_attempts_run(mon
 def test_a_backlog_arriving_at_an_idle_worker_is_looked_at_within_a_second(monkeypatch):
     # Idle, the next check is a cleanup interval away; the first attempt claimed must not
     # wait for it: the claims of the backlog run under the statistics the check corrects.
-    from types import SimpleNamespace
-
-    from jobs.worker import maintenance as maintenance_module
-    from jobs.worker.attempts import Attempt
-
-    calls: list[float] = []
-    monkeypatch.setattr(
-        maintenance_module.vacuum.services,
-        "analyze_jobs_table",
-        lambda: calls.append(time.monotonic()),
-    )
     in_flight = InFlight()
-    maintenance = Maintenance(
-        worker_config(vacuum_dead_rows=100, cleanup_interval_seconds=30),
-        in_flight,
-        stopping=threading.Event(),
-        abandon=lambda thread: None,
-    )
-    maintenance.start()
-    try:
+    with _maintenance_checking(monkeypatch, in_flight, cleanup_interval_seconds=30) as calls:
         wait_until(lambda: len(calls) == 1, 10, "the first pass's check")
         time.sleep(1.5)
         assert len(calls) == 1  # idle: the next check is 30 s away
         arrived = time.monotonic()
-        job = SimpleNamespace(id="a-job", attempts=1)
-        in_flight.add(Attempt(job, SimpleNamespace(worker_id="w"), None))  # type: ignore[arg-type]
+        in_flight.add(_an_attempt())
         wait_until(lambda: len(calls) == 2, 5, "the check after the first claim")
         assert calls[1] - arrived < 0.5  # the last check was over a second ago: at once
         wait_until(lambda: len(calls) == 3, 5, "the busy cadence")
         assert 0.8 < calls[2] - calls[1] < 2.0
-    finally:
-        maintenance.finished.set()
-        maintenance.in_flight.changed.set()
-        maintenance.join(timeout=10)
