@@ -13,9 +13,9 @@ it cannot remove yet.
 
 The maintenance thread also analyzes ``jobs_job`` when its live rows outgrew the planner's
 count (``services.analyze_jobs_table``, checked every ``ANALYZE_CHECK_SECONDS`` while attempts
-run, every cleanup interval while idle): a backlog
-that arrives after a vacuum of the drained table looks like one row to the planner until
-then. The setting switches both.
+run, every cleanup interval while idle, and at once when the first attempt after an idle
+spell is claimed): a backlog that arrives after a vacuum of the drained table looks like
+one row to the planner until then. The setting switches both.
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ class HotTableVacuum:
 
     def analyze_once(self) -> Analyzed | None:
         """Analyze ``jobs_job`` if the planner's row count is stale; what it saw, or
-        ``None``. Two catalog reads, every ``ANALYZE_CHECK_SECONDS`` while attempts run."""
+        ``None``. Two catalog reads (and, while the planner believes the table nearly
+        empty, a bounded count of queued rows), every ``ANALYZE_CHECK_SECONDS`` while
+        attempts run."""
         started = time.monotonic()
         analyzed = services.analyze_jobs_table()
         if analyzed is not None:
