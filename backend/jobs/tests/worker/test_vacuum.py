@@ -163,7 +163,9 @@ def test_a_backlog_the_planner_believes_empty_is_analyzed():
     analyzes = _stat("analyze_count")
     analyzed = services.analyze_jobs_table(min_rows=1_000)
     assert analyzed is not None
-    assert (analyzed.live_rows, analyzed.estimated_rows) == (1_500, 0)
+    # The collector's count (1,500) or, while it lags, the direct count up to the first row
+    # that makes the estimate stale (1,001): which one is a matter of timing.
+    assert analyzed.estimated_rows == 0 and analyzed.live_rows in {1_001, 1_500}
     assert _stat("analyze_count") == analyzes + 1
     assert _reltuples() == 1_500
     # Now the planner's count is current: nothing more to do.
