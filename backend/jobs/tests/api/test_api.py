@@ -562,7 +562,11 @@ def test_job_events_are_a_plain_list_in_ascending_id(api):
     "path",
     ["/api/jobs/{id}/", "/api/jobs/{id}/events/", "/api/jobs/{id}/retry/"],
 )
-@pytest.mark.parametrize("job_id", [str(uuid.uuid4()), "not-a-uuid", "123"])
+@pytest.mark.parametrize(
+    "job_id",
+    ["0b5c9a3e-5f1d-4c53-9a36-6d1f3b2e8c41", "not-a-uuid", "123"],
+    ids=["unknown", "not-a-uuid", "123"],
+)
 def test_unknown_or_malformed_job_ids_are_a_json_404(api, path, job_id):
     url = path.format(id=job_id)
     response = api.post(url) if url.endswith("retry/") else api.get(url)

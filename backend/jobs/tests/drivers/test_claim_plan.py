@@ -119,8 +119,15 @@ def test_a_queue_without_jobs_is_answered_by_the_index_alone(crowded_queues):
     buffers = plan["Shared Hit Blocks"] + plan["Shared Read Blocks"]
     assert buffers < 20, buffers
     # The per-key limits table holds a handful of rows at most: reading it whole is its
-    # cheapest plan (only when the candidate has a concurrency_key).
-    scanned = [node.get("Relation Name") for node in nodes(plan) if node["Node Type"] == "Seq Scan"]
+    # cheapest plan (only when the candidate has a concurrency_key). Only reads that ran
+    # count: the skipped completion half's event lookup is planned against whatever the
+    # events table holds (a table analyzed empty is read whole, rightly), and
+    # test_hot_plans owns its plan.
+    scanned = [
+        node.get("Relation Name")
+        for node in nodes(plan)
+        if node["Node Type"] == "Seq Scan" and node["Actual Loops"] > 0
+    ]
     assert set(scanned) <= {"jobs_concurrencykeylimit"}, plan
 
 
