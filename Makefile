@@ -49,8 +49,12 @@ test-backend-sqlite: venv ## Backend tests on the embedded SQLite database
 # which is all this project measures).
 # PG_PYTEST_ARGS: more pytest arguments (`make test-backend` leaves out the engine_independent
 # tests, which its SQLite pass runs at the same time).
+# PG_TEST_PROCESSES: pytest-xdist processes, each on its own test database (test_<name>_gw0,
+# …). The pass mostly waits (on worker processes, leases, PostgreSQL), not computes: two
+# halve its time on two cores.
+PG_TEST_PROCESSES ?= 2
 test-backend-postgres: venv ## Backend tests on PostgreSQL (fails if it is unreachable), with line coverage of jobs/
-	cd $(BACKEND) && $(TEST_PG_ENV) COVERAGE_CORE=sysmon $(PY) -m pytest -q --cov --cov-report=term:skip-covered $(PG_PYTEST_ARGS)
+	cd $(BACKEND) && $(TEST_PG_ENV) COVERAGE_CORE=sysmon $(PY) -m pytest -q -n $(PG_TEST_PROCESSES) --cov --cov-report=term:skip-covered $(PG_PYTEST_ARGS)
 
 # Both backend passes at the same time, each one's output printed in full when it ends
 # (scripts/run-parallel.sh); fails if either failed. The tests marked engine_independent
