@@ -106,6 +106,23 @@ class BacklogResult:
         return out
 
 
+def beyond_reach(in_hand: float, target: float) -> str:
+    """What a goal row adds when its target (in jobs/s) exceeds the in-hand limit: no
+    worker that claims only for idle threads can meet it on this machine."""
+    if math.isnan(in_hand) or in_hand >= target:
+        return ""
+    return f"; the target ({target:,.0f} jobs/s) is above the in-hand limit"
+
+
+def in_hand_limits(result: BacklogResult | None) -> dict[str, float]:
+    """Each configuration's in-hand limit by its label ("1 x 4"), where pgbench ran."""
+    return {
+        item.label: item.in_hand
+        for item in (result.configs if result else [])
+        if not math.isnan(item.in_hand)
+    }
+
+
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
@@ -266,6 +283,8 @@ def _config_goals(label: str, item: BacklogConfig | None, jobs: int | None) -> l
         f"{_fmt(ratio(item.in_hand, item.fused))}x fused, "
         f"{_fmt(ratio(item.in_hand, item.batched))} of batched)"
     )
+    fused_reach = beyond_reach(item.in_hand, item.fused * FUSED_GOAL)
+    batched_reach = beyond_reach(item.in_hand, item.batched * BATCHED_GOAL)
     fused, batched, spread = (
         ratio(item.slower, item.fused),
         ratio(item.slower, item.batched),
@@ -276,7 +295,8 @@ def _config_goals(label: str, item: BacklogConfig | None, jobs: int | None) -> l
             number="25.1",
             name=names[0],
             measured=both,
-            reference=f"pgbench fused {item.fused:,.0f} jobs/s ({versus(item.fused)}){in_hand}",
+            reference=f"pgbench fused {item.fused:,.0f} jobs/s ({versus(item.fused)}){in_hand}"
+            f"{fused_reach}",
             ratio=fused,
             target=targets[0],
             status=Goal.verdict(None if fused is None else fused >= FUSED_GOAL),
@@ -286,7 +306,7 @@ def _config_goals(label: str, item: BacklogConfig | None, jobs: int | None) -> l
             name=names[1],
             measured=both,
             reference=f"pgbench batched {item.batched:,.0f} jobs/s ({versus(item.batched)})"
-            f"{in_hand}",
+            f"{in_hand}{batched_reach}",
             ratio=batched,
             target=targets[1],
             status=Goal.verdict(None if batched is None else batched >= BATCHED_GOAL),

@@ -40,12 +40,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness import BACKEND_DIR, REPO_DIR, free_port, terminate, wait_until
 
+from .backlog import beyond_reach
 from .common import (
     Database,
     best_of,
@@ -232,8 +234,13 @@ def compare(runs: list[SystemRun]) -> list[Comparison]:
     return comparisons
 
 
-def peer_goals(result: PeersResult | None) -> list[Goal]:
-    """Goal 2 of issue 25: one line per (this queue's configuration, goal peer)."""
+def peer_goals(
+    result: PeersResult | None, in_hand: Mapping[str, float] | None = None
+) -> list[Goal]:
+    """Goal 2 of issue 25: one line per (this queue's configuration, goal peer). ``in_hand``:
+    the backlog phase's in-hand limit of each configuration in the same run
+    (``backlog.in_hand_limits``), printed beside the peer with the share it reaches."""
+    in_hand = in_hand or {}
     goals = []
     for key, target in GOALS.items():
         name = next(peer.name for peer in PEERS if peer.key == key)
@@ -261,13 +268,21 @@ def peer_goals(result: PeersResult | None) -> list[Goal]:
                     )
                 )
                 continue
+            limit = in_hand.get(config)
+            beside = (
+                ""
+                if limit is None
+                else f"; in-hand limit of {config} {limit:,.0f} jobs/s "
+                f"({_fmt(ratio(limit, found.peer_jobs_per_second), '.2f')}x)"
+                f"{beyond_reach(limit, found.peer_jobs_per_second * target)}"
+            )
             goals.append(
                 Goal(
                     number="25.2",
                     name=line,
                     measured=f"{found.ours_jobs_per_second:,.0f} jobs/s",
                     reference=f"{found.peer_name} {found.peer_config}: "
-                    f"{found.peer_jobs_per_second:,.0f} jobs/s",
+                    f"{found.peer_jobs_per_second:,.0f} jobs/s{beside}",
                     ratio=found.ratio,
                     target=f">= {target:.1f}x",
                     status=found.status or "not run",

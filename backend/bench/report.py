@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .activity import ActivityResult
 from .activity import render as render_activity
-from .backlog import BacklogResult
+from .backlog import BacklogResult, in_hand_limits
 from .backlog import goals as backlog_goals
 from .bulk import BulkEnqueue
 from .common import JOB_TYPE, REPO_DIR, IndexSize, TableSize, load_average, ratio
@@ -502,7 +502,7 @@ def evaluate_goals(results: Results) -> list[Goal]:
     goals.append(_pgbouncer_goal(results.pgbouncer))
     goals.append(_future_goal(results.scale.future if results.scale else None))
     goals += backlog_goals(results.backlog)
-    goals += peer_goals(results.peers)
+    goals += peer_goals(results.peers, in_hand_limits(results.backlog))
     goals += decay_goals(results.decay)
     goals += latency_goals(results.wakeup)
     goals += mix_goals(results.mix)

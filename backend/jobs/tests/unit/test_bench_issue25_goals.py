@@ -218,3 +218,19 @@ def test_the_backlog_table_prints_the_in_hand_column_and_its_split():
     assert any(
         "1 x 4: 2 clients x 2 per statement; 1.80x the fused limit" in line for line in lines
     )
+
+
+def test_a_goal_row_whose_target_is_above_the_in_hand_limit_says_so():
+    # fused 1,000 x 2.0 = 2,000 jobs/s > 1,900; batched 4,000 x 0.45 = 1,800 <= 1,900
+    item = _config(in_hand=1900.0, in_hand_split="1 client x 4 per statement")
+    fused, batched, _ = backlog.goals(_backlog(item, _config(processes=2)))[:3]
+    assert "the target (2,000 jobs/s) is above the in-hand limit" in fused.reference
+    assert "above the in-hand limit" not in batched.reference
+    # The verdict stays the issue's own.
+    assert (fused.ratio, fused.status) == (2.0, "PASS")
+
+
+def test_the_in_hand_limits_are_keyed_by_configuration_where_pgbench_ran():
+    result = _backlog(_config(in_hand=1900.0), _config(processes=2))
+    assert backlog.in_hand_limits(result) == {"1 x 4": 1900.0}
+    assert backlog.in_hand_limits(None) == {}

@@ -2,7 +2,7 @@
 
 import pytest
 
-from bench import decay, peers, readme
+from bench import backlog, decay, peers, readme, report
 from bench.cpu import Sample, cpu_between
 from bench.run import DEFAULT_PHASES, parse_args
 
@@ -108,6 +108,59 @@ def test_peer_goals_carry_the_ratio_and_verdict():
     goals = {goal.name: goal for goal in peers.peer_goals(result)}
     line = goals["this queue 1 x 4 vs PgQueuer's best configuration"]
     assert (line.number, line.ratio, line.status, line.target) == ("25.2", 1.07, "PASS", ">= 1.0x")
+
+
+def test_peer_goals_carry_the_same_runs_in_hand_limit_and_say_when_the_target_is_above_it():
+    result = peers.PeersResult(jobs=10_000, rounds=2, runs=RUNS, comparisons=peers.compare(RUNS))
+    goals = {
+        goal.name: goal
+        for goal in peers.peer_goals(result, in_hand={"1 x 4": 2000.0, "2 x 4": 9000.0})
+    }
+    small = goals["this queue 1 x 4 vs PgQueuer's best configuration"]
+    assert "in-hand limit of 1 x 4 2,000 jobs/s (0.71x)" in small.reference  # / 2,800
+    assert "the target (2,800 jobs/s) is above the in-hand limit" in small.reference
+    large = goals["this queue 2 x 4 vs PgQueuer's best configuration"]
+    assert "(3.21x)" in large.reference and "above" not in large.reference
+    celery = goals["this queue 2 x 4 vs Celery + Redis's best configuration"]
+    assert "above" not in celery.reference  # 3 x 1,200 <= 9,000
+    # The verdicts stay the measured ratios' own.
+    assert (small.status, large.status) == ("PASS", "MISS")
+
+
+def test_the_reports_peer_rows_take_the_in_hand_limits_of_the_same_runs_backlog_phase():
+    meta = report.Meta(
+        started_at="x",
+        command="c",
+        commit="abc",
+        cpus=2,
+        cpu_model="",
+        memory_gib="",
+        os="",
+        python="",
+        postgres_host="",
+        database="",
+        load_start=[],
+    )
+    limit = backlog.BacklogConfig(
+        processes=1,
+        threads=4,
+        fused=1.0,
+        batched=1.0,
+        not_analyzed=1.0,
+        analyzed=1.0,
+        in_hand=2000.0,
+    )
+    results = report.Results(
+        meta=meta,
+        backlog=backlog.BacklogResult(jobs=10_000, rounds=2, configs=[limit]),
+        peers=peers.PeersResult(jobs=10_000, rounds=2, runs=RUNS, comparisons=peers.compare(RUNS)),
+    )
+    rows = {goal.name: goal for goal in report.evaluate_goals(results) if goal.number == "25.2"}
+    assert (
+        "in-hand limit of 1 x 4 2,000"
+        in rows["this queue 1 x 4 vs PgQueuer's best configuration"].reference
+    )
+    assert "in-hand" not in rows["this queue 2 x 4 vs PgQueuer's best configuration"].reference
 
 
 def test_the_decay_goal_is_the_worst_round_against_the_first():
