@@ -9,7 +9,11 @@ once: nothing waits in a local buffer. Threads that arrived during a fetch fetch
 once (a full batch means there may be more); a thread the fetch gave nothing goes back
 to waiting for a notification. A queue under flow control that the batch does not apply
 (issue 24's pause, limits and key limits) is claimed from through the claim that applies
-them, one statement per waiting thread, until it gives none.
+them, one statement per waiting thread, until it gives none. The answer is remembered for
+``GATED_MEMORY_SECONDS``: meanwhile the batched statement is not tried on that queue, and
+while every queue the process serves is gated, each thread claims for itself at once, as
+with batch sizes of 1, instead of queueing behind one fetch that claims for all of them one
+transaction after another. The successes then go to the completer's own batches.
 
 Gathering: with handlers that return sooner than a fetch takes (no-op or near), the thread
 that finishes first would fetch alone and its peers would queue behind it, a fetch of one
@@ -46,6 +50,9 @@ logger = logging.getLogger("jobs.worker")
 
 # The longest a thread about to fetch waits for its peers.
 GATHER_MAX_SECONDS = 0.02
+# How long a queue that answered "gated" is claimed from through the gated claim alone,
+# before the batched statement is tried on it again (a pause lifted, a limit removed).
+GATED_MEMORY_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,8 @@ class Fetcher:
         self._run_seconds = 0.0
         self._fetch_seconds = 0.0
         self._gathering = False
+        # Queues that answered "gated", until when (monotonic) that answer holds.
+        self._gated: dict[str, float] = {}
         self.fetches = 0
         self.claimed = 0
         self.gathers = 0
@@ -112,14 +121,19 @@ class Fetcher:
                     continue
                 if worker_id not in self._idle:
                     return None  # it was in a fetch that found nothing for it
-                if self._fetching < self.parallel and not self._gathering:
+                alone = self._every_queue_gated()
+                if alone or (self._fetching < self.parallel and not self._gathering):
                     break
                 self._condition.wait()
-            # This thread fetches, for itself first and for those waiting with it.
+            # This thread fetches, for itself first and for those waiting with it, or for
+            # itself alone while the gated claim is the only way in.
             self._idle.remove(worker_id)
-            self._gather()
-            group = [worker_id, *self._idle[: self.batch_size - 1]]
-            del self._idle[: self.batch_size - 1]
+            if alone:
+                group = [worker_id]
+            else:
+                self._gather()
+                group = [worker_id, *self._idle[: self.batch_size - 1]]
+                del self._idle[: self.batch_size - 1]
             self._in_fetch.update(group)
             self._fetching += 1
         rows: list[JobRow] = []
@@ -194,32 +208,52 @@ class Fetcher:
         since = time.monotonic() - 2 * self._fetch_seconds
         return any(handed > since for handed in self._running.values())
 
+    def _every_queue_gated(self) -> bool:
+        """Called with the lock held: whether every queue served answered "gated" lately."""
+        queues = self.queues.current()
+        now = time.monotonic()
+        return bool(queues) and all(self._gated.get(queue, 0.0) > now for queue in queues)
+
     def _claim(self, group: Sequence[str]) -> list[JobRow]:
         """Up to one job per worker id of ``group``, taking the queues in turn."""
         wanting = list(group)
         claimed: list[JobRow] = []
         queues = self.queues.current()
-        handover = self.successes() if self.successes is not None and queues else None
-        for offset in range(len(queues)):
-            queue = queues[(self._cursor + offset) % len(queues)]
+        with self._condition:
+            now = time.monotonic()
+            gated_lately = {queue for queue in queues if self._gated.get(queue, 0.0) > now}
+        batched = [queue for queue in queues if queue not in gated_lately]
+        handover = self.successes() if self.successes is not None and batched else None
+        try:
+            for offset in range(len(queues)):
+                queue = queues[(self._cursor + offset) % len(queues)]
+                if queue in gated_lately:
+                    rows = self._claim_gated(wanting, queue)
+                else:
+                    if handover is not None:
+                        carried, handover = handover, None  # given back by it on failure
+                        rows, gated = self._write_and_claim(carried, wanting, queue)
+                    else:
+                        rows, gated = services.claim_next_jobs(
+                            worker_ids=wanting, queue=queue, lease_seconds=self.lease_seconds
+                        )
+                    if gated:
+                        with self._condition:
+                            self._gated[queue] = time.monotonic() + GATED_MEMORY_SECONDS
+                    if gated and not rows:
+                        # Flow control the batch does not apply: one job per waiting thread,
+                        # each by the claim that does, until it gives none.
+                        rows = self._claim_gated(wanting, queue)
+                if rows:
+                    self._cursor = (self._cursor + offset + 1) % len(queues)
+                    claimed.extend(rows)
+                    taken = {row.locked_by for row in rows}
+                    wanting = [worker_id for worker_id in wanting if worker_id not in taken]
+                    if not wanting:
+                        break
+        finally:
             if handover is not None:
-                rows, gated = self._write_and_claim(handover, wanting, queue)
-                handover = None
-            else:
-                rows, gated = services.claim_next_jobs(
-                    worker_ids=wanting, queue=queue, lease_seconds=self.lease_seconds
-                )
-            if gated and not rows:
-                # Flow control the batch does not apply: one job per waiting thread, each by
-                # the claim that does, until it gives none.
-                rows = self._claim_gated(wanting, queue)
-            if rows:
-                self._cursor = (self._cursor + offset + 1) % len(queues)
-                claimed.extend(rows)
-                taken = {row.locked_by for row in rows}
-                wanting = [worker_id for worker_id in wanting if worker_id not in taken]
-                if not wanting:
-                    break
+                handover.failed()  # no batched statement ran: the completer writes them
         return claimed
 
     def _claim_gated(self, wanting: Sequence[str], queue: str) -> list[JobRow]:
