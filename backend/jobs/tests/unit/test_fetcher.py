@@ -341,17 +341,23 @@ def test_while_every_queue_is_gated_each_thread_claims_for_itself_at_once(monkey
     assert statements.batched == ["default"]
 
 
+def recorded_handover(outcome: list[str]) -> Handover:
+    """One success handed to a fetch; ``outcome`` records whether it was committed or given
+    back to the completer."""
+    return Handover(
+        completions=[Completion(Owner(7, "w9", 1), None)],
+        committed=lambda rows: outcome.append("committed"),
+        failed=lambda: outcome.append("given back"),
+    )
+
+
 def test_successes_a_fetch_took_but_wrote_in_no_statement_go_back_to_the_completer(
     monkeypatch,
 ):
     # "default" answered gated lately and filled the fetch; "other" was never reached.
     GatedQueues(monkeypatch, gated={"default"})
     outcome: list[str] = []
-    handover = Handover(
-        completions=[Completion(Owner(7, "w9", 1), None)],
-        committed=lambda rows: outcome.append("committed"),
-        failed=lambda: outcome.append("given back"),
-    )
+    handover = recorded_handover(outcome)
     subject = Fetcher(
         batch_size=4,
         lease_seconds=30,
@@ -371,11 +377,7 @@ def test_successes_of_a_failed_statement_are_given_back_once(monkeypatch):
 
     monkeypatch.setattr(fetcher.services, "complete_jobs_and_claim_next_jobs", failing)
     outcome: list[str] = []
-    handover = Handover(
-        completions=[Completion(Owner(7, "w9", 1), None)],
-        committed=lambda rows: outcome.append("committed"),
-        failed=lambda: outcome.append("given back"),
-    )
+    handover = recorded_handover(outcome)
     subject = fetcher_claiming_four(1, successes=lambda: handover)
     with pytest.raises(RuntimeError):
         subject._claim(["w1", "w2"])
