@@ -208,11 +208,15 @@ class Fetcher:
         since = time.monotonic() - 2 * self._fetch_seconds
         return any(handed > since for handed in self._running.values())
 
+    def _gated_lately(self, queues: Sequence[str]) -> set[str]:
+        """Called with the lock held: those of ``queues`` whose "gated" answer still holds."""
+        now = time.monotonic()
+        return {queue for queue in queues if self._gated.get(queue, 0.0) > now}
+
     def _every_queue_gated(self) -> bool:
         """Called with the lock held: whether every queue served answered "gated" lately."""
         queues = self.queues.current()
-        now = time.monotonic()
-        return bool(queues) and all(self._gated.get(queue, 0.0) > now for queue in queues)
+        return bool(queues) and len(self._gated_lately(queues)) == len(set(queues))
 
     def _claim(self, group: Sequence[str]) -> list[JobRow]:
         """Up to one job per worker id of ``group``, taking the queues in turn."""
@@ -220,9 +224,8 @@ class Fetcher:
         claimed: list[JobRow] = []
         queues = self.queues.current()
         with self._condition:
-            now = time.monotonic()
-            gated_lately = {queue for queue in queues if self._gated.get(queue, 0.0) > now}
-        batched = [queue for queue in queues if queue not in gated_lately]
+            gated_lately = self._gated_lately(queues)
+        batched = any(queue not in gated_lately for queue in queues)
         handover = self.successes() if self.successes is not None and batched else None
         try:
             for offset in range(len(queues)):
