@@ -96,6 +96,16 @@ class WorkerProcess(harness.WorkerProcess):
         super().__init__(log_path, *args, env=child_env(**env))
 
 
+def handlers_begun(worker: WorkerProcess, job_type: str) -> int:
+    """How many jobs of ``job_type`` a worker started with ``JOB_WORKER_LOG_LEVEL=DEBUG``
+    has begun running. A row reading ``running`` is not enough before a stop: a job claimed
+    but not yet handed to its thread when the stop comes is released, by design."""
+    return sum(
+        "action=claimed" in line and f"type={job_type} " in line
+        for line in worker.log().splitlines()
+    )
+
+
 def pid_of(worker_id: str) -> str:
     """``hostname:pid:thread-N:random`` -> pid."""
     return worker_id.split(":")[1]

@@ -18,7 +18,14 @@ from django.db.models import Count
 from harness import HttpServer, serve_api, wait_until
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import queued_job, queued_jobs
-from jobs.tests.helpers import WorkerProcess, child_env, figures, pid_of, stop_all
+from jobs.tests.helpers import (
+    WorkerProcess,
+    child_env,
+    figures,
+    handlers_begun,
+    pid_of,
+    stop_all,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -176,12 +183,14 @@ def test_sigterm_with_busy_threads_exits_zero_within_lease_and_restart_drains_th
     busy = [queued_job("demo.slow", payload={"sleep_seconds": 1.5}, priority=100) for _ in range(4)]
     rest = [queued_job("demo.success", payload={"sleep_seconds": 0}) for _ in range(20)]
     worker = WorkerProcess(
-        tmp_path / "worker.log", "--threads", "4", JOB_WORKER_LEASE_SECONDS=str(lease)
+        tmp_path / "worker.log",
+        "--threads",
+        "4",
+        JOB_WORKER_LEASE_SECONDS=str(lease),
+        JOB_WORKER_LOG_LEVEL="DEBUG",
     )
     try:
-        wait_until(
-            lambda: Job.objects.filter(status=Status.RUNNING).count() == 4, 30, "4 busy threads"
-        )
+        wait_until(lambda: handlers_begun(worker, "demo.slow") == 4, 30, "4 busy threads")
         worker.signal(signal.SIGTERM)
         signalled = time.monotonic()
         # Waits past the lease, so a late exit fails the bound below, not the wait.

@@ -14,7 +14,13 @@ from harness import BACKEND_DIR, wait_until
 from jobs import drivers, services, signals
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import queued_job, running_job, timeline
-from jobs.tests.helpers import WorkerProcess, child_env, run_workers_in_burst, worker_runner
+from jobs.tests.helpers import (
+    WorkerProcess,
+    child_env,
+    handlers_begun,
+    run_workers_in_burst,
+    worker_runner,
+)
 from jobs.worker import WorkerConfig, make_worker_id
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -256,7 +262,8 @@ def test_first_signal_stops_claiming_and_lets_in_flight_job_finish():
     job = queued_job("demo.success", payload={"sleep_seconds": 0.5})
     runner = worker_runner(threads=2)
     runner.start()
-    wait_until(lambda: Job.objects.get(pk=job.pk).status == Status.RUNNING, 10, "claim")
+    # Its handler begun: a job claimed but not yet handed over when the stop comes is released.
+    wait_until(lambda: any(t.current is not None for t in runner.threads), 10, "the handler")
     runner._on_signal(signal.SIGTERM, None)
     late = queued_job("demo.success")
     runner.wait()
@@ -269,9 +276,9 @@ def test_first_signal_stops_claiming_and_lets_in_flight_job_finish():
 @pytest.mark.slow
 def test_worker_process_exits_zero_on_sigterm_after_finishing_in_flight_job(tmp_path):
     job = queued_job("demo.slow", payload={"sleep_seconds": 1.5})
-    worker = WorkerProcess(tmp_path / "worker.log", "--threads", "2")
+    worker = WorkerProcess(tmp_path / "worker.log", "--threads", "2", JOB_WORKER_LOG_LEVEL="DEBUG")
     try:
-        wait_until(lambda: Job.objects.get(pk=job.pk).status == Status.RUNNING, 20, "claim")
+        wait_until(lambda: handlers_begun(worker, "demo.slow") == 1, 20, "the handler to begin")
         worker.signal(signal.SIGTERM)
         worker.wait_for_log("action=shutdown_requested")
         late = queued_job("demo.success", payload={"sleep_seconds": 0})
