@@ -262,7 +262,7 @@ def test_first_signal_stops_claiming_and_lets_in_flight_job_finish():
     job = queued_job("demo.success", payload={"sleep_seconds": 0.5})
     runner = worker_runner(threads=2)
     runner.start()
-    # Its handler begun: a job claimed but not yet handed over when the stop comes is released.
+    # Waits for the handler to begin: a job claimed but not yet handed over at the stop is released.
     wait_until(lambda: any(t.current is not None for t in runner.threads), 10, "the handler")
     runner._on_signal(signal.SIGTERM, None)
     late = queued_job("demo.success")
