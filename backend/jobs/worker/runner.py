@@ -200,8 +200,7 @@ class WorkerRunner:
                 self.fetcher.gathers,
             )
         # Abandoned threads may never return; they are daemons and die with the process.
-        self.maintenance.finished.set()
-        self.in_flight.changed.set()
+        self.maintenance.stop()
         self.maintenance.join(timeout=self.config.lease_seconds)
         if self.listener is not None and self.listener.is_alive():
             self.stop_event.set()  # in burst mode nothing else stops it

@@ -20,6 +20,7 @@ from typing import Any
 
 from ... import services
 from ..attempts import Attempt, InFlight
+from .loop import Periodic
 
 logger = logging.getLogger("jobs.worker")
 
@@ -33,8 +34,20 @@ class HeartbeatPass:
     cancel_requested: int
 
 
-class Heartbeat:
-    def __init__(self, in_flight: InFlight, *, lease_seconds: int) -> None:
+class Heartbeat(Periodic):
+    """Renews this process's leases every ``interval_seconds`` (a third of the lease unless
+    given), the first time one interval after it starts: a claim's lease is fresh."""
+
+    name = "heartbeat"
+    while_stopping = True
+
+    def __init__(
+        self, in_flight: InFlight, *, lease_seconds: int, interval_seconds: float | None = None
+    ) -> None:
+        super().__init__(
+            lease_seconds / 3 if interval_seconds is None else interval_seconds,
+            first_after_interval=True,
+        )
         self.in_flight = in_flight
         self.lease_seconds = lease_seconds
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from django.utils import timezone
 
 from ... import services
+from .loop import Periodic
 
 logger = logging.getLogger("jobs.worker")
 
@@ -26,7 +27,12 @@ def process_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-class Presence:
+class Presence(Periodic):
+    """Every half heartbeat interval, from the start, also while the process stops."""
+
+    name = "presence"
+    while_stopping = True
+
     def __init__(
         self,
         *,
@@ -35,6 +41,7 @@ class Presence:
         heartbeat_interval_seconds: float,
         threads: Callable[[], list[str]],
     ) -> None:
+        super().__init__(heartbeat_interval_seconds / 2)
         self.worker_id = process_id()
         self.queues = tuple(queues)
         self.threads_configured = threads_configured
@@ -42,11 +49,6 @@ class Presence:
         self.threads = threads
         self.started_at = timezone.now()
         self.written = False
-
-    @property
-    def interval_seconds(self) -> float:
-        """How often it is written: half the interval a reader allows it."""
-        return self.heartbeat_interval_seconds / 2
 
     def run_once(self) -> int:
         """Write the row; returns the serving threads it named."""

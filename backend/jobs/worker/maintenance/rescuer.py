@@ -13,12 +13,19 @@ from __future__ import annotations
 import logging
 
 from ... import services
+from .loop import Periodic
 
 logger = logging.getLogger("jobs.worker")
 
 
-class LeaseRescuer:
-    def __init__(self, *, batch_size: int, worker_id: str) -> None:
+class LeaseRescuer(Periodic):
+    """Every ``interval_seconds`` (the cleanup interval), from the start; not once the
+    process is stopping."""
+
+    name = "rescue"
+
+    def __init__(self, *, batch_size: int, worker_id: str, interval_seconds: float = 5.0) -> None:
+        super().__init__(interval_seconds)
         self.batch_size = batch_size
         self.worker_id = worker_id  # named as the cleaner in the events it writes
 

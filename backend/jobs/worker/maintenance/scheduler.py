@@ -13,6 +13,7 @@ import logging
 
 from ... import services
 from ...conf import app_settings
+from .loop import Periodic
 
 logger = logging.getLogger("jobs.worker")
 
@@ -21,8 +22,13 @@ logger = logging.getLogger("jobs.worker")
 TICK_CHECK_SECONDS = 0.5
 
 
-class ScheduleTicker:
+class ScheduleTicker(Periodic):
+    """Every ``TICK_CHECK_SECONDS`` from the start; not once the process is stopping."""
+
+    name = "schedules"
+
     def __init__(self, *, worker_id: str) -> None:
+        super().__init__(TICK_CHECK_SECONDS)
         self.worker_id = worker_id
 
     @property

@@ -10,6 +10,7 @@ abandoned and the process starts another in its place, keeping its capacity.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -24,9 +25,20 @@ logger = logging.getLogger("jobs.worker")
 
 
 class TimeoutEnforcer:
+    """Due at the earliest deadline of the attempts running, also while the process stops."""
+
+    name = "timeouts"
+    while_stopping = True
+
     def __init__(self, in_flight: InFlight, *, abandon: Callable[[WorkerThread], None]) -> None:
         self.in_flight = in_flight
         self.abandon = abandon
+
+    def next_due(self, now: float) -> float:
+        return min(self.deadlines(), default=math.inf)
+
+    def run(self, now: float) -> int:
+        return self.run_once(now)
 
     def deadlines(self) -> list[float]:
         """The deadlines still to come (monotonic seconds), for the thread's next wake-up."""

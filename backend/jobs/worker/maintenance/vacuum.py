@@ -25,6 +25,8 @@ import time
 
 from ... import services
 from ...drivers.base import Analyzed, Vacuumed
+from ..attempts import InFlight
+from .loop import Periodic
 
 logger = logging.getLogger("jobs.worker")
 
@@ -34,8 +36,14 @@ logger = logging.getLogger("jobs.worker")
 ANALYZE_CHECK_SECONDS = 1.0
 
 
-class HotTableVacuum:
-    def __init__(self, *, min_dead_rows: int) -> None:
+class HotTableVacuum(Periodic):
+    """The vacuum every ``interval_seconds`` (the cleanup interval), from the start; not
+    once the process is stopping. ``StaleEstimateCheck`` runs its ``analyze_once``."""
+
+    name = "vacuum"
+
+    def __init__(self, *, min_dead_rows: int, interval_seconds: float = 5.0) -> None:
+        super().__init__(interval_seconds)
         self.min_dead_rows = min_dead_rows
         self.left = 0  # dead rows the last vacuum could not remove
 
@@ -68,3 +76,34 @@ class HotTableVacuum:
                 time.monotonic() - started,
             )
         return done
+
+
+class StaleEstimateCheck:
+    """``HotTableVacuum.analyze_once`` every ``ANALYZE_CHECK_SECONDS`` while attempts run (a
+    backlog is being claimed under the plans a stale estimate misleads) and every
+    ``idle_seconds`` (the cleanup interval) while none does; the first attempt after an
+    idle spell wakes the loop, so a backlog arriving then is looked at within a second of
+    the last check, not a cleanup interval later. Not once the process is stopping."""
+
+    name = "analyze"
+    while_stopping = False
+
+    def __init__(self, vacuum: HotTableVacuum, in_flight: InFlight, *, idle_seconds: float) -> None:
+        self.vacuum = vacuum
+        self.in_flight = in_flight
+        self.idle_seconds = idle_seconds
+        self._last = -float("inf")
+        self._next = time.monotonic()
+
+    def next_due(self, now: float) -> float:
+        if self.in_flight.snapshot():
+            return min(self._next, self._last + ANALYZE_CHECK_SECONDS)
+        return self._next
+
+    def run(self, now: float) -> Analyzed | None:
+        analyzed = self.vacuum.analyze_once()
+        self._last = now
+        busy = bool(self.in_flight.snapshot())
+        self._next = now + (ANALYZE_CHECK_SECONDS if busy else self.idle_seconds)
+        self.in_flight.wake_when_busy = not busy
+        return analyzed

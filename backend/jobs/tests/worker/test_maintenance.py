@@ -1,0 +1,152 @@
+"""The duty loops of a worker process: the heartbeat in a thread and a back-off of its own,
+so that no other duty, hung or failing, delays a renewal; each other duty retried on its
+own back-off."""
+
+import itertools
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+from django.db import OperationalError
+from django.utils import timezone
+
+from jobs.tests.factories import WORKER, fresh, running_job
+from jobs.tests.helpers import worker_config
+from jobs.worker.attempts import Attempt, InFlight
+from jobs.worker.maintenance import Heartbeat, LeaseRescuer, Maintenance, Presence
+from jobs.worker.maintenance.loop import RETRY_FIRST_SECONDS, DutyLoop
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# A 3 s lease: a beat every second.
+LEASE_SECONDS = 3
+INTERVAL = LEASE_SECONDS / 3
+
+
+def recorded(monkeypatch, cls, *, fail: int = 0, hang: threading.Event | None = None):
+    """Record the monotonic time of each ``cls.run_once`` call; the first ``fail`` calls
+    raise a database error, and with ``hang`` every call blocks until it is set."""
+    calls: list[float] = []
+    original = cls.run_once
+
+    def run_once(self, *args):
+        calls.append(time.monotonic())
+        if hang is not None:
+            hang.wait(30)
+        if len(calls) <= fail:
+            raise OperationalError("the server closed the connection")
+        return original(self, *args)
+
+    monkeypatch.setattr(cls, run_once.__name__, run_once)
+    return calls
+
+
+@pytest.fixture
+def one_attempt():
+    """A running job and the in-flight set of the process that runs it."""
+    job = running_job(lease_seconds=LEASE_SECONDS)
+    in_flight = InFlight()
+    thread = SimpleNamespace(worker_id=WORKER)
+    in_flight.add(Attempt(job=job, thread=thread, timeout_seconds=None))
+    return job, in_flight
+
+
+def run_maintenance(
+    in_flight: InFlight, seconds: float, *, released: threading.Event | None = None
+) -> None:
+    """A process's maintenance for ``seconds``; a hung duty is ``released`` at the end."""
+    maintenance = Maintenance(
+        worker_config(lease_seconds=LEASE_SECONDS, cleanup_interval_seconds=0.2),
+        in_flight,
+        stopping=threading.Event(),
+        abandon=lambda thread: None,
+    )
+    maintenance.start()
+    try:
+        time.sleep(seconds)
+        for attempt in in_flight.snapshot():
+            assert fresh(attempt.job).locked_until > timezone.now()  # the lease never lapsed
+    finally:
+        if released is not None:
+            released.set()
+        maintenance.stop()
+        maintenance.join(timeout=10)
+    assert not maintenance.beats.is_alive()
+
+
+def assert_beats_every_interval(beats: list[float], seconds: float) -> None:
+    assert len(beats) >= int(seconds / INTERVAL) - 1, beats
+    gaps = [later - earlier for earlier, later in itertools.pairwise(beats)]
+    assert max(gaps) < 2 * INTERVAL, gaps
+
+
+def test_a_hung_duty_does_not_delay_the_heartbeat(monkeypatch, one_attempt):
+    _, in_flight = one_attempt
+    released = threading.Event()
+    rescues = recorded(monkeypatch, LeaseRescuer, hang=released)
+    beats = recorded(monkeypatch, Heartbeat)
+    run_maintenance(in_flight, 4.5, released=released)
+    assert len(rescues) == 1  # hung in its first pass the whole time
+    assert_beats_every_interval(beats, 4.5)
+
+
+def test_a_failing_duty_delays_neither_the_heartbeat_nor_the_other_duties(monkeypatch, one_attempt):
+    _, in_flight = one_attempt
+    rescues = recorded(monkeypatch, LeaseRescuer, fail=1_000)
+    presences = recorded(monkeypatch, Presence)
+    beats = recorded(monkeypatch, Heartbeat)
+    run_maintenance(in_flight, 4.5)
+    assert len(rescues) >= 3  # retried on its own back-off, failing every time
+    assert len(presences) >= 6  # every half interval, failures beside it or not
+    assert_beats_every_interval(beats, 4.5)
+
+
+def test_a_failed_renewal_is_retried_within_a_third_of_the_interval(monkeypatch, one_attempt):
+    _, in_flight = one_attempt
+    beats = recorded(monkeypatch, Heartbeat, fail=2)
+    run_maintenance(in_flight, 2.5)
+    first, second, third, *_ = beats
+    assert second - first < RETRY_FIRST_SECONDS + 0.3
+    assert third - second < INTERVAL / 3 + 0.3
+
+
+class Failing:
+    """A duty that fails every time it runs, and counts its runs."""
+
+    name = "failing"
+    while_stopping = False
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    def next_due(self, now: float) -> float:
+        return now
+
+    def run(self, now: float) -> None:
+        self.runs += 1
+        raise RuntimeError("broken")
+
+
+def test_a_duty_that_keeps_failing_backs_off_doubling_up_to_its_bound():
+    duty = Failing()
+    loop = DutyLoop(
+        "test",
+        [duty],
+        worker_id="w",
+        stopping=threading.Event(),
+        finished=threading.Event(),
+        retry_max_seconds=2.0,
+    )
+    now = 1000.0
+    for _ in range(8):
+        loop.run_due(now)
+        now += 0.01
+    assert duty.runs == 1  # not due again before its back-off
+    retries = []
+    for _ in range(6):
+        now = loop._due_at(duty, now)
+        retries.append(round(now, 2))
+        loop.run_due(now)
+    gaps = [round(b - a, 2) for a, b in itertools.pairwise(retries)]
+    assert gaps == [1.0, 2.0, 2.0, 2.0, 2.0]
