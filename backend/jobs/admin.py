@@ -179,14 +179,14 @@ class JobAdmin(ZonedJobTimes, ReadOnlyAdminMixin, ModelAdmin):
         if page is not None:
             return page
         selected = list(queryset.values_list("pk", flat=True))
-        retried = services.retry_jobs(ids=selected)
+        outcome = services.retry_jobs(ids=selected)
+        retried, held = outcome.retried, outcome.held_count
         level = messages.SUCCESS if retried == len(selected) else messages.WARNING
-        self.message_user(
-            request,
-            f"Retried {retried} job(s); skipped {len(selected) - retried} that were neither "
-            "failed nor cancelled.",
-            level,
-        )
+        text = f"Retried {retried} job(s); skipped {len(selected) - retried - held} that were "
+        text += "neither failed nor cancelled."
+        if held:
+            text += f" {held} were left alone: another job holds their unique_key."
+        self.message_user(request, text, level)
         return None
 
     @action(description="Cancel selected jobs", permissions=["change_jobs"])

@@ -20,7 +20,7 @@ from django.core.checks import CheckMessage, Error, register
 
 from . import extras
 from .conf import app_settings
-from .flowcontrol import ScheduleError, parse_schedule
+from .flowcontrol import schedule_problems
 from .limits import MAX_ATTEMPTS_MAX, QUEUE_NAME_PATTERN, TIMEOUT_SECONDS_MAX
 from .tracing import RECORDABLE
 
@@ -45,6 +45,9 @@ INTEGER_RANGES: dict[str, tuple[int, int]] = {
     "JOB_STATS_EXACT_MAX_ROWS": (0, 10**12),
     "JOB_STATS_CACHE_SECONDS": (0, DAY),
     "JOB_WORKER_HEARTBEAT_SECONDS": (0, DAY - 1),  # 0: a third; shorter than the lease
+    # A tick this old when first seen was missed; past a day, a pass could owe a schedule
+    # of one second 86,400 on-time jobs.
+    "JOB_SCHEDULE_GRACE_SECONDS": (0, DAY),
 }
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -123,16 +126,34 @@ def check_settings(
 
 
 def _flow_control_errors(schedules: Any, key_limits: Any) -> list[CheckMessage]:
-    """``jobs.E024``: a schedule of ``JOB_SCHEDULES`` that cannot be served; ``jobs.E025``:
-    a ``JOB_CONCURRENCY_KEY_LIMITS`` entry that is not a pattern and a limit >= 1."""
+    """``jobs.E024``: a field of a ``JOB_SCHEDULES`` entry that cannot be served, one error
+    per field, each naming the schedule and the field, by the rules the API applies to a
+    job (``jobs.flowcontrol.schedule_problems``); ``jobs.E025``: a
+    ``JOB_CONCURRENCY_KEY_LIMITS`` entry that is not a pattern and a limit >= 1."""
     errors: list[CheckMessage] = []
     if not isinstance(schedules, dict):
-        schedules = {"JOB_SCHEDULES": "a dict of name -> schedule"}
+        errors.append(
+            Error(
+                f"JOB_SCHEDULES is {type(schedules).__name__}; it must be a dict of "
+                "name -> schedule.",
+                obj="JOB_SCHEDULES",
+                id="jobs.E024",
+            )
+        )
+        schedules = {}
     for name, raw in schedules.items():
-        try:
-            parse_schedule(str(name), raw, default_timezone=str(settings.TIME_ZONE or "UTC"))
-        except ScheduleError as exc:
-            errors.append(Error(f"JOB_SCHEDULES: {exc}", id="jobs.E024"))
+        for problem in schedule_problems(
+            name, raw, default_timezone=str(settings.TIME_ZONE or "UTC")
+        ):
+            field, _, reason = problem.partition(": ")
+            errors.append(
+                Error(
+                    f"JOB_SCHEDULES[{name!r}].{field}: {reason}.",
+                    hint="Correct or remove the schedule: workers start once every one is valid.",
+                    obj=f"JOB_SCHEDULES[{name!r}]",
+                    id="jobs.E024",
+                )
+            )
     if not isinstance(key_limits, dict) or not all(
         isinstance(pattern, str)
         and isinstance(limit, int)

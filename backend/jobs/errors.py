@@ -47,3 +47,26 @@ class ScheduleNotFound(JobQueueError):
     def __init__(self, name: str) -> None:
         super().__init__(f"Schedule {name!r} is not declared in JOB_SCHEDULES.")
         self.name = name
+
+
+class ScheduleInvalid(JobQueueError):
+    """A schedule of ``JOB_SCHEDULES`` that cannot run as declared (the system checks
+    refuse it at a worker's start; a process that runs no checks meets it here)."""
+
+    def __init__(self, name: str, problems: str) -> None:
+        super().__init__(f"Schedule {name!r} cannot run: {problems}.")
+        self.name = name
+
+
+class UniqueKeyHeld(InvalidTransition):
+    """A retry would make a second active job of a ``unique_key`` another queued or running
+    job holds; nothing was written."""
+
+    def __init__(self, *, current_status: str, unique_key: str, held_by: UUID) -> None:
+        super().__init__(
+            f"Job {held_by} is active with unique_key {unique_key!r}; retry this one once "
+            "it has finished.",
+            current_status=current_status,
+        )
+        self.unique_key = unique_key
+        self.held_by = held_by

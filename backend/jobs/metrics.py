@@ -113,8 +113,8 @@ class QueueCollector(Collector):
 
 
 def flow_control_metrics(live: list[dict[str, Any]], now: datetime) -> Iterator[Metric]:
-    """Issue 24: paused queues, concurrency limits and how full they are, schedule lag.
-    Queues without a settings row have no pause or limit and are left out."""
+    """Paused queues, concurrency limits and how full they are, schedule lag and failing
+    schedules. Queues without a settings row have no pause or limit and are left out."""
     running: dict[str, int] = {}
     for row in live:
         if row["status"] == JobStatus.RUNNING:
@@ -150,6 +150,14 @@ def flow_control_metrics(live: list[dict[str, Any]], now: datetime) -> Iterator[
     for name, seconds in selectors.schedule_lag_seconds(now).items():
         lag.add_metric([name], seconds)
     yield lag
+    failing = GaugeMetricFamily(
+        f"{PREFIX}_schedule_failing",
+        "1 while the schedule cannot run as declared or its last pass failed.",
+        labels=["schedule"],
+    )
+    for name, is_failing in selectors.failing_schedules().items():
+        failing.add_metric([name], 1 if is_failing else 0)
+    yield failing
 
 
 def queue_metrics(accept: str) -> tuple[bytes, str]:

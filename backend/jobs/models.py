@@ -358,11 +358,13 @@ class WorkerPresence(models.Model):
 
 
 class QueueSettings(models.Model):
-    """A queue's run-time controls (issue 24); a queue without a row has none.
+    """A queue's run-time controls; a queue without a row has none.
 
     The claim reads this row first: a queue with a pause or a limit is claimed from only
     under a lock on its row (``FOR UPDATE``), which is what makes the limits exact across
-    every worker process.
+    every worker process. A concurrency limit stores nothing but its number: the claim
+    counts the queue's running jobs under that lock, so a job holds its place exactly
+    while it runs and no limit change can leave a place held.
     """
 
     name = models.CharField(primary_key=True, max_length=QUEUE_NAME_MAX_LENGTH)
@@ -370,9 +372,10 @@ class QueueSettings(models.Model):
     concurrency_limit = models.IntegerField(null=True, blank=True)
     rate_limit = models.IntegerField(null=True, blank=True)
     rate_period_seconds = models.IntegerField(null=True, blank=True)
-    # Epoch seconds of the claims of the last rate period (at most rate_limit of them),
-    # written under the row lock by every claim of a rate-limited queue.
-    rate_window = models.JSONField(default=list, db_default=[], blank=True)
+    # The claims of the last rate period, counted per twentieth of it
+    # (jobs.flowcontrol.rate_room): written under the row lock by every claim of a
+    # rate-limited queue, the same size whatever the limit.
+    rate_window = models.JSONField(default=dict, db_default={}, blank=True)
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -431,42 +434,12 @@ class ScheduleState(models.Model):
     last_enqueued_tick_at = models.DateTimeField(null=True, blank=True)
     last_job_id = models.UUIDField(null=True, blank=True)
     updated_at = models.DateTimeField(default=timezone.now)
+    # Why its last pass failed ("" once a pass succeeds again), and since when it fails.
+    error = models.TextField(default="", db_default="", blank=True)
+    error_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         app_label = "jobs"
 
     def __str__(self) -> str:
         return self.name
-
-
-class QueueSlot(models.Model):
-    """One of a limited queue's ``concurrency_limit`` slots: a claim from the queue takes a
-    free slot (``FOR UPDATE SKIP LOCKED``, so claimers never wait on each other) and the
-    end of the attempt frees it, in the same statements. No free slot, no claim: the
-    limit holds across every worker without serialising them."""
-
-    id = models.BigAutoField(primary_key=True)
-    queue = models.CharField(max_length=QUEUE_NAME_MAX_LENGTH)
-    position = models.IntegerField()
-    job_id = models.UUIDField(null=True, blank=True)
-
-    class Meta:
-        app_label = "jobs"
-        indexes = [
-            # A free slot of a queue, lowest position first.
-            models.Index(
-                fields=["queue", "position"],
-                name="queue_slot_free_idx",
-                condition=Q(job_id__isnull=True),
-            ),
-        ]
-        constraints = [
-            models.UniqueConstraint(fields=["queue", "position"], name="queue_slot_position"),
-            # The slot an ending attempt frees, found by its job.
-            models.UniqueConstraint(
-                fields=["job_id"], condition=Q(job_id__isnull=False), name="queue_slot_job"
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.queue} #{self.position}"

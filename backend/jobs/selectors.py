@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 import threading
 from collections import defaultdict
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from django.conf import settings
 from django.core.cache import cache
 from django.db.models import (
     Case,
@@ -41,7 +41,7 @@ from . import registry, rollups
 from .conf import app_settings
 from .drivers import get_driver
 from .errors import ScheduleNotFound
-from .flowcontrol import ScheduleSpec, parse_schedules
+from .flowcontrol import MISSED_POLICIES, ScheduleSpec, configured_schedules
 from .models import (
     ACTIVITY_EVENT_TYPES,
     ATTEMPT_END_EVENT_TYPES,
@@ -885,13 +885,6 @@ def queue_detail(name: str) -> dict[str, Any]:
     return queue_list([name])[0]
 
 
-def configured_schedules() -> dict[str, ScheduleSpec]:
-    """``JOB_SCHEDULES`` validated, by name."""
-    return parse_schedules(
-        app_settings.JOB_SCHEDULES, default_timezone=str(settings.TIME_ZONE or "UTC")
-    )
-
-
 def _schedule_document(
     spec: ScheduleSpec, row: ScheduleState | None, last_job: Job | None, now: datetime
 ) -> dict[str, Any]:
@@ -914,22 +907,68 @@ def _schedule_document(
         "last_job": None
         if last_job is None
         else {"id": last_job.id, "status": last_job.status, "created_at": last_job.created_at},
+        "runnable": True,
+        "error": row.error or None if row is not None else None,
+        "error_at": row.error_at if row is not None and row.error else None,
+    }
+
+
+def _invalid_schedule_document(
+    name: str, raw: Any, problems: str, row: ScheduleState | None
+) -> dict[str, Any]:
+    """What can be shown of a schedule that cannot run as declared: the fields as given
+    where they have the right shape, and why it cannot run."""
+    raw = raw if isinstance(raw, Mapping) else {}
+
+    def text(key: str) -> str | None:
+        value = raw.get(key)
+        return value if isinstance(value, str) else None
+
+    def integer(key: str) -> int | None:
+        value = raw.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    kind = "task" if "task" in raw else "type" if "type" in raw else None
+    missed = raw.get("missed", "latest")
+    return {
+        "name": name,
+        "target": None if kind is None else text(kind),
+        "kind": kind,
+        "cron": text("cron"),
+        "interval_seconds": integer("interval"),
+        "timezone": text("timezone"),
+        "queue": text("queue") if "queue" in raw else DEFAULT_QUEUE,
+        "priority": integer("priority") if "priority" in raw else 50,
+        "missed": missed if missed in MISSED_POLICIES else None,
+        "paused": row is not None and row.paused_at is not None,
+        "paused_at": row.paused_at if row is not None else None,
+        "next_run_at": None,
+        "last_run_at": row.last_enqueued_tick_at if row is not None else None,
+        "last_job": None,
+        "runnable": False,
+        "error": f"Cannot run as declared: {problems}.",
+        "error_at": None,
     }
 
 
 def schedule_list(names: list[str] | None = None) -> list[dict[str, Any]]:
     """Every schedule of ``JOB_SCHEDULES``, by name: its definition, whether it is paused,
-    its next tick, the last tick enqueued and its last job with that job's status."""
-    specs = configured_schedules()
-    if names is not None:
-        specs = {name: specs[name] for name in names if name in specs}
-    rows = {row.name: row for row in ScheduleState.objects.filter(name__in=list(specs))}
+    its next tick, the last tick enqueued and its last job with that job's status, and
+    whether it is failing: one that cannot run as declared is listed too, with why."""
+    schedules = configured_schedules()
+    wanted = schedules.names() if names is None else [n for n in names if n in schedules.names()]
+    rows = {row.name: row for row in ScheduleState.objects.filter(name__in=wanted)}
     job_ids = [row.last_job_id for row in rows.values() if row.last_job_id is not None]
     jobs = {job.id: job for job in Job.objects.filter(pk__in=job_ids).only("status", "created_at")}
     now = timezone.now()
     documents = []
-    for name, spec in specs.items():
+    for name in wanted:
         row = rows.get(name)
+        spec = schedules.valid.get(name)
+        if spec is None:
+            raw = app_settings.JOB_SCHEDULES.get(name)
+            documents.append(_invalid_schedule_document(name, raw, schedules.invalid[name], row))
+            continue
         last_job = None if row is None or row.last_job_id is None else jobs.get(row.last_job_id)
         documents.append(_schedule_document(spec, row, last_job, now))
     return documents
@@ -944,10 +983,10 @@ def schedule_detail(name: str) -> dict[str, Any]:
 
 
 def schedule_lag_seconds(now: datetime | None = None) -> dict[str, float]:
-    """Per unpaused schedule: now minus its oldest due tick not yet looked at (0 when up
-    to date), for the metrics."""
+    """Per unpaused runnable schedule: now minus its oldest due tick not yet looked at (0
+    when up to date), for the metrics."""
     now = timezone.now() if now is None else now
-    specs = configured_schedules()
+    specs = configured_schedules().valid
     rows = {row.name: row for row in ScheduleState.objects.filter(name__in=list(specs))}
     lag = {}
     for name, spec in specs.items():
@@ -958,6 +997,18 @@ def schedule_lag_seconds(now: datetime | None = None) -> dict[str, float]:
         due = spec.next_tick(row.last_tick_at)
         lag[name] = max((now - due).total_seconds(), 0.0)
     return lag
+
+
+def failing_schedules() -> dict[str, bool]:
+    """Per declared schedule: whether it is failing (it cannot run as declared, or its
+    last pass failed), for the metrics."""
+    schedules = configured_schedules()
+    erring = set(
+        ScheduleState.objects.filter(name__in=list(schedules.valid))
+        .exclude(error="")
+        .values_list("name", flat=True)
+    )
+    return {name: name in schedules.invalid or name in erring for name in schedules.names()}
 
 
 def queue_controls() -> list[QueueSettings]:

@@ -20,12 +20,11 @@ per transition on PostgreSQL, one ORM transaction elsewhere.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid4
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -40,12 +39,20 @@ from .drivers.base import (
     Heartbeat,
     NewJob,
     Release,
+    RetryOutcome,
     Selection,
     Vacuumed,
 )
 from .drivers.orm import job_row
-from .errors import DuplicateIdempotencyKey, EmptySelection, InvalidTransition, ScheduleNotFound
-from .flowcontrol import ScheduleSpec, parse_schedules, plan_ticks, tick_key
+from .errors import (
+    DuplicateIdempotencyKey,
+    EmptySelection,
+    InvalidTransition,
+    ScheduleInvalid,
+    ScheduleNotFound,
+    UniqueKeyHeld,
+)
+from .flowcontrol import ScheduleSpec, configured_schedules, plan_ticks, tick_key
 from .limits import metadata_problem
 from .models import (
     DEFAULT_QUEUE,
@@ -53,7 +60,6 @@ from .models import (
     JobEventType,
     JobStatus,
     QueueSettings,
-    QueueSlot,
     ScheduleState,
     WorkerPresence,
 )
@@ -287,10 +293,12 @@ def claim_next_job(
 ) -> JobRow | None:
     """Atomically take the next eligible job of ``queue`` for ``worker_id``, or ``None``.
 
-    Eligible: queued, ``available_at <= now``, attempts left. Order: priority descending,
-    then ``available_at``, ``created_at``, ``id``. Rows locked by another claimer are
-    skipped, so each attempt is claimed by exactly one worker. The job becomes running
-    with ``attempts + 1``, the lease ``now + lease_seconds``, and a ``claimed`` event.
+    Eligible: queued, ``available_at <= now``, attempts left, and admitted by the queue's
+    flow control (not paused; within its rate and concurrency limits; its
+    ``concurrency_key`` within its limit). Order: priority descending, then
+    ``available_at``, ``created_at``, ``id``. Rows locked by another claimer are skipped,
+    so each attempt is claimed by exactly one worker. The job becomes running with
+    ``attempts + 1``, the lease ``now + lease_seconds``, and a ``claimed`` event.
     """
     now = _now(now)
     lease, locked_until = _lease_until(now, lease_seconds)
@@ -309,12 +317,13 @@ def claim_next_jobs(
     queue: str = DEFAULT_QUEUE,
     lease_seconds: int | None = None,
     now: datetime | None = None,
-) -> tuple[list[JobRow], bool]:
-    """Batched ``claim_next_job`` (one statement on PostgreSQL): up to one job per worker
-    id, each claimed exactly as ``claim_next_job`` claims one (order, ``SKIP LOCKED``,
-    lease, ``claimed`` event), the n-th job to the n-th id. Also whether ``queue`` is under
-    flow control the batch does not apply (paused, limited, or a limited
-    ``concurrency_key``): then claim there with ``claim_next_job``, one at a time.
+) -> list[JobRow]:
+    """Batched ``claim_next_job`` (one statement on PostgreSQL for a queue without flow
+    control): up to one job per worker id, each claimed exactly as ``claim_next_job``
+    claims one (order, ``SKIP LOCKED``, lease, ``claimed`` event), the n-th job to the n-th
+    id. Flow control holds for the batch as for one claim: nothing from a paused queue, no
+    more than the rate window and the concurrency limit admit (counted under the queue's
+    lock, so a job holds its place exactly while it runs), no key beyond its limit.
     """
     now = _now(now)
     lease, locked_until = _lease_until(now, lease_seconds)
@@ -446,18 +455,16 @@ def complete_jobs_and_claim_next_jobs(
     worker_ids: Sequence[str],
     queue: str = DEFAULT_QUEUE,
     lease_seconds: int | None = None,
-) -> tuple[list[JobRow], list[JobRow], bool]:
+) -> tuple[list[JobRow], list[JobRow]]:
     """``complete_jobs`` then ``claim_next_jobs``, one statement on PostgreSQL (one round
     trip, one commit) for a process's waiting successes and its idle threads' next jobs:
-    ``(completed, claimed, gated)``. Each half keeps its own invariants (a stale completion
-    writes nothing; the claim is ``claim_next_jobs``'s); both commit together or not at
-    all. Its commit is always synchronous: it holds claims, and the opt-in asynchronous
-    commit is for completions alone (``complete_jobs``)."""
+    ``(completed, claimed)``. Each half keeps its own invariants (a stale completion
+    writes nothing; the claim is ``claim_next_jobs``'s). The completions commit whatever
+    the claim does; a queue under flow control is claimed from in a transaction of its own
+    after them. Its commit is always synchronous: it holds claims, and the opt-in
+    asynchronous commit is for completions alone (``complete_jobs``)."""
     if not completions:
-        claimed, gated = claim_next_jobs(
-            worker_ids=worker_ids, queue=queue, lease_seconds=lease_seconds
-        )
-        return [], claimed, gated
+        return [], claim_next_jobs(worker_ids=worker_ids, queue=queue, lease_seconds=lease_seconds)
     now = timezone.now()
     lease, locked_until = _lease_until(now, lease_seconds)
     return get_driver().complete_and_claim_jobs(
@@ -747,6 +754,10 @@ def _current_row(job_id: UUID | str) -> JobRow:
     return job_row(Job.objects.by_id(job_id))
 
 
+# Jobs a retry left alone for their unique key that it names (it counts them all).
+HELD_KEYS_REPORTED = 100
+
+
 def retry_jobs(
     *,
     ids: Sequence[UUID | str] | None = None,
@@ -754,29 +765,45 @@ def retry_jobs(
     type: str | None = None,
     queue: str | None = None,
     now: datetime | None = None,
-) -> int:
-    """Send every selected failed or cancelled job back to the queue; return how many.
+) -> RetryOutcome:
+    """Send every selected failed or cancelled job back to the queue; say how many, and
+    which were left alone for their ``unique_key``.
 
     The selection is the job list's filters (``status``/``queue`` exact, ``type`` a
     substring) and/or ``ids``; all of them empty raises ``EmptySelection``. Each job gets
     attempts 0, ``available_at = now``, lock, error, result, ``finished_at`` and cancel
     request cleared, and one ``manual_retry`` event keeping its previous status, attempts
-    and error; jobs in other states are left alone. One statement on PostgreSQL.
+    and error; jobs in other states are left alone. At most one job of a ``unique_key`` is
+    active: a job whose key a queued or running job holds is not retried, nor are the
+    older ones when several selected jobs share a key (the newest is); each is reported
+    with the job that holds its key (the first ``HELD_KEYS_REPORTED``). One statement on
+    PostgreSQL: all of it or nothing.
     """
     selection = _selection(ids=ids, status=status, type=type, queue=queue)
     return get_driver().retry_jobs(
-        selection, now=_now(now), message=MESSAGES[JobEventType.MANUAL_RETRY]
+        selection,
+        now=_now(now),
+        message=MESSAGES[JobEventType.MANUAL_RETRY],
+        held_max=HELD_KEYS_REPORTED,
     )
 
 
 def retry_job(*, job_id: UUID | str, now: datetime | None = None) -> JobRow:
     """Manually send a failed or cancelled job back to the queue with a fresh budget.
 
-    As ``retry_jobs`` for one job. Raises ``JobNotFound``, or ``InvalidTransition``
-    (carrying the current status) when the job is neither failed nor cancelled.
+    As ``retry_jobs`` for one job. Raises ``JobNotFound``; ``UniqueKeyHeld`` (naming the
+    job that holds it) when another active job holds its ``unique_key``; or
+    ``InvalidTransition`` (carrying the current status) when the job is neither failed
+    nor cancelled. Nothing is written in those cases.
     """
-    if not retry_jobs(ids=[job_id], now=now):
+    outcome = retry_jobs(ids=[job_id], now=now)
+    if not outcome:
         status = Job.objects.by_id(job_id).status
+        if outcome.held:
+            (held,) = outcome.held
+            raise UniqueKeyHeld(
+                current_status=status, unique_key=held.unique_key, held_by=held.held_by
+            )
         raise InvalidTransition(
             f"Only failed or cancelled jobs can be retried; job is {status}.",
             current_status=status,
@@ -926,8 +953,12 @@ def set_queue_limits(
     """Set the limits given (``None`` removes one; omitted ones stay). At most
     ``concurrency_limit`` jobs of the queue run at once, and at most ``rate_limit`` are
     claimed in any ``rate_period_seconds`` window, across every worker; the database's
-    checks refuse a limit below 1 and a rate without its period. Workers are woken, as a
-    raised limit may admit waiting jobs."""
+    checks refuse a limit below 1 and a rate without its period. A limit is its number
+    alone: claims count the queue's running jobs under this row's lock, so a change
+    takes effect at the next claim, jobs running above a lowered limit finish and hold
+    up new claims until the queue fits it, and nothing is left to reconcile. A changed
+    rate keeps the window of claims already made. Workers are woken, as a raised limit
+    may admit waiting jobs."""
     now = _now(now)
     with transaction.atomic():
         row = _queue_row(queue, now)
@@ -941,75 +972,53 @@ def set_queue_limits(
             row.rate_period_seconds = rate_period_seconds
         row.updated_at = now
         row.save()
-        _sync_slots(queue, row.concurrency_limit)
         get_driver().wake(queue)
     return row
 
 
-def _sync_slots(queue: str, limit: int | None) -> None:
-    """Make the queue's slots match ``limit`` (inside the queue row's lock): positions 1 to
-    ``limit`` exist; free slots above it go. A running job of the queue that holds no slot
-    (claimed before the limit) is given one, above the limit if need be: claims wait
-    until the jobs above the limit finished."""
-    slots = QueueSlot.objects.filter(queue=queue)
-    slots.filter(job_id__isnull=True, position__gt=limit or 0).delete()
-    if limit is None:
-        return
-    taken = set(slots.values_list("position", flat=True))
-    QueueSlot.objects.bulk_create(
-        [QueueSlot(queue=queue, position=n) for n in range(1, limit + 1) if n not in taken],
-        ignore_conflicts=True,
-    )
-    held = set(slots.filter(job_id__isnull=False).values_list("job_id", flat=True))
-    unslotted = [
-        job_id
-        for job_id in Job.objects.filter(queue=queue, status=JobStatus.RUNNING).values_list(
-            "pk", flat=True
-        )
-        if job_id not in held
-    ]
-    free = list(slots.filter(job_id__isnull=True).order_by("position"))
-    top = max([*taken, limit])
-    for job_id in unslotted:
-        if free:
-            slot = free.pop(0)
-            slot.job_id = job_id
-            slot.save(update_fields=["job_id"])
-        else:
-            top += 1
-            QueueSlot.objects.create(queue=queue, position=top, job_id=job_id)
-
-
-# --- Flow control: schedules (issue 24) -------------------------------------------------
-
-
-def configured_schedules() -> dict[str, ScheduleSpec]:
-    """``JOB_SCHEDULES`` validated, by name (``jobs.checks`` reports a bad one at start)."""
-    return parse_schedules(
-        app_settings.JOB_SCHEDULES, default_timezone=str(settings.TIME_ZONE or "UTC")
-    )
+# --- Flow control: schedules -----------------------------------------------------------
 
 
 def _schedule_spec(name: str) -> ScheduleSpec:
-    spec = configured_schedules().get(name)
+    """The declared schedule ``name``: ``ScheduleNotFound`` when none is, ``ScheduleInvalid``
+    when it cannot run as declared."""
+    schedules = configured_schedules()
+    if name in schedules.invalid:
+        raise ScheduleInvalid(name, schedules.invalid[name])
+    spec = schedules.valid.get(name)
     if spec is None:
         raise ScheduleNotFound(name)
     return spec
 
 
-def _schedule_row(name: str, now: datetime) -> ScheduleState:
+def _declared(name: str) -> None:
+    """``ScheduleNotFound`` unless ``name`` is declared (runnable or not)."""
+    if name not in configured_schedules().names():
+        raise ScheduleNotFound(name)
+
+
+def _schedule_row(name: str, now: datetime, *, skip_locked: bool = False) -> ScheduleState | None:
     """The schedule's state row, locked for this transaction; a new one starts at ``now``
-    (ticks before a schedule was first seen are not due)."""
+    (ticks before a schedule was first seen are not due). ``skip_locked``: ``None`` when
+    another transaction holds it, instead of waiting."""
     ScheduleState.objects.get_or_create(name=name, defaults={"last_tick_at": now})
-    return ScheduleState.objects.select_for_update().get(name=name)
+    rows = ScheduleState.objects.select_for_update(skip_locked=skip_locked).filter(name=name)
+    return rows.first()
+
+
+def _locked_schedule_row(name: str, now: datetime) -> ScheduleState:
+    row = _schedule_row(name, now)
+    assert row is not None  # created above, and waited for
+    return row
 
 
 def pause_schedule(*, name: str, now: datetime | None = None) -> ScheduleState:
-    """Pause a declared schedule: no tick is enqueued while it is paused."""
-    _schedule_spec(name)
+    """Pause a declared schedule: no tick is enqueued while it is paused (also one that
+    cannot run as declared, which then stops failing)."""
+    _declared(name)
     now = _now(now)
     with transaction.atomic():
-        row = _schedule_row(name, now)
+        row = _locked_schedule_row(name, now)
         if row.paused_at is None:
             row.paused_at = now
             row.updated_at = now
@@ -1020,10 +1029,10 @@ def pause_schedule(*, name: str, now: datetime | None = None) -> ScheduleState:
 def resume_schedule(*, name: str, now: datetime | None = None) -> ScheduleState:
     """Resume a schedule: the ticks that fell while it was paused are not run; the next
     tick after now is."""
-    _schedule_spec(name)
+    _declared(name)
     now = _now(now)
     with transaction.atomic():
-        row = _schedule_row(name, now)
+        row = _locked_schedule_row(name, now)
         if row.paused_at is not None:
             row.paused_at = None
             row.last_tick_at = max(row.last_tick_at, now)
@@ -1045,11 +1054,13 @@ def _schedule_job(spec: ScheduleSpec, *, key: str | None, tick: str) -> NewJobSp
 
 def trigger_schedule(*, name: str, now: datetime | None = None) -> tuple[ScheduleState, JobRow]:
     """Enqueue one job of the schedule now, outside its ticks (paused or not); it becomes
-    the schedule's last job."""
+    the schedule's last job. The job and the schedule's row commit together, inside the
+    caller's transaction when there is one. ``ScheduleInvalid`` for a schedule that cannot
+    run as declared: nothing is written."""
     spec = _schedule_spec(name)
     now = _now(now)
     with transaction.atomic():
-        row = _schedule_row(name, now)
+        row = _locked_schedule_row(name, now)
         ((job, _),) = create_jobs([_schedule_job(spec, key=None, tick="manual")], now=now)
         row.last_job_id = job.id
         row.updated_at = now
@@ -1057,38 +1068,103 @@ def trigger_schedule(*, name: str, now: datetime | None = None) -> tuple[Schedul
     return row, job
 
 
-def enqueue_due_ticks(*, now: datetime | None = None) -> int:
-    """Enqueue every due tick of every unpaused schedule; returns how many jobs this call
-    created. Any number of processes may call it at once: each schedule is handled under
-    a lock on its state row, and each tick's job carries the permanent idempotency key
-    ``schedule:<name>:<tick>``, so a tick is one job whatever happens. Ticks older than
-    ``JOB_SCHEDULE_GRACE_SECONDS`` were missed: ``latest`` enqueues the newest of them once,
-    ``skip`` none (``jobs.flowcontrol.plan_ticks``)."""
+# A schedule whose pass failed is tried again after as long as it has been failing, at
+# least this long and at most SCHEDULE_RETRY_MAX_SECONDS (every worker process alike: the
+# times are on its row).
+SCHEDULE_RETRY_MIN_SECONDS = 1.0
+SCHEDULE_RETRY_MAX_SECONDS = 60.0
+SCHEDULE_ERROR_MAX_CHARS = 2_000
+
+
+@dataclass(frozen=True)
+class TickPass:
+    """What one ``enqueue_due_ticks`` did: the jobs it created, the schedules whose pass
+    failed with a new error (name -> error), and those that succeeded again."""
+
+    created: int = 0
+    failed: dict[str, str] = field(default_factory=dict)
+    recovered: list[str] = field(default_factory=list)
+
+
+def enqueue_due_ticks(*, now: datetime | None = None) -> TickPass:
+    """Enqueue every due tick of every unpaused schedule that can run, each schedule on its
+    own. Any number of processes may call it at once: each schedule is handled under a
+    lock on its state row, which a pass that finds it held skips (never waits for), and
+    each tick's job carries the permanent idempotency key ``schedule:<name>:<tick>``, so a
+    tick is one job whatever happens. Ticks older than ``JOB_SCHEDULE_GRACE_SECONDS`` were
+    missed: ``latest`` enqueues the newest of them once, ``skip`` none; their number
+    costs nothing (``jobs.flowcontrol.plan_ticks``), and a pass enqueues at most
+    ``MAX_TICKS_PER_PASS`` on-time ticks of a schedule, leaving the rest to the next.
+
+    A schedule whose pass fails (the database refuses its job, say) changes nothing of
+    its own, keeps its error on its row (``error``, since ``error_at``) and is tried again
+    after a back-off; the others go on. The error is reported once per change
+    (``TickPass.failed``), and its clearing once (``TickPass.recovered``). A lost
+    connection, which fails the recording too, is raised."""
     created = 0
-    for spec in configured_schedules().values():
-        with transaction.atomic():
-            row = _schedule_row(spec.name, _now(now))
-            if row.paused_at is not None:
-                continue
-            at = _now(now)  # after the lock: a pass that waited sees the newer state
-            plan = plan_ticks(
-                spec,
-                last_tick=row.last_tick_at,
-                now=at,
-                grace_seconds=app_settings.JOB_SCHEDULE_GRACE_SECONDS,
-            )
-            if plan.seen_until == row.last_tick_at:
-                continue
-            specs = [
-                _schedule_job(spec, key=tick_key(spec.name, tick), tick=tick.isoformat())
-                for tick in plan.ticks
-            ]
-            results = create_jobs(specs, now=at)
-            created += sum(1 for _, was_created in results if was_created)
-            row.last_tick_at = plan.seen_until
-            if results:
-                row.last_enqueued_tick_at = plan.ticks[-1]
-                row.last_job_id = results[-1][0].id
-            row.updated_at = at
-            row.save()
-    return created
+    failed: dict[str, str] = {}
+    recovered: list[str] = []
+    for spec in configured_schedules().valid.values():
+        try:
+            made, was_failing = _enqueue_schedule_ticks(spec, now)
+        except Exception as exc:
+            error = storable_text(f"{type(exc).__name__}: {exc}".strip())[:SCHEDULE_ERROR_MAX_CHARS]
+            if _record_schedule_error(spec.name, error, _now(now)):
+                failed[spec.name] = error
+            continue
+        created += made
+        if was_failing:
+            recovered.append(spec.name)
+    return TickPass(created=created, failed=failed, recovered=recovered)
+
+
+def _enqueue_schedule_ticks(spec: ScheduleSpec, now: datetime | None) -> tuple[int, bool]:
+    """One schedule's due ticks; (jobs created, whether this cleared an error)."""
+    with transaction.atomic():
+        row = _schedule_row(spec.name, _now(now), skip_locked=True)
+        if row is None or row.paused_at is not None:
+            return 0, False
+        at = _now(now)  # after the lock
+        if row.error and row.error_at is not None:
+            failing = (at - row.error_at).total_seconds()
+            wait = min(max(failing, SCHEDULE_RETRY_MIN_SECONDS), SCHEDULE_RETRY_MAX_SECONDS)
+            if at < row.updated_at + timedelta(seconds=wait):
+                return 0, False
+        plan = plan_ticks(
+            spec,
+            last_tick=row.last_tick_at,
+            now=at,
+            grace_seconds=app_settings.JOB_SCHEDULE_GRACE_SECONDS,
+        )
+        if plan.seen_until == row.last_tick_at and not row.error:
+            return 0, False
+        specs = [
+            _schedule_job(spec, key=tick_key(spec.name, tick), tick=tick.isoformat())
+            for tick in plan.ticks
+        ]
+        results = create_jobs(specs, now=at) if specs else []
+        row.last_tick_at = plan.seen_until
+        if results:
+            row.last_enqueued_tick_at = plan.ticks[-1]
+            row.last_job_id = results[-1][0].id
+        was_failing = bool(row.error)
+        row.error, row.error_at = "", None
+        row.updated_at = at
+        row.save()
+    return sum(1 for _, was_created in results if was_created), was_failing
+
+
+def _record_schedule_error(name: str, error: str, now: datetime) -> bool:
+    """Keep ``error`` on the schedule's row (since when it fails, and when it was last
+    tried); whether it is a new error (it was not failing, or failed otherwise)."""
+    with transaction.atomic():
+        row = _schedule_row(name, now, skip_locked=True)
+        if row is None:
+            return False  # another process is at it, and will record what it meets
+        changed = row.error != error
+        if not row.error:
+            row.error_at = now
+        row.error = error
+        row.updated_at = now
+        row.save(update_fields=["error", "error_at", "updated_at"])
+    return changed

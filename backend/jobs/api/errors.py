@@ -10,7 +10,14 @@ from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from ..errors import EmptySelection, InvalidTransition, JobNotFound, ScheduleNotFound
+from ..errors import (
+    EmptySelection,
+    InvalidTransition,
+    JobNotFound,
+    ScheduleInvalid,
+    ScheduleNotFound,
+    UniqueKeyHeld,
+)
 from ..storable import UnstorableValue
 
 DATABASE_RETRY_AFTER_SECONDS = 5
@@ -32,6 +39,18 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
 def _error_response(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, JobNotFound | ScheduleNotFound):
         return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
+    if isinstance(exc, UniqueKeyHeld):
+        return Response(
+            {
+                "detail": str(exc),
+                "status": exc.current_status,
+                "unique_key": exc.unique_key,
+                "held_by": str(exc.held_by),
+            },
+            status=status.HTTP_409_CONFLICT,
+        )
+    if isinstance(exc, ScheduleInvalid):
+        return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, InvalidTransition):
         return Response(
             {"detail": str(exc), "status": exc.current_status},

@@ -597,8 +597,24 @@ class CancelOutcomeSerializer(serializers.Serializer[Any]):
     )
 
 
+class HeldKeySerializer(serializers.Serializer[Any]):
+    id = serializers.UUIDField(source="job_id", help_text="The job left alone.")
+    unique_key = serializers.CharField()
+    held_by = serializers.UUIDField(help_text="The job that holds the key.")
+
+
 class RetryOutcomeSerializer(serializers.Serializer[Any]):
     retried = serializers.IntegerField(help_text="Failed or cancelled jobs queued again.")
+    held = serializers.IntegerField(
+        source="held_count",
+        help_text=(
+            "Selected failed or cancelled jobs left alone because another job holds their "
+            "unique_key (an active one, or the newest selected job of the key, retried)."
+        ),
+    )
+    held_jobs = HeldKeySerializer(
+        source="held", many=True, help_text="The first 100 of them, with their holders."
+    )
 
 
 class JobStatusCountsSerializer(serializers.Serializer[dict[str, Any]]):
@@ -1046,6 +1062,12 @@ class ErrorSerializer(serializers.Serializer[dict[str, Any]]):
 class RetryConflictSerializer(serializers.Serializer[dict[str, Any]]):
     detail = serializers.CharField()
     status = serializers.ChoiceField(choices=JobStatus.choices, help_text="The job's status.")
+    unique_key = serializers.CharField(
+        required=False, help_text="When another active job holds the job's unique_key: the key."
+    )
+    held_by = serializers.UUIDField(
+        required=False, help_text="When another active job holds the job's unique_key: that job."
+    )
 
 
 VALIDATION_ERROR_SCHEMA = {
@@ -1126,22 +1148,42 @@ class ScheduleLastJobSerializer(serializers.Serializer[dict[str, Any]]):
 
 class ScheduleSerializer(serializers.Serializer[dict[str, Any]]):
     name = serializers.CharField()
-    target = serializers.CharField(help_text="The job type or the django.tasks task path.")
-    kind = serializers.ChoiceField(choices=["type", "task"])
+    target = serializers.CharField(
+        allow_null=True,
+        help_text="The job type or the django.tasks task path (null: not given as a string).",
+    )
+    kind = serializers.ChoiceField(choices=["type", "task"], allow_null=True)
     cron = serializers.CharField(allow_null=True)
     interval_seconds = serializers.IntegerField(allow_null=True)
-    timezone = serializers.CharField()
-    queue = serializers.CharField()
-    priority = serializers.IntegerField()
+    timezone = serializers.CharField(allow_null=True)
+    queue = serializers.CharField(allow_null=True)
+    priority = serializers.IntegerField(allow_null=True)
     missed = serializers.ChoiceField(
         choices=["latest", "skip"],
+        allow_null=True,
         help_text="Ticks missed while no worker ran: run the latest once, or skip them.",
     )
     paused = serializers.BooleanField()
     paused_at = serializers.DateTimeField(allow_null=True)
-    next_run_at = serializers.DateTimeField(allow_null=True, help_text="Null while paused.")
+    next_run_at = serializers.DateTimeField(
+        allow_null=True, help_text="Null while paused, and for a schedule that cannot run."
+    )
     last_run_at = serializers.DateTimeField(allow_null=True, help_text="The last tick enqueued.")
     last_job = ScheduleLastJobSerializer(allow_null=True)
+    runnable = serializers.BooleanField(
+        help_text=(
+            "False: JOB_SCHEDULES declares it in a way that cannot run (see error); a field "
+            "given in the wrong shape is null here. Workers refuse to start until it is "
+            "corrected."
+        )
+    )
+    error = serializers.CharField(
+        allow_null=True,
+        help_text="Why it cannot run, or why its last pass failed; null while it runs fine.",
+    )
+    error_at = serializers.DateTimeField(
+        allow_null=True, help_text="Since when its passes fail (null for a refused definition)."
+    )
 
 
 class ScheduleTriggerSerializer(serializers.Serializer[dict[str, Any]]):

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import authenticate, login, logout
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
 from django.middleware.csrf import get_token
@@ -483,7 +483,10 @@ class JobRetryView(DomainErrorsMixin, APIView):
             404: NOT_FOUND,
             409: OpenApiResponse(
                 RetryConflictSerializer,
-                description="The job is neither failed nor cancelled.",
+                description=(
+                    "The job is neither failed nor cancelled, or another active job holds "
+                    "its unique_key (unique_key and held_by say which); nothing changed."
+                ),
             ),
         },
     )
@@ -550,11 +553,12 @@ class JobBulkRetryView(DomainErrorsMixin, APIView):
     )
     def post(self, request: Request) -> Response:
         """Retry every failed or cancelled job the filters and/or ids select (one
-        statement); an empty selection is refused."""
+        statement), but those whose unique_key another job holds, which are reported;
+        an empty selection is refused."""
         selection = JobSelectionSerializer(data=request.data)
         selection.is_valid(raise_exception=True)
-        retried = services.retry_jobs(**selection.validated_data)
-        return Response(RetryOutcomeSerializer({"retried": retried}).data)
+        outcome = services.retry_jobs(**selection.validated_data)
+        return Response(RetryOutcomeSerializer(outcome).data)
 
 
 @read_schema("jobs_stats", "jobs")
@@ -750,16 +754,24 @@ class ScheduleTriggerView(DomainErrorsMixin, APIView):
         tags=["schedules"],
         parameters=[SCHEDULE_NAME_PARAMETER],
         request=None,
-        responses={201: ScheduleTriggerSerializer, 404: SCHEDULE_NOT_FOUND},
+        responses={
+            201: ScheduleTriggerSerializer,
+            404: SCHEDULE_NOT_FOUND,
+            409: OpenApiResponse(
+                ErrorSerializer, description="The schedule cannot run as declared."
+            ),
+        },
     )
     def post(self, request: Request, name: str) -> Response:
         """Enqueue one job of the schedule now, outside its ticks."""
-        _, job = services.trigger_schedule(name=name)
-        body = {"schedule": selectors.schedule_detail(name), "job": job_representation(job)}
-        return Response(
-            {"schedule": ScheduleSerializer(body["schedule"]).data, "job": body["job"]},
-            status=status.HTTP_201_CREATED,
-        )
+        # The job and the answer, or neither: the answer is built before the commit.
+        with transaction.atomic():
+            _, job = services.trigger_schedule(name=name)
+            body = {
+                "schedule": ScheduleSerializer(selectors.schedule_detail(name)).data,
+                "job": job_representation(job),
+            }
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class SessionView(DomainErrorsMixin, APIView):

@@ -144,6 +144,26 @@ class CancelOutcome:
 
 
 @dataclass(frozen=True, slots=True)
+class HeldKey:
+    """A job a retry left alone: another job holds its ``unique_key`` (an active one, or
+    one retried in the same call), and two active jobs of a key cannot exist."""
+
+    job_id: UUID
+    unique_key: str
+    held_by: UUID
+
+
+@dataclass(frozen=True, slots=True)
+class RetryOutcome:
+    retried: int  # failed or cancelled jobs queued again
+    held: list[HeldKey]  # selected ones left alone for their unique_key (the first ones)
+    held_count: int  # all of them
+
+    def __bool__(self) -> bool:
+        return bool(self.retried)
+
+
+@dataclass(frozen=True, slots=True)
 class Vacuumed:
     """A vacuum of ``jobs_job``: its dead row versions before, and those it had to leave
     (an older transaction may still see them)."""
@@ -303,11 +323,11 @@ class Driver(Protocol):
         now: datetime,
         locked_until: datetime,
         event: Event,
-    ) -> tuple[list[JobRow], bool]:
+    ) -> list[JobRow]:
         """Batched ``claim_job``: up to one job per worker id, in claim order, the n-th to
-        the n-th id, each with its ``claimed`` event. Also whether the queue is gated (flow
-        control: paused or limited, or a candidate's key may be limited): then the caller
-        claims there one job at a time through ``claim_job``."""
+        the n-th id, each with its ``claimed`` event, within the queue's flow control (no
+        claim from a paused queue; no more than its rate window and concurrency limit
+        admit, counted under the queue's lock; a key at its limit skipped)."""
         ...
 
     def release_jobs(
@@ -380,9 +400,10 @@ class Driver(Protocol):
         locked_until: datetime,
         claimed: Event,
         now: datetime,
-    ) -> tuple[list[JobRow], list[JobRow], bool]:
-        """``complete_jobs`` then ``claim_jobs``, atomically (one statement on PostgreSQL):
-        the completed rows, the claimed ones, and whether the queue is gated."""
+    ) -> tuple[list[JobRow], list[JobRow]]:
+        """``complete_jobs`` then ``claim_jobs``: the completed rows and the claimed ones.
+        One statement on PostgreSQL for a queue without flow control; a gated claim is a
+        transaction of its own, after the completions committed."""
         ...
 
     def complete_and_claim(
@@ -439,10 +460,14 @@ class Driver(Protocol):
         """Apply each release to its locked row and write its event."""
         ...
 
-    def retry_jobs(self, selection: Selection, *, now: datetime, message: str) -> int:
+    def retry_jobs(
+        self, selection: Selection, *, now: datetime, message: str, held_max: int
+    ) -> RetryOutcome:
         """Every selected failed or cancelled job goes back to queued with a fresh attempt
-        budget and a ``manual_retry`` event keeping its previous status, attempts and error.
-        Returns how many changed."""
+        budget and a ``manual_retry`` event keeping its previous status, attempts and error,
+        but one whose ``unique_key`` another job holds (an active job, or the newest
+        selected job of that key, which is retried): that one is left alone and reported
+        (the first ``held_max`` of them). Nothing half-written."""
         ...
 
     def cancel_jobs(

@@ -19,7 +19,7 @@ from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from ..conf import app_settings
-from ..flowcontrol import key_limit, rate_admits
+from ..flowcontrol import key_limit, rate_room
 from ..models import (
     FAILURE_EVENT_TYPES,
     AtUtc,
@@ -29,7 +29,6 @@ from ..models import (
     JobEventType,
     JobStatus,
     QueueSettings,
-    QueueSlot,
 )
 from .base import (
     JOB_ROW_FIELDS,
@@ -40,36 +39,18 @@ from .base import (
     ExpiredLease,
     Failure,
     Heartbeat,
+    HeldKey,
     JobRow,
     Listening,
     NewJob,
     Owner,
     Release,
+    RetryOutcome,
     Selection,
     StatusEstimate,
     TypeSample,
     Vacuumed,
 )
-
-
-def _free_slot(queue: str, limit: int) -> QueueSlot | None:
-    """A free slot of the limited ``queue`` within ``limit``, locked (SKIP LOCKED); none
-    while a slot above a lowered limit is still held."""
-    slots = QueueSlot.objects.filter(queue=queue)
-    if slots.filter(position__gt=limit, job_id__isnull=False).exists():
-        return None
-    free: QueueSlot | None = (
-        slots.select_for_update(skip_locked=True)
-        .filter(job_id__isnull=True, position__lte=limit)
-        .order_by("position")
-        .first()
-    )
-    return free
-
-
-def _free_slots_of(job_ids: Iterable[Any]) -> None:
-    """The ended attempts' queue slots, if they held any, are free again."""
-    QueueSlot.objects.filter(job_id__in=list(job_ids)).update(job_id=None)
 
 
 def job_row(job: Job) -> JobRow:
@@ -166,6 +147,69 @@ def _ended_attempt(owner: Owner, now: datetime) -> dict[str, int | None]:
     return _attempt_timings([key], now).get(key, {"wait_ms": None, "run_ms": None})
 
 
+def _next_candidate(
+    queue: str, now: datetime, key_limits: dict[str, int], blocked: list[str]
+) -> Job | None:
+    """The first due job of ``queue`` in claim order that no other claimer holds (locked,
+    SKIP LOCKED), skipping the keys at their limits (added to ``blocked`` as found)."""
+    while True:
+        job = (
+            Job.objects.select_for_update(skip_locked=True)
+            .filter(
+                status=JobStatus.QUEUED,
+                queue=queue,
+                available_at__lte=now,
+                attempts__lt=F("max_attempts"),
+            )
+            .exclude(concurrency_key__in=blocked)
+            # job_claim_idx's order (on SQLite, AtUtc is the column itself).
+            .order_by("-priority", AtUtc("available_at").asc(), "created_at", "id")
+            .first()
+        )
+        if job is None or job.concurrency_key is None or not key_limits:
+            return job
+        key_max = key_limit(job.concurrency_key, key_limits)
+        if key_max is None or (
+            Job.objects.filter(
+                status=JobStatus.RUNNING, concurrency_key=job.concurrency_key
+            ).count()
+            < key_max
+        ):
+            return job
+        blocked.append(job.concurrency_key)
+
+
+def _claim(job: Job, worker_id: str, now: datetime, locked_until: datetime, event: Event) -> JobRow:
+    """``job`` (locked) becomes running under ``worker_id``'s lease, with its claimed event."""
+    job.status = JobStatus.RUNNING
+    job.attempts += 1
+    job.locked_by = worker_id
+    job.locked_until = locked_until
+    job.last_error = ""
+    job.result = None
+    job.updated_at = now
+    job.save(
+        update_fields=[
+            "status",
+            "attempts",
+            "locked_by",
+            "locked_until",
+            "last_error",
+            "result",
+            "updated_at",
+        ]
+    )
+    _owner_event(
+        Owner(job.pk, worker_id, job.attempts),
+        JobEventType.CLAIMED,
+        event,
+        now,
+        job_type=job.type,
+        wait_ms=milliseconds(now - max(job.available_at, job.created_at)),
+    )
+    return job_row(job)
+
+
 class OrmDriver:
     name = "orm"
     # Its creates notify nobody: its workers poll (SQLite has no notifications).
@@ -257,98 +301,62 @@ class OrmDriver:
     def claim_job(
         self, *, queue: str, worker_id: str, now: datetime, locked_until: datetime, event: Event
     ) -> JobRow | None:
+        claimed = self.claim_jobs(
+            queue=queue, worker_ids=[worker_id], now=now, locked_until=locked_until, event=event
+        )
+        return claimed[0] if claimed else None
+
+    def claim_jobs(
+        self,
+        *,
+        queue: str,
+        worker_ids: Sequence[str],
+        now: datetime,
+        locked_until: datetime,
+        event: Event,
+    ) -> list[JobRow]:
         with transaction.atomic():
-            # Flow control (issue 24): a paused or limited queue is claimed from under a
-            # lock on its settings row (on SQLite: the database's one writer at a time).
+            # Flow control: a paused or limited queue is claimed from under a lock on its
+            # settings row (on SQLite: the database's one writer at a time), and what runs
+            # is counted after it.
             gate = QueueSettings.objects.select_for_update().filter(name=queue).first()
-            window: list[float] | None = None
-            slot: QueueSlot | None = None
+            wanting = list(worker_ids)
+            room = None
+            limit = None
             if gate is not None and gate.gated:
                 if gate.paused_at is not None:
-                    return None
-                if gate.concurrency_limit is not None:
-                    slot = _free_slot(queue, gate.concurrency_limit)
-                    if slot is None:
-                        return None
+                    return []
                 claimed_at = timezone.now()
                 locked_until += claimed_at - now
                 now = claimed_at
+                limit = gate.concurrency_limit
                 if gate.rate_limit is not None:
-                    admitted, window = rate_admits(
-                        list(gate.rate_window),
+                    room = rate_room(
+                        gate.rate_window,
                         limit=gate.rate_limit,
                         period_seconds=gate.rate_period_seconds or 1,
                         now=now.timestamp(),
                     )
-                    if not admitted:
-                        return None
-            limits = dict(app_settings.JOB_CONCURRENCY_KEY_LIMITS)
-            limits.update(ConcurrencyKeyLimit.objects.values_list("pattern", "limit"))
+                    wanting = wanting[: room.room]
+            key_limits = dict(app_settings.JOB_CONCURRENCY_KEY_LIMITS)
+            key_limits.update(ConcurrencyKeyLimit.objects.values_list("pattern", "limit"))
+            claimed: list[JobRow] = []
             blocked: list[str] = []
-            while True:
-                job = (
-                    Job.objects.select_for_update(skip_locked=True)
-                    .filter(
-                        status=JobStatus.QUEUED,
-                        queue=queue,
-                        available_at__lte=now,
-                        attempts__lt=F("max_attempts"),
-                    )
-                    .exclude(concurrency_key__in=blocked)
-                    # job_claim_idx's order (on SQLite, AtUtc is the column itself).
-                    .order_by("-priority", AtUtc("available_at").asc(), "created_at", "id")
-                    .first()
-                )
-                if job is None:
-                    return None
-                key_max = (
-                    None
-                    if job.concurrency_key is None or not limits
-                    else key_limit(job.concurrency_key, limits)
-                )
+            for worker_id in wanting:
                 if (
-                    job.concurrency_key is None
-                    or key_max is None
-                    or (
-                        Job.objects.filter(
-                            status=JobStatus.RUNNING, concurrency_key=job.concurrency_key
-                        ).count()
-                        < key_max
-                    )
+                    limit is not None
+                    and Job.objects.filter(queue=queue, status=JobStatus.RUNNING).count() >= limit
                 ):
                     break
-                blocked.append(job.concurrency_key)
-            if window is not None:
-                QueueSettings.objects.filter(name=queue).update(rate_window=window)
-            if slot is not None:
-                QueueSlot.objects.filter(pk=slot.pk).update(job_id=job.pk)
-            job.status = JobStatus.RUNNING
-            job.attempts += 1
-            job.locked_by = worker_id
-            job.locked_until = locked_until
-            job.last_error = ""
-            job.result = None
-            job.updated_at = now
-            job.save(
-                update_fields=[
-                    "status",
-                    "attempts",
-                    "locked_by",
-                    "locked_until",
-                    "last_error",
-                    "result",
-                    "updated_at",
-                ]
-            )
-            _owner_event(
-                Owner(job.pk, worker_id, job.attempts),
-                JobEventType.CLAIMED,
-                event,
-                now,
-                job_type=job.type,
-                wait_ms=milliseconds(now - max(job.available_at, job.created_at)),
-            )
-        return job_row(job)
+                job = _next_candidate(queue, now, key_limits, blocked)
+                if job is None:
+                    break
+                claimed.append(_claim(job, worker_id, now, locked_until, event))
+            if room is not None and claimed:
+                QueueSettings.objects.filter(name=queue).update(
+                    rate_window=room.stored(len(claimed))
+                )
+        return claimed
 
     def active_queues(self) -> list[str]:
         queued = Job.objects.filter(status=JobStatus.QUEUED)
@@ -411,32 +419,6 @@ class OrmDriver:
             )
         return samples
 
-    def claim_jobs(
-        self,
-        *,
-        queue: str,
-        worker_ids: Sequence[str],
-        now: datetime,
-        locked_until: datetime,
-        event: Event,
-    ) -> tuple[list[JobRow], bool]:
-        # One claim per worker id in one transaction; claim_job applies flow control to
-        # each, so no queue is gated for the caller.
-        claimed: list[JobRow] = []
-        with transaction.atomic():
-            for worker_id in worker_ids:
-                row = self.claim_job(
-                    queue=queue,
-                    worker_id=worker_id,
-                    now=now,
-                    locked_until=locked_until,
-                    event=event,
-                )
-                if row is None:
-                    break
-                claimed.append(row)
-        return claimed, False
-
     def release_jobs(
         self, owners: Sequence[Owner], *, now: datetime, event: Event, cancelled: Event
     ) -> list[JobRow]:
@@ -464,7 +446,6 @@ class OrmDriver:
                 job = self._update_owned(owner, release)
                 if job is None:
                     continue
-                _free_slots_of([job.pk])
                 if job.status == JobStatus.CANCELLED:
                     _owner_event(owner, JobEventType.CANCELLED, cancelled, now, job_type=job.type)
                 else:
@@ -510,17 +491,17 @@ class OrmDriver:
         locked_until: datetime,
         claimed: Event,
         now: datetime,
-    ) -> tuple[list[JobRow], list[JobRow], bool]:
+    ) -> tuple[list[JobRow], list[JobRow]]:
         with transaction.atomic():
             done = self.complete_jobs(completions, now=now, event=completed)
-            rows, gated = self.claim_jobs(
+            rows = self.claim_jobs(
                 queue=queue,
                 worker_ids=worker_ids,
                 now=now,
                 locked_until=locked_until,
                 event=claimed,
             )
-        return done, rows, gated
+        return done, rows
 
     def complete_job(
         self, owner: Owner, *, result_json: str | None, now: datetime, event: Event
@@ -540,7 +521,6 @@ class OrmDriver:
             )
             if job is None:
                 return None
-            _free_slots_of([job.pk])
             _owner_event(
                 owner,
                 JobEventType.SUCCEEDED,
@@ -594,7 +574,6 @@ class OrmDriver:
             job = self._update_owned(owner, changes)
             if job is None:
                 return None
-            _free_slots_of([job.pk])
             if job.status == JobStatus.QUEUED:
                 event_type, event = JobEventType.RETRY_SCHEDULED, failure.retry_event
             elif job.status == JobStatus.CANCELLED:
@@ -700,9 +679,10 @@ class OrmDriver:
             )
             for release in sorted(releases, key=lambda release: release.id)
         )
-        _free_slots_of(jobs)
 
-    def retry_jobs(self, selection: Selection, *, now: datetime, message: str) -> int:
+    def retry_jobs(
+        self, selection: Selection, *, now: datetime, message: str, held_max: int
+    ) -> RetryOutcome:
         with transaction.atomic():
             jobs = list(
                 _selected(selection)
@@ -710,6 +690,27 @@ class OrmDriver:
                 .filter(status__in=[JobStatus.FAILED, JobStatus.CANCELLED])
                 .order_by("id")
             )
+            keys = {job.unique_key for job in jobs if job.unique_key is not None}
+            holders = dict(
+                Job.objects.filter(
+                    unique_key__in=keys, status__in=[JobStatus.QUEUED, JobStatus.RUNNING]
+                ).values_list("unique_key", "pk")
+            )
+            active = set(holders)
+            for job in sorted(jobs, key=lambda job: (job.created_at, job.pk), reverse=True):
+                if job.unique_key is not None:
+                    holders.setdefault(job.unique_key, job.pk)  # the newest selected keeps it
+            chosen = [
+                job
+                for job in jobs
+                if job.unique_key is None
+                or (job.unique_key not in active and holders[job.unique_key] == job.pk)
+            ]
+            held = [
+                HeldKey(job.pk, job.unique_key, holders[job.unique_key])
+                for job in jobs
+                if job.unique_key is not None and job not in chosen
+            ]
             events = [
                 _event(
                     job.pk,
@@ -726,9 +727,9 @@ class OrmDriver:
                     job_type=job.type,
                     created_at=now,
                 )
-                for job in jobs
+                for job in chosen
             ]
-            Job.objects.filter(pk__in=[job.pk for job in jobs]).update(
+            Job.objects.filter(pk__in=[job.pk for job in chosen]).update(
                 status=JobStatus.QUEUED,
                 attempts=0,
                 available_at=now,
@@ -741,7 +742,7 @@ class OrmDriver:
                 updated_at=now,
             )
             JobEvent.objects.bulk_create(events)
-        return len(jobs)
+        return RetryOutcome(retried=len(chosen), held=held[:held_max], held_count=len(held))
 
     def cancel_jobs(
         self, selection: Selection, *, now: datetime, cancelled: Event, requested: Event

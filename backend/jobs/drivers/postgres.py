@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import psycopg
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 
 from ..conf import app_settings
-from ..flowcontrol import key_limit, rate_admits
+from ..flowcontrol import key_limit, rate_room
 from . import sql
 from .base import (
     Analyzed,
@@ -23,8 +23,10 @@ from .base import (
     Completion,
     ExpiredLease,
     Heartbeat,
+    HeldKey,
     JobRow,
     ListenerUnusable,
+    RetryOutcome,
     StatusEstimate,
     TypeSample,
     Vacuumed,
@@ -275,6 +277,9 @@ def _prepare() -> bool:
     return bool(app_settings.JOB_DB_PREPARED_STATEMENTS)
 
 
+# A bulk retry that lost a race for a unique key to a create runs again this many times.
+UNIQUE_RACE_RETRIES = 3
+
 # The bulk actions' selection is optional part by part (queries.sql's selection fragment):
 # only a plan made for the given values can read a selection of ids through the primary
 # key, so these always run unprepared, planned for their values (issue 25).
@@ -424,16 +429,18 @@ class PostgresDriver:
             rows = cursor.fetchall()
         found = {part: _job_row(values) for part, *values in rows if part != "gated"}
         if any(part == "gated" for part, *_ in rows):
-            claimed = self._gated_claim(params)
-            if claimed is not None:
-                found["claimed"] = claimed
+            claimed = self._gated_claim({**params, "worker_ids": [params["worker_id"]]})
+            if claimed:
+                found["claimed"] = claimed[0]
         return found
 
-    def _gated_claim(self, params: dict[str, Any]) -> JobRow | None:
-        """The claim of a rate-limited queue, or of a job whose concurrency_key may be
-        limited: one transaction that takes the queue's row lock (and a slot of a limited
-        queue), then each candidate's key lock, counting what runs after each lock (see
-        queries.sql gate_lock)."""
+    def _gated_claim(self, params: dict[str, Any]) -> list[JobRow]:
+        """The claim of a queue under flow control, or of jobs whose concurrency_key may be
+        limited: one transaction that locks the queue's settings row (claimers of the queue
+        take turns), then claims up to one job per worker id of ``params["worker_ids"]``
+        within what the pause, the rate window and the concurrency limit admit, counting
+        after the lock (see queries.sql gate_lock). Keyed jobs, while key limits exist, are
+        claimed one by one under their key's lock. The n-th job goes to the n-th id."""
         queue = params["queue"]
         with transaction.atomic(), _cursor() as cursor:
             self._execute(cursor, "gate_lock", {"queue": queue})
@@ -441,34 +448,70 @@ class PostgresDriver:
             if gate is None:
                 self._execute(cursor, "clock", {})
                 (now,) = cast(tuple[Any, ...], cursor.fetchone())
-                paused, limit, rate, period, window = False, None, None, None, "[]"
+                paused, limit, rate, period, window = False, None, None, None, "null"
             else:
                 paused, limit, rate, period, window, now = gate
             if paused:
-                return None
-            slot = None
-            if limit is not None:
-                self._execute(cursor, "take_slot", {"queue": queue, "slots": limit})
-                taken = cursor.fetchone()
-                if taken is None:
-                    return None
-                slot = taken[0]
-            new_window = None
+                return []
+            wanting = list(params["worker_ids"])
+            room = None
             if rate is not None:
-                admitted, new_window = rate_admits(
+                room = rate_room(
                     json.loads(window), limit=rate, period_seconds=period or 1, now=now.timestamp()
                 )
-                if not admitted:
-                    return None
-            key_limits = self._key_limits(cursor)
-            blocked: list[str] = []
+                wanting = wanting[: room.room]
+            if not wanting:
+                return []
+            claim = {
+                "queue": queue,
+                "keys_limited": params["keys_limited"],
+                "claimed_message": params["claimed_message"],
+                "claimed_data": params["claimed_data"],
+                "now": now,
+                # The lease starts at the gate's clock, as long as the caller's.
+                "locked_until": params["locked_until"] + (now - params["now"]),
+            }
+            self._execute(
+                cursor,
+                "claim_jobs_gated",
+                {**claim, "worker_ids": wanting, "running_limit": limit},
+            )
+            rows = cursor.fetchall()
+            claimed = _in_worker_order(rows, wanting)
+            if any(part == "keyed" for part, *_ in rows) and len(claimed) < len(wanting):
+                claimed += self._claim_keyed(cursor, claim, wanting[len(claimed) :], limit)
+            if room is not None and claimed:
+                stored = to_json(room.stored(len(claimed)))
+                self._execute(cursor, "store_rate_window", {"queue": queue, "window": stored})
+            return claimed
+
+    def _claim_keyed(
+        self,
+        cursor: psycopg.RawCursor[Any],
+        claim: dict[str, Any],
+        worker_ids: Sequence[str],
+        limit: int | None,
+    ) -> list[JobRow]:
+        """Inside the gated claim's transaction: one job per worker id while the queue's
+        limit admits one, skipping the keys at their limits, each key counted under its
+        own lock (claimers of one key take turns, whatever their queue)."""
+        key_limits = self._key_limits(cursor)
+        claimed: list[JobRow] = []
+        blocked: list[str] = []
+        for worker_id in worker_ids:
+            if limit is not None:
+                self._execute(cursor, "running_in_queue", {"queue": claim["queue"]})
+                if cast(tuple[int], cursor.fetchone())[0] >= limit:
+                    break
             while True:
                 self._execute(
-                    cursor, "gated_candidate", {"queue": queue, "now": now, "blocked": blocked}
+                    cursor,
+                    "gated_candidate",
+                    {"queue": claim["queue"], "now": claim["now"], "blocked": blocked},
                 )
                 candidate = cursor.fetchone()
                 if candidate is None:
-                    return None
+                    return claimed
                 job_id, key = candidate
                 key_max = None if key is None else key_limit(key, key_limits)
                 if key_max is None:
@@ -478,28 +521,22 @@ class PostgresDriver:
                 if cast(tuple[int], cursor.fetchone())[0] < key_max:
                     break
                 blocked.append(key)
-            # The lease starts at the gate's clock, as long as the caller's.
-            locked_until = params["locked_until"] + (now - params["now"])
             self._execute(
                 cursor,
                 "claim_by_id",
                 {
                     "id": job_id,
-                    "worker_id": params["worker_id"],
-                    "locked_until": locked_until,
-                    "claimed_message": params["claimed_message"],
-                    "claimed_data": params["claimed_data"],
-                    "now": now,
+                    "worker_id": worker_id,
+                    "locked_until": claim["locked_until"],
+                    "claimed_message": claim["claimed_message"],
+                    "claimed_data": claim["claimed_data"],
+                    "now": claim["now"],
                 },
             )
             row = cursor.fetchone()
-            if row is not None and slot is not None:
-                self._execute(cursor, "hold_slot", {"slot": slot, "job_id": job_id})
-            if new_window is not None:
-                self._execute(
-                    cursor, "store_rate_window", {"queue": queue, "window": to_json(new_window)}
-                )
-            return None if row is None else _job_row(row)
+            if row is not None:
+                claimed.append(_job_row(row))
+        return claimed
 
     def _key_limits(self, cursor: psycopg.RawCursor[Any]) -> dict[str, int]:
         limits = dict(app_settings.JOB_CONCURRENCY_KEY_LIMITS)
@@ -530,12 +567,23 @@ class PostgresDriver:
         now: datetime,
         locked_until: datetime,
         event: Event,
-    ) -> tuple[list[JobRow], bool]:
-        params = {"worker_ids": list(worker_ids), **_claim_params(queue, locked_until, event)}
+    ) -> list[JobRow]:
+        params = {
+            "worker_ids": list(worker_ids),
+            **_claim_params(queue, locked_until, event),
+            "now": now,
+        }
         with _cursor() as cursor:
-            self._execute(cursor, "claim_jobs", {**params, "now": now})
+            self._execute(cursor, "claim_jobs", params)
             rows = cursor.fetchall()
-        return _in_worker_order(rows, worker_ids), any(part == "gated" for part, *_ in rows)
+        return self._with_gated(rows, params)
+
+    def _with_gated(self, rows: list[tuple[Any, ...]], params: dict[str, Any]) -> list[JobRow]:
+        """A batch's claimed rows, in worker order, or those of the gated claim for the
+        same worker ids when the batch answered gated (it then claimed nothing)."""
+        if any(part == "gated" for part, *_ in rows):
+            return self._gated_claim(params)
+        return _in_worker_order(rows, params["worker_ids"])
 
     def release_jobs(
         self, owners: Sequence[Owner], *, now: datetime, event: Event, cancelled: Event
@@ -597,7 +645,7 @@ class PostgresDriver:
         locked_until: datetime,
         claimed: Event,
         now: datetime,
-    ) -> tuple[list[JobRow], list[JobRow], bool]:
+    ) -> tuple[list[JobRow], list[JobRow]]:
         params = {
             **_batch_completion_params(completions, completed),
             "worker_ids": list(worker_ids),
@@ -608,7 +656,8 @@ class PostgresDriver:
             self._execute(cursor, "complete_and_claim_jobs", params)
             rows = cursor.fetchall()
         done = [_job_row(values) for part, *values in rows if part == "completed"]
-        return done, _in_worker_order(rows, worker_ids), any(part == "gated" for part, *_ in rows)
+        # The completions are committed: a gated claim is a transaction of its own.
+        return done, self._with_gated(rows, params)
 
     def complete_and_claim(
         self,
@@ -724,11 +773,31 @@ class PostgresDriver:
                 {"releases": to_json(payload), "now": now, "worker_id": worker_id},
             )
 
-    def retry_jobs(self, selection: Selection, *, now: datetime, message: str) -> int:
-        params = {**_selection_params(selection), "now": now, "message": message}
-        row = self._fetchone("retry_jobs", params)
-        assert row is not None  # an aggregate always answers
-        return int(row[0])
+    def retry_jobs(
+        self, selection: Selection, *, now: datetime, message: str, held_max: int
+    ) -> RetryOutcome:
+        params = {
+            **_selection_params(selection),
+            "now": now,
+            "message": message,
+            "held_max": held_max,
+        }
+        for attempt in range(UNIQUE_RACE_RETRIES):
+            try:
+                with _cursor() as cursor:
+                    self._execute(cursor, "retry_jobs", params)
+                    (_, _, _, retried, held_count), *held = cursor.fetchall()
+                break
+            except IntegrityError:
+                # A job with one of the keys was created after this statement's snapshot:
+                # nothing was written, and the next snapshot sees it as the holder.
+                if attempt == UNIQUE_RACE_RETRIES - 1:
+                    raise
+        return RetryOutcome(
+            retried=int(retried),
+            held=[HeldKey(job_id, key, holder) for job_id, key, holder, _, _ in held],
+            held_count=int(held_count),
+        )
 
     def cancel_jobs(
         self, selection: Selection, *, now: datetime, cancelled: Event, requested: Event

@@ -131,17 +131,14 @@ WITH RECURSIVE completed AS (
         :completed_data::jsonb, :now, ended.type, claim.wait_ms, claim.run_ms
     FROM completed AS ended
     {ended_attempt_timing}
-), completed_slot AS (
-    -- The queue slot the completed attempt held, if any, is free again.
-    UPDATE jobs_queueslot SET job_id = NULL WHERE job_id IN (SELECT id FROM completed)
 ), gate AS MATERIALIZED (
-    -- Flow control (issue 24), one probe of the primary key of jobs_queuesettings (a queue
-    -- without a row has no control): a paused queue is not claimed from; a queue with a
-    -- rate limit is claimed from by the gated claim (postgres.py), under a lock on its row;
-    -- a queue with a concurrency limit is claimed from here, with a free slot.
+    -- Flow control, one probe of the primary key of jobs_queuesettings (a queue without a
+    -- row has none): a paused queue is not claimed from; a queue with a rate or a
+    -- concurrency limit is claimed from by the gated claim (postgres.py), which counts
+    -- under a lock on its row.
     SELECT bool_or(settings.paused_at IS NOT NULL) AS paused,
-        bool_or(settings.rate_limit IS NOT NULL) AS gated,
-        max(settings.concurrency_limit) AS slots
+        bool_or(settings.rate_limit IS NOT NULL OR settings.concurrency_limit IS NOT NULL)
+            AS gated
     FROM jobs_queuesettings AS settings WHERE settings.name = :queue
 ), level AS (
     (SELECT priority FROM jobs_job
@@ -160,22 +157,6 @@ WITH RECURSIVE completed AS (
         FOR UPDATE SKIP LOCKED
     ) AS due
     LIMIT 1
-), slot AS MATERIALIZED (
-    -- A claim from a limited queue holds one of its concurrency_limit slots: a free one at a
-    -- position within the limit, skipping slots other claimers hold (so they never wait
-    -- on each other). A slot taken meanwhile fails the recheck of job_id IS NULL and is
-    -- skipped too. While slots above a lowered limit are still held, none is free.
-    SELECT free.id FROM jobs_queueslot AS free
-    WHERE (SELECT slots FROM gate) IS NOT NULL AND EXISTS (SELECT 1 FROM candidate)
-        AND free.queue = :queue AND free.job_id IS NULL
-        AND free.position <= (SELECT slots FROM gate)
-        AND NOT EXISTS (
-            SELECT 1 FROM jobs_queueslot AS held
-            WHERE held.queue = :queue AND held.position > (SELECT slots FROM gate)
-                AND held.job_id IS NOT NULL)
-    ORDER BY free.position
-    LIMIT 1
-    FOR UPDATE SKIP LOCKED
 ), claimed AS (
     UPDATE jobs_job AS job
     SET status = 'running', attempts = job.attempts + 1, locked_by = :worker_id,
@@ -187,11 +168,7 @@ WITH RECURSIVE completed AS (
     WHERE job.id = ANY(ARRAY(SELECT id FROM candidate)) AND job.id = candidate.id
         AND (candidate.concurrency_key IS NULL
             OR NOT (:keys_limited OR EXISTS (SELECT 1 FROM jobs_concurrencykeylimit)))
-        AND ((SELECT slots FROM gate) IS NULL OR EXISTS (SELECT 1 FROM slot))
     RETURNING job.*
-), slot_taken AS (
-    UPDATE jobs_queueslot AS taken SET job_id = claimed.id
-    FROM slot, claimed WHERE taken.id = slot.id
 ), claimed_event AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
         job_type, wait_ms)
@@ -206,9 +183,7 @@ SELECT 'claimed', * FROM claimed
 UNION ALL
 -- A gated row (its columns NULL): the claim is for the gated claim to make.
 SELECT 'gated', job.* FROM (SELECT 1) AS one LEFT JOIN jobs_job AS job ON false
--- Also when a candidate was found but not claimed: its key may be limited, or every slot
--- of a limited queue looked held to the snapshot of this statement (the completion above may
--- have just freed one): the gated claim looks again with a fresh one.
+-- Also when a candidate was found but not claimed: its key may be limited.
 WHERE (SELECT coalesce(gated AND NOT paused, false) FROM gate) OR EXISTS (
     SELECT 1 FROM candidate WHERE NOT EXISTS (SELECT 1 FROM claimed));
 
@@ -238,21 +213,27 @@ done AS (
     FROM completed AS ended JOIN done ON done.id = ended.id
     {ended_attempt_timing}
     ORDER BY ended.id
-), completed_slot AS (
-    -- The queue slots the completed attempts held, if any, are free again (issue 24).
-    UPDATE jobs_queueslot SET job_id = NULL WHERE job_id IN (SELECT id FROM completed)
 )
 
--- fragment: batch_claim
+-- fragment: batch_gate
+-- The bound of an ungated batch: one job per worker id, none from a queue under flow
+-- control (paused, or a rate or concurrency limit), which the gated claim serves.
 gate AS MATERIALIZED (
     SELECT coalesce(bool_or(settings.paused_at IS NOT NULL OR settings.rate_limit IS NOT NULL
             OR settings.concurrency_limit IS NOT NULL), false) AS gated
     FROM jobs_queuesettings AS settings WHERE settings.name = :queue
-), keyed AS MATERIALIZED (
+), room AS MATERIALIZED (
+    SELECT CASE WHEN (SELECT gated FROM gate) THEN 0
+        ELSE cardinality(:worker_ids::text[]) END AS n
+)
+
+-- fragment: batch_claim
+-- Claims up to the n of the `room` its statement defines before it.
+keyed AS MATERIALIZED (
     SELECT :keys_limited OR EXISTS (SELECT 1 FROM jobs_concurrencykeylimit) AS limited
 ), level AS (
     (SELECT priority FROM jobs_job
-        WHERE status = 'queued' AND queue = :queue AND NOT (SELECT gated FROM gate)
+        WHERE status = 'queued' AND queue = :queue AND (SELECT n FROM room) > 0
         ORDER BY priority DESC LIMIT 1)
     {lower_priority_levels}
 ), candidate AS MATERIALIZED (
@@ -262,10 +243,10 @@ gate AS MATERIALIZED (
             AND available_at AT TIME ZONE 'UTC' <= (SELECT :now::timestamptz) AT TIME ZONE 'UTC'
             AND attempts < max_attempts
         ORDER BY available_at AT TIME ZONE 'UTC', created_at, id
-        LIMIT (SELECT cardinality(:worker_ids::text[]))
+        LIMIT (SELECT n FROM room)
         FOR UPDATE SKIP LOCKED
     ) AS due
-    LIMIT (SELECT cardinality(:worker_ids::text[]))
+    LIMIT (SELECT n FROM room)
 ), numbered AS MATERIALIZED (
     -- A job with a concurrency_key, while key limits exist, is left to the gated claim.
     SELECT id, row_number() OVER () AS n FROM candidate
@@ -296,39 +277,57 @@ WHERE (SELECT gated FROM gate) OR EXISTS (
     WHERE NOT EXISTS (SELECT 1 FROM numbered WHERE numbered.id = candidate.id))
 
 -- name: complete_jobs
--- Batched completion (issue 25): every attempt of the arrays (:done_ids,
--- :done_worker_ids, :done_attempts, with each result as JSON text in :done_results) that
--- its owner still holds becomes succeeded, with its succeeded event, in one statement.
--- Each row has its own ownership guard, as complete_and_claim's completion: a stale
--- attempt in the batch matches no row and writes nothing, and the others still complete.
--- The id array hands the primary key the rows to probe (a join would guess the arrays'
--- size). The queue slots of the completed attempts are freed, as complete_and_claim's
--- completion does.
+-- Batched completion: every attempt of the arrays (:done_ids, :done_worker_ids,
+-- :done_attempts, with each result as JSON text in :done_results) that its owner still
+-- holds becomes succeeded, with its succeeded event, in one statement. Each row has its
+-- own ownership guard, as complete_and_claim's completion: a stale attempt in the batch
+-- matches no row and writes nothing, and the others still complete. The id array hands
+-- the primary key the rows to probe (a join would guess the arrays' size).
 WITH {batch_completion}
 SELECT * FROM completed;
 
 -- name: claim_jobs
--- Batched fetch (issue 25): claim up to one job per worker id of :worker_ids (the process's
--- idle threads, never more) from :queue, in claim order, in one statement; the n-th job
+-- Batched fetch: claim up to one job per worker id of :worker_ids (the process's idle
+-- threads, never more) from :queue, in claim order, in one statement; the n-th job
 -- claimed goes to the n-th worker id, with its own claimed event, as claim_job would
 -- write it. Only for a queue without flow control: a paused, rate-limited or
 -- concurrency-limited queue, or a job whose concurrency_key may be limited, answers one
--- gated row instead (its columns NULL) and the worker claims one job at a time there
--- through complete_and_claim and the gated claim, which keep issue 24's rules. The
--- candidates are a loose index scan over job_claim_idx as in complete_and_claim, taking
--- up to the batch from each priority level in turn.
-WITH RECURSIVE {batch_claim}
+-- gated row instead (its columns NULL) and the driver claims there through the gated
+-- claim, under the queue's lock. The candidates are a loose index scan over job_claim_idx
+-- as in complete_and_claim, taking up to the batch from each priority level in turn.
+WITH RECURSIVE {batch_gate}, {batch_claim}
 SELECT 'claimed' AS part, * FROM claimed
 UNION ALL
 {batch_claim_gated};
 
+-- name: claim_jobs_gated
+-- The gated claim's batch, run after gate_lock locked the queue's settings row in the
+-- same transaction, so its snapshot holds every claim and ending committed before: up to
+-- one job per worker id (the caller gives no more than the rate admits), and with a
+-- concurrency limit (:running_limit) no more than the limit less the queue's running
+-- jobs, counted here; a lowered limit that running jobs exceed admits none. A keyed row
+-- (its columns NULL) says candidates were left for their concurrency_key, while key
+-- limits exist: the gated claim takes those one by one, each under its key's lock.
+WITH RECURSIVE room AS MATERIALIZED (
+    SELECT greatest(least(cardinality(:worker_ids::text[]),
+        coalesce(:running_limit::integer - (
+            SELECT count(*) FROM jobs_job WHERE status = 'running' AND queue = :queue),
+            cardinality(:worker_ids::text[]))), 0) AS n
+), {batch_claim}
+SELECT 'claimed' AS part, * FROM claimed
+UNION ALL
+SELECT 'keyed', job.* FROM (SELECT 1) AS one LEFT JOIN jobs_job AS job ON false
+WHERE EXISTS (
+    SELECT 1 FROM candidate
+    WHERE NOT EXISTS (SELECT 1 FROM numbered WHERE numbered.id = candidate.id));
+
 -- name: complete_and_claim_jobs
--- complete_jobs and claim_jobs in one statement (issue 25): a fetch writes the process's
--- waiting successes and claims its idle threads' next jobs in one round trip and one
--- commit, as complete_and_claim does for one job. The halves touch different rows (the
--- process's running attempts; queued jobs) and keep their own guards; the claim answers
--- gated as claim_jobs does, and the completions are written either way.
-WITH RECURSIVE {batch_claim}, {batch_completion}
+-- complete_jobs and claim_jobs in one statement: a fetch writes the process's waiting
+-- successes and claims its idle threads' next jobs in one round trip and one commit, as
+-- complete_and_claim does for one job. The halves touch different rows (the process's
+-- running attempts; queued jobs) and keep their own guards; the claim answers gated as
+-- claim_jobs does, and the completions are written either way.
+WITH RECURSIVE {batch_gate}, {batch_claim}, {batch_completion}
 SELECT 'completed' AS part, * FROM completed
 UNION ALL
 SELECT 'claimed', * FROM claimed
@@ -340,8 +339,7 @@ UNION ALL
 -- that its owner still holds and whose handler never started goes back to queued at once,
 -- its attempt not spent (attempts - 1) and due as it was, with a released event; the
 -- others change nothing. One whose cancel was requested meanwhile is cancelled instead
--- (a cancelled event, as when a running attempt stops for its cancel). Its queue slot, if
--- any, is free again.
+-- (a cancelled event, as when a running attempt stops for its cancel).
 WITH owned AS (
     SELECT * FROM unnest(:ids::uuid[], :worker_ids::text[], :attempts::integer[])
         AS owned(id, worker_id, attempt)
@@ -358,8 +356,6 @@ WITH owned AS (
     WHERE job.id = ANY(:ids::uuid[]) AND job.id = owned.id
         AND job.locked_by = owned.worker_id AND job.attempts = owned.attempt
     RETURNING job.*, owned.worker_id AS owner_id, owned.attempt AS owner_attempt
-), released_slot AS (
-    UPDATE jobs_queueslot SET job_id = NULL WHERE job_id IN (SELECT id FROM released)
 ), released_event AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
         job_type)
@@ -542,9 +538,6 @@ WITH failed AS (
         :now, ended.type, claim.wait_ms, claim.run_ms
     FROM failed AS ended
     {ended_attempt_timing}
-), slot AS (
-    -- The queue slot the attempt held, if any, is free again.
-    UPDATE jobs_queueslot SET job_id = NULL WHERE job_id IN (SELECT id FROM failed)
 )
 SELECT * FROM failed;
 
@@ -627,9 +620,6 @@ WITH release AS (
     WHERE job.id = ANY(ARRAY(SELECT id FROM release)) AND job.id = release.id
         AND job.locked_by IS NOT NULL
     RETURNING job.id, job.type, job.attempts
-), slot AS (
-    -- The queue slots the released attempts held, if any, are free again.
-    UPDATE jobs_queueslot SET job_id = NULL WHERE job_id IN (SELECT id FROM released)
 )
 INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
     job_type, wait_ms, run_ms)
@@ -644,31 +634,57 @@ ORDER BY release.id;
 -- Every selected failed or cancelled job goes back to queued now with a fresh attempt
 -- budget (lock, error, result, finished_at and cancel request cleared) and a manual_retry
 -- event keeping what it was. FOR UPDATE (in id order, so two bulk calls cannot deadlock)
--- waits for a concurrent change and re-checks the status, so each job changes once.
+-- waits for a concurrent change and re-checks the status, so each job changes once. A job
+-- whose unique_key another job holds is left alone, as job_unique_key_active would refuse
+-- it: one an active job holds, and all but the newest selected job of a key. The first
+-- row counts what was retried and held back; each next one is a job held back (at most
+-- :held_max of them), with its key and the job that holds it.
 WITH target AS (
-    SELECT id, status, attempts, last_error, type FROM jobs_job
+    SELECT id, status, attempts, last_error, type, unique_key, created_at FROM jobs_job
     WHERE status IN ('failed', 'cancelled')
         AND {selection}
     ORDER BY id
     FOR UPDATE
+), holder AS (
+    -- Per unique key among the targets: the job that keeps it, an active one first.
+    SELECT DISTINCT ON (target.unique_key) target.unique_key,
+        coalesce(active.id, target.id) AS id, active.id IS NOT NULL AS active
+    FROM target
+    LEFT JOIN LATERAL (
+        SELECT job.id FROM jobs_job AS job
+        WHERE job.unique_key = target.unique_key AND job.status IN ('queued', 'running')
+        LIMIT 1
+    ) AS active ON true
+    WHERE target.unique_key IS NOT NULL
+    ORDER BY target.unique_key, target.created_at DESC, target.id DESC
+), chosen AS (
+    SELECT target.* FROM target LEFT JOIN holder ON holder.unique_key = target.unique_key
+    WHERE holder.id IS NULL OR (holder.id = target.id AND NOT holder.active)
 ), retried AS (
     UPDATE jobs_job AS job
     SET status = 'queued', attempts = 0, available_at = :now, locked_by = NULL,
         locked_until = NULL, last_error = '', result = NULL, finished_at = NULL,
         cancel_requested_at = NULL, updated_at = :now
-    FROM target
-    WHERE job.id = ANY(ARRAY(SELECT id FROM target)) AND job.id = target.id
+    FROM chosen
+    WHERE job.id = ANY(ARRAY(SELECT id FROM chosen)) AND job.id = chosen.id
     RETURNING job.id
 ), event AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, message, data, created_at, job_type)
-    SELECT target.id, 'manual_retry', 0, :message,
-        jsonb_build_object('previous_status', target.status,
-            'previous_attempts', target.attempts, 'previous_error', target.last_error),
-        :now, target.type
-    FROM target JOIN retried ON retried.id = target.id
-    ORDER BY target.id
+    SELECT chosen.id, 'manual_retry', 0, :message,
+        jsonb_build_object('previous_status', chosen.status,
+            'previous_attempts', chosen.attempts, 'previous_error', chosen.last_error),
+        :now, chosen.type
+    FROM chosen JOIN retried ON retried.id = chosen.id
+    ORDER BY chosen.id
+), held AS (
+    SELECT target.id, target.unique_key, holder.id AS held_by
+    FROM target JOIN holder ON holder.unique_key = target.unique_key
+    WHERE holder.id <> target.id OR holder.active
 )
-SELECT count(*) FROM retried;
+SELECT NULL::uuid, NULL::text, NULL::uuid, (SELECT count(*) FROM retried),
+    (SELECT count(*) FROM held)
+UNION ALL
+(SELECT id, unique_key, held_by, NULL, NULL FROM held ORDER BY id LIMIT :held_max);
 
 -- name: cancel_jobs
 -- Selected queued jobs become cancelled at once (cancelled event); selected running jobs
@@ -720,9 +736,9 @@ WHERE unique_key = ANY(:keys::text[]) AND status IN ('queued', 'running');
 -- name: gate_lock
 -- The gated claim's first statement (a transaction of its own): lock the queue's settings
 -- row, so claimers of a paused or limited queue take turns; what they then count (each
--- next statement has a fresh snapshot) includes every claim committed before them. The
--- database's clock after the lock is the claim's time, so rate windows are measured on
--- one clock whichever host claims.
+-- next statement has a fresh snapshot) includes every claim and ending committed before
+-- them. The database's clock after the lock is the claim's time, so rate windows are
+-- measured on one clock whichever host claims.
 SELECT paused_at IS NOT NULL, concurrency_limit, rate_limit, rate_period_seconds,
     rate_window::text, clock_timestamp()
 FROM jobs_queuesettings WHERE name = :queue
@@ -787,19 +803,10 @@ WITH claimed AS (
 )
 SELECT * FROM claimed;
 
--- name: take_slot
--- The gated claim's slot (as complete_and_claim's `slot`), locked for this transaction.
-SELECT free.id FROM jobs_queueslot AS free
-WHERE free.queue = :queue AND free.job_id IS NULL AND free.position <= :slots
-    AND NOT EXISTS (
-        SELECT 1 FROM jobs_queueslot AS held
-        WHERE held.queue = :queue AND held.position > :slots AND held.job_id IS NOT NULL)
-ORDER BY free.position
-LIMIT 1
-FOR UPDATE SKIP LOCKED;
-
--- name: hold_slot
-UPDATE jobs_queueslot SET job_id = :job_id WHERE id = :slot;
+-- name: running_in_queue
+-- The queue's running jobs, counted by the gated claim under the queue's lock (so with
+-- every claim and ending committed before it, and this transaction's own claims).
+SELECT count(*) FROM jobs_job WHERE status = 'running' AND queue = :queue;
 
 -- name: store_rate_window
 UPDATE jobs_queuesettings SET rate_window = :window::jsonb WHERE name = :queue;

@@ -7,13 +7,9 @@ never holds jobs another could be running. The n-th job claimed is written to th
 thread's worker id, with its own ``claimed`` event and lease, and handed to that thread at
 once: nothing waits in a local buffer. Threads that arrived during a fetch fetch next, at
 once (a full batch means there may be more); a thread the fetch gave nothing goes back
-to waiting for a notification. A queue under flow control that the batch does not apply
-(issue 24's pause, limits and key limits) is claimed from through the claim that applies
-them, one statement per waiting thread, until it gives none. The answer is remembered for
-``GATED_MEMORY_SECONDS``: meanwhile the batched statement is not tried on that queue, and
-while every queue the process serves is gated, each thread claims for itself at once, as
-with batch sizes of 1, instead of queueing behind one fetch that claims for all of them one
-transaction after another. The successes then go to the completer's own batches.
+to waiting for a notification. A queue under flow control (a pause, limits, key limits)
+is claimed from the same way: the batch's claim applies them, in a transaction of its own
+under the queue's lock.
 
 Gathering: with handlers that return sooner than a fetch takes (no-op or near), the thread
 that finishes first would fetch alone and its peers would queue behind it, a fetch of one
@@ -50,9 +46,6 @@ logger = logging.getLogger("jobs.worker")
 
 # The longest a thread about to fetch waits for its peers.
 GATHER_MAX_SECONDS = 0.02
-# How long a queue that answered "gated" is claimed from through the gated claim alone,
-# before the batched statement is tried on it again (a pause lifted, a limit removed).
-GATED_MEMORY_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -98,8 +91,6 @@ class Fetcher:
         self._run_seconds = 0.0
         self._fetch_seconds = 0.0
         self._gathering = False
-        # Queues that answered "gated", until when (monotonic) that answer holds.
-        self._gated: dict[str, float] = {}
         self.fetches = 0
         self.claimed = 0
         self.gathers = 0
@@ -121,19 +112,14 @@ class Fetcher:
                     continue
                 if worker_id not in self._idle:
                     return None  # it was in a fetch that found nothing for it
-                alone = self._every_queue_gated()
-                if alone or (self._fetching < self.parallel and not self._gathering):
+                if self._fetching < self.parallel and not self._gathering:
                     break
                 self._condition.wait()
-            # This thread fetches, for itself first and for those waiting with it, or for
-            # itself alone while the gated claim is the only way in.
+            # This thread fetches, for itself first and for those waiting with it.
             self._idle.remove(worker_id)
-            if alone:
-                group = [worker_id]
-            else:
-                self._gather()
-                group = [worker_id, *self._idle[: self.batch_size - 1]]
-                del self._idle[: self.batch_size - 1]
+            self._gather()
+            group = [worker_id, *self._idle[: self.batch_size - 1]]
+            del self._idle[: self.batch_size - 1]
             self._in_fetch.update(group)
             self._fetching += 1
         rows: list[JobRow] = []
@@ -208,71 +194,34 @@ class Fetcher:
         since = time.monotonic() - 2 * self._fetch_seconds
         return any(handed > since for handed in self._running.values())
 
-    def _gated_lately(self, queues: Sequence[str]) -> set[str]:
-        """Called with the lock held: those of ``queues`` whose "gated" answer still holds."""
-        now = time.monotonic()
-        return {queue for queue in queues if self._gated.get(queue, 0.0) > now}
-
-    def _every_queue_gated(self) -> bool:
-        """Called with the lock held: whether every queue served answered "gated" lately."""
-        queues = self.queues.current()
-        return bool(queues) and len(self._gated_lately(queues)) == len(set(queues))
-
     def _claim(self, group: Sequence[str]) -> list[JobRow]:
         """Up to one job per worker id of ``group``, taking the queues in turn."""
         wanting = list(group)
         claimed: list[JobRow] = []
         queues = self.queues.current()
-        with self._condition:
-            gated_lately = self._gated_lately(queues)
-        batched = any(queue not in gated_lately for queue in queues)
-        handover = self.successes() if self.successes is not None and batched else None
-        try:
-            for offset in range(len(queues)):
-                queue = queues[(self._cursor + offset) % len(queues)]
-                if queue in gated_lately:
-                    rows = self._claim_gated(wanting, queue)
-                else:
-                    if handover is not None:
-                        carried, handover = handover, None  # given back by it on failure
-                        rows, gated = self._write_and_claim(carried, wanting, queue)
-                    else:
-                        rows, gated = services.claim_next_jobs(
-                            worker_ids=wanting, queue=queue, lease_seconds=self.lease_seconds
-                        )
-                    if gated:
-                        with self._condition:
-                            self._gated[queue] = time.monotonic() + GATED_MEMORY_SECONDS
-                    if gated and not rows:
-                        # Flow control the batch does not apply: one job per waiting thread,
-                        # each by the claim that does, until it gives none.
-                        rows = self._claim_gated(wanting, queue)
-                if rows:
-                    self._cursor = (self._cursor + offset + 1) % len(queues)
-                    claimed.extend(rows)
-                    taken = {row.locked_by for row in rows}
-                    wanting = [worker_id for worker_id in wanting if worker_id not in taken]
-                    if not wanting:
-                        break
-        finally:
+        handover = self.successes() if self.successes is not None and queues else None
+        for offset in range(len(queues)):
+            queue = queues[(self._cursor + offset) % len(queues)]
             if handover is not None:
-                handover.failed()  # no batched statement ran: the completer writes them
+                # The first statement writes the successes (or gives them back on failure).
+                rows = self._write_and_claim(handover, wanting, queue)
+                handover = None
+            else:
+                rows = services.claim_next_jobs(
+                    worker_ids=wanting, queue=queue, lease_seconds=self.lease_seconds
+                )
+            if rows:
+                self._cursor = (self._cursor + offset + 1) % len(queues)
+                claimed.extend(rows)
+                taken = {row.locked_by for row in rows}
+                wanting = [worker_id for worker_id in wanting if worker_id not in taken]
+                if not wanting:
+                    break
         return claimed
-
-    def _claim_gated(self, wanting: Sequence[str], queue: str) -> list[JobRow]:
-        rows: list[JobRow] = []
-        for worker_id in wanting:
-            row = services.claim_next_job(
-                worker_id=worker_id, queue=queue, lease_seconds=self.lease_seconds
-            )
-            if row is None:
-                break
-            rows.append(row)
-        return rows
 
     def _write_and_claim(
         self, handover: Handover, wanting: Sequence[str], queue: str
-    ) -> tuple[list[JobRow], bool]:
+    ) -> list[JobRow]:
         """The handover's successes written in the claim's statement, one commit for both:
         the single-job statement for a thread alone with its own success while nobody
         gathers (arrays of one cost PostgreSQL more), else the batched one. The handover
@@ -285,9 +234,9 @@ class Fetcher:
                     lease_seconds=self.lease_seconds,
                 )
                 completed = [] if done is None else [done]
-                rows, gated = ([] if row is None else [row]), False
+                rows = [] if row is None else [row]
             else:
-                completed, rows, gated = services.complete_jobs_and_claim_next_jobs(
+                completed, rows = services.complete_jobs_and_claim_next_jobs(
                     completions=handover.completions,
                     worker_ids=wanting,
                     queue=queue,
@@ -297,7 +246,7 @@ class Fetcher:
             handover.failed()
             raise
         handover.committed(completed)
-        return rows, gated
+        return rows
 
     def _alone_with_own_success(self, wanting: Sequence[str], handover: Handover) -> bool:
         """A fetch for one thread that carries only that thread's success, while handlers

@@ -1122,7 +1122,7 @@ def test_bulk_retry_by_ids_retries_failed_and_cancelled_jobs(api):
     services.cancel_job(job_id=cancelled.pk)
     done = succeeded_job()
     response = post_bulk(api, "retry", {"ids": [str(failed.pk), str(cancelled.pk), str(done.pk)]})
-    assert response.json() == {"retried": 2}
+    assert response.json() == {"retried": 2, "held": 0, "held_jobs": []}
     assert [fresh(job).status for job in (failed, cancelled, done)] == [
         "queued",
         "queued",

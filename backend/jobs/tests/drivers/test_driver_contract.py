@@ -131,8 +131,7 @@ def test_a_batched_claim_gives_the_nth_job_in_claim_order_to_the_nth_worker_id()
     high = queued_job(priority=90, available_at=now)
     queued_job(available_at=now + timedelta(minutes=5))  # not due
     workers = ["worker-a", "worker-b", "worker-c"]
-    claimed, gated = services.claim_next_jobs(worker_ids=workers, lease_seconds=30, now=now)
-    assert not gated
+    claimed = services.claim_next_jobs(worker_ids=workers, lease_seconds=30, now=now)
     assert [(row.id, row.locked_by) for row in claimed] == [
         (high.pk, "worker-a"),
         (old.pk, "worker-b"),
@@ -146,18 +145,18 @@ def test_a_batched_claim_gives_the_nth_job_in_claim_order_to_the_nth_worker_id()
         event = job.events.get(type=Event.CLAIMED)
         assert (event.attempt, event.worker_id) == (1, worker)
         assert event.wait_ms is not None
-    rest, _ = services.claim_next_jobs(worker_ids=workers, now=now)
+    rest = services.claim_next_jobs(worker_ids=workers, now=now)
     assert [row.id for row in rest] == [low.pk]
 
 
 def test_a_batched_claim_of_an_empty_queue_claims_nothing():
-    assert services.claim_next_jobs(worker_ids=["worker-a", "worker-b"]) == ([], False)
+    assert services.claim_next_jobs(worker_ids=["worker-a", "worker-b"]) == []
 
 
 def test_released_unstarted_attempts_are_queued_again_without_spending_the_attempt():
     first, second = queued_job(), queued_job()
     now = timezone.now()
-    claimed, _ = services.claim_next_jobs(worker_ids=["worker-a", "worker-b"], now=now)
+    claimed = services.claim_next_jobs(worker_ids=["worker-a", "worker-b"], now=now)
     assert len(claimed) == 2
     owners = [Owner(row.id, row.locked_by or "", row.attempts) for row in claimed]
     released = services.release_unstarted_jobs(owners=owners, now=now)
@@ -335,14 +334,14 @@ def test_a_fetch_completes_its_batch_but_the_stale_one_and_claims_in_the_same_co
     queued_job()
     running = claim("worker-c")
     waiting = [queued_job() for _ in range(2)]
-    completed, claimed, gated = services.complete_jobs_and_claim_next_jobs(
+    completed, claimed = services.complete_jobs_and_claim_next_jobs(
         completions=[
             Completion(Owner(running.pk, "worker-c", 1), '{"n": 1}'),
             Completion(Owner(stolen_job.pk, "worker-a", 1), '{"stale": true}'),
         ],
         worker_ids=["worker-d", "worker-e"],
     )
-    assert [row.id for row in completed] == [running.pk] and not gated
+    assert [row.id for row in completed] == [running.pk]
     assert [(row.id, row.locked_by) for row in claimed] == [
         (waiting[0].pk, "worker-d"),
         (waiting[1].pk, "worker-e"),
@@ -976,10 +975,54 @@ def test_retry_jobs_requeues_failed_and_cancelled_ones_and_skips_the_rest():
     cancelled = queued_job()
     services.cancel_job(job_id=cancelled.pk)
     queued = queued_job()
-    assert services.retry_jobs(type="demo") == 2
+    assert services.retry_jobs(type="demo").retried == 2
     assert {fresh(job).status for job in (failed, cancelled, queued)} == {Status.QUEUED}
     assert JobEvent.objects.filter(type=Event.MANUAL_RETRY).count() == 2
-    assert services.retry_jobs(ids=[failed.pk, cancelled.pk, queued.pk]) == 0
+    assert services.retry_jobs(ids=[failed.pk, cancelled.pk, queued.pk]).retried == 0
+
+
+def _finished_with_key(key: str, status: str = Status.FAILED) -> Job:
+    """A job of ``unique_key`` ``key`` that failed for good (or was cancelled)."""
+    job = queued_job(unique_key=key, max_attempts=1)
+    if status == Status.CANCELLED:
+        services.cancel_job(job_id=job.pk)
+    else:
+        claimed = claim()
+        assert claimed is not None and claimed.id == job.pk
+        services.fail_job(job_id=job.pk, worker_id="worker-a", attempt=1, error="x")
+    return fresh(job)
+
+
+def test_retrying_a_job_whose_unique_key_an_active_job_holds_names_the_holder():
+    failed = _finished_with_key("nightly-report")
+    holder = queued_job(unique_key="nightly-report")
+    before = failed.events.count()
+    with pytest.raises(errors.UniqueKeyHeld) as raised:
+        services.retry_job(job_id=failed.pk)
+    assert (raised.value.held_by, raised.value.unique_key) == (holder.pk, "nightly-report")
+    assert raised.value.current_status == Status.FAILED
+    assert (fresh(failed).status, failed.events.count()) == (Status.FAILED, before)
+
+
+def test_a_bulk_retry_retries_the_others_and_reports_the_jobs_held_back():
+    held = _finished_with_key("k1")
+    free = _finished_with_key("k2")
+    holder = queued_job(unique_key="k1")
+    outcome = services.retry_jobs(ids=[held.pk, free.pk])
+    assert (outcome.retried, outcome.held_count) == (1, 1)
+    assert [(h.job_id, h.unique_key, h.held_by) for h in outcome.held] == [
+        (held.pk, "k1", holder.pk)
+    ]
+    assert (fresh(held).status, fresh(free).status) == (Status.FAILED, Status.QUEUED)
+
+
+def test_of_several_selected_jobs_of_one_key_the_newest_is_retried():
+    older = _finished_with_key("k", Status.CANCELLED)
+    newer = _finished_with_key("k", Status.CANCELLED)
+    outcome = services.retry_jobs(ids=[older.pk, newer.pk])
+    assert outcome.retried == 1
+    assert [(h.job_id, h.held_by) for h in outcome.held] == [(older.pk, newer.pk)]
+    assert (fresh(older).status, fresh(newer).status) == (Status.CANCELLED, Status.QUEUED)
 
 
 # --- what the database cannot store -------------------------------------------------------------

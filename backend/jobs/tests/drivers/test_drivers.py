@@ -31,8 +31,8 @@ def test_job_row_fields_are_the_table_columns_in_order():
 
 def test_queries_sql_names_only_model_tables_statuses_and_event_types():
     tables = {Job._meta.db_table, JobEvent._meta.db_table, "pg_class", "pg_stats"}
-    # Flow control's tables (issue 24).
-    tables |= {"jobs_queuesettings", "jobs_queueslot", "jobs_concurrencykeylimit"}
+    # Flow control's tables.
+    tables |= {"jobs_queuesettings", "jobs_concurrencykeylimit"}
     # Besides statuses and event types: the empty error, the manual_retry data keys and
     # complete_and_claim's labels for its two halves.
     values = (
@@ -41,8 +41,8 @@ def test_queries_sql_names_only_model_tables_statuses_and_event_types():
         | {"", "previous_status", "previous_attempts", "previous_error", "completed"}
     )
     values |= {"status", "jobs_job"}  # status_estimate names the column and the table
-    # complete_and_claim's third label (issue 24) and the key lock's namespace.
-    values |= {"gated", "jobs.concurrency_key:"}
+    # The gated claim's labels and the key lock's namespace.
+    values |= {"gated", "keyed", "jobs.concurrency_key:"}
     # The claims' due test and order, as job_claim_idx holds available_at (migration 0012).
     values |= {"UTC"}
     # vacuum_due reads the statistics and the autovacuum settings (issue 25).
@@ -146,7 +146,7 @@ def _scenario(now):
     q = services.create_job(type="demo.slow", queue="other", now=t[7])[0]
     services.create_job(type="demo.slow", queue="other", priority=7, now=t[7])
     assert services.cancel_jobs(queue="other", now=t[7]).cancelled == 2
-    assert services.retry_jobs(ids=[q.pk], now=t[7]) == 1
+    assert services.retry_jobs(ids=[q.pk], now=t[7]).retried == 1
     d = services.claim_next_job(worker_id="d", queue="other", lease_seconds=1, now=t[7])
     services.heartbeat(attempts=[Owner(d.pk, "d", 1), Owner(q.pk, "x", 9)], now=t[7])
     services.cancel_job(job_id=d.pk, now=t[7])
@@ -162,7 +162,7 @@ def _scenario(now):
     # A lower priority orders g after f in the claim and in the comparison below: with
     # equal keys the order would come down to two ids made in the same millisecond.
     g = services.create_job(type="demo.success", queue="spare", priority=40, now=t[7])[0]
-    claimed, _ = services.claim_next_jobs(worker_ids=["f", "g"], queue="spare", now=t[7])
+    claimed = services.claim_next_jobs(worker_ids=["f", "g"], queue="spare", now=t[7])
     assert sorted(row.id for row in claimed) == sorted([f.pk, g.pk])
     services.cancel_job(job_id=claimed[1].id, now=t[7])
     owners = [Owner(row.id, row.locked_by or "", 1) for row in claimed]
@@ -312,7 +312,7 @@ def test_the_complete_and_claim_function_runs_the_statement_as_written():
     assert installed == sql.plpgsql_body(QUERIES["complete_and_claim"])
     # The text of the migration that last made it is what plpgsql_function writes for
     # these arguments.
-    create = import_module("jobs.migrations.0012_claim_index_at_utc").CREATE
+    create = import_module("jobs.migrations.0014_queue_limits_without_slots").CREATE
     columns = re.search(r"RETURNS TABLE \((.*)\)\n", create)
     assert columns is not None
     assert create.strip() == sql.plpgsql_function(

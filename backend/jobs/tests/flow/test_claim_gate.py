@@ -1,13 +1,19 @@
-"""The claim gate (issue 24), once per driver: paused queues, concurrency limits per queue
-and per key, rate limits, unique keys; and a queue with none of them claims as before."""
+"""The claim gate, once per driver: paused queues, concurrency limits per queue and per
+key, rate limits, unique keys; and a queue with none of them claims as before."""
 
+import math
 from datetime import timedelta
+from importlib import import_module
 
 import pytest
+from django.apps import apps
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from jobs import drivers, services
 from jobs.drivers import Completion, Owner
+from jobs.flowcontrol import RATE_BUCKETS, rate_room
 from jobs.models import ConcurrencyKeyLimit, Job, JobEvent, QueueSettings
 from jobs.tests.factories import queued_job
 
@@ -61,15 +67,38 @@ def test_a_rate_limit_admits_at_most_n_claims_per_period():
     assert claim("emails") is not None
     assert claim("emails") is not None
     assert claim("emails") is None
-    assert len(QueueSettings.objects.get(name="emails").rate_window) == 2
+    assert sum(QueueSettings.objects.get(name="emails").rate_window["counts"]) == 2
+
+
+def _window_at(seconds_ago: float, period: int, claims: int) -> dict:
+    then = (timezone.now() - timedelta(seconds=seconds_ago)).timestamp()
+    return {"bucket": math.floor(then * RATE_BUCKETS / period), "counts": [claims]}
 
 
 def test_a_rate_window_forgets_claims_older_than_its_period():
     queued_job(queue="emails")
     services.set_queue_limits(queue="emails", rate_limit=1, rate_period_seconds=60)
-    old = (timezone.now() - timedelta(seconds=61)).timestamp()
-    QueueSettings.objects.filter(name="emails").update(rate_window=[old])
+    # A full window, a period and a twentieth of one ago.
+    QueueSettings.objects.filter(name="emails").update(rate_window=_window_at(64, 60, 1))
     assert claim("emails") is not None
+
+
+def test_a_rate_window_still_holds_claims_within_its_period():
+    queued_job(queue="emails")
+    services.set_queue_limits(queue="emails", rate_limit=1, rate_period_seconds=60)
+    QueueSettings.objects.filter(name="emails").update(rate_window=_window_at(50, 60, 1))
+    assert claim("emails") is None
+
+
+def test_a_full_window_of_a_large_rate_is_stored_in_constant_size():
+    for _ in range(3):
+        queued_job(queue="emails")
+    services.set_queue_limits(queue="emails", rate_limit=100_000, rate_period_seconds=3600)
+    QueueSettings.objects.filter(name="emails").update(rate_window=_window_at(0, 3600, 50_000))
+    assert len(batch("emails")) == 3
+    window = QueueSettings.objects.get(name="emails").rate_window
+    assert sum(window["counts"]) == 50_003
+    assert len(window["counts"]) <= RATE_BUCKETS + 1
 
 
 def test_a_key_at_its_limit_is_skipped_for_the_next_key(settings):
@@ -178,8 +207,7 @@ def test_a_failed_attempt_frees_its_slot():
     assert claim("emails") is not None
 
 
-# A batched claim (issue 25) never goes around the gate: where it does not apply the rules
-# itself it claims nothing and says the queue is gated, and the worker claims one by one.
+# A batched claim applies the gate as one claim does, for the whole batch at once.
 
 
 def batch(queue: str, size: int = 3):
@@ -189,32 +217,88 @@ def batch(queue: str, size: int = 3):
 def test_a_batched_claim_takes_nothing_from_a_paused_queue():
     queued_job(queue="emails")
     services.pause_queue(queue="emails")
-    claimed, _ = batch("emails")
-    assert claimed == []
+    assert batch("emails") == []
 
 
 def test_a_batched_claim_stays_within_a_concurrency_limit():
     for _ in range(4):
         queued_job(queue="emails")
     services.set_queue_limits(queue="emails", concurrency_limit=2)
-    claimed, gated = batch("emails")
-    assert len(claimed) <= 2
-    assert gated or len(claimed) == 2
-    assert Job.objects.filter(status=Job.Status.RUNNING).count() == len(claimed)
+    claimed = batch("emails")
+    assert len(claimed) == 2
+    assert Job.objects.filter(status=Job.Status.RUNNING).count() == 2
+    assert batch("emails") == []
 
 
 def test_a_batched_claim_leaves_a_limited_key_to_the_gated_claim():
     ConcurrencyKeyLimit.objects.create(pattern="tenant-1", limit=1)
     for _ in range(3):
         queued_job(queue="emails", concurrency_key="tenant-1")
-    claimed, gated = batch("emails")
-    assert len(claimed) <= 1
-    assert gated or len(claimed) == 1
+    claimed = batch("emails")
+    assert len(claimed) == 1
+    assert batch("emails") == []
 
 
 def test_a_batched_claim_of_an_unlimited_queue_is_not_gated():
     for _ in range(2):
         queued_job(queue="emails")
     services.set_queue_limits(queue="reports", concurrency_limit=1)  # another queue's
-    claimed, gated = batch("emails")
-    assert (len(claimed), gated) == (2, False)
+    assert len(batch("emails")) == 2
+
+
+def test_a_batched_claim_takes_what_the_rate_admits():
+    for _ in range(5):
+        queued_job(queue="emails")
+    services.set_queue_limits(queue="emails", rate_limit=3, rate_period_seconds=3600)
+    assert len(batch("emails", size=5)) == 3
+    assert batch("emails") == []
+
+
+def test_a_batched_claim_fills_a_limit_with_keyed_and_unkeyed_jobs(settings):
+    settings.JOB_CONCURRENCY_KEY_LIMITS = {"customer:*": 1}
+    queued_job(queue="emails", concurrency_key="customer:a", priority=90)
+    queued_job(queue="emails", concurrency_key="customer:a", priority=80)
+    plain = [queued_job(queue="emails", priority=10) for _ in range(3)]
+    services.set_queue_limits(queue="emails", concurrency_limit=3)
+    claimed = batch("emails", size=4)
+    assert len(claimed) == 3
+    assert sum(row.concurrency_key == "customer:a" for row in claimed) == 1
+    assert {row.id for row in claimed} > {plain[0].pk}
+
+
+def test_a_limit_of_a_million_costs_what_a_limit_of_two_does():
+    statements = []
+    for queue, limit in (("small", 2), ("emails", 1_000_000)):
+        with CaptureQueriesContext(connection) as captured:
+            services.set_queue_limits(queue=queue, concurrency_limit=limit)
+        statements.append(len(captured))
+    assert statements[0] == statements[1]
+    queued_job(queue="emails")
+    assert len(batch("emails")) == 1
+
+
+def test_a_limit_removed_and_set_again_admits_as_many_as_it_says():
+    jobs = [queued_job(queue="emails") for _ in range(6)]
+    services.set_queue_limits(queue="emails", concurrency_limit=2)
+    first = batch("emails", size=3)
+    services.set_queue_limits(queue="emails", concurrency_limit=None)
+    second = batch("emails", size=3)
+    assert (len(first), len(second)) == (2, 3)
+    for row in first + second:
+        services.complete_job(job_id=row.id, worker_id=row.locked_by, attempt=1)
+    services.set_queue_limits(queue="emails", concurrency_limit=2)
+    assert len(batch("emails", size=3)) == 1  # the sixth job: all others finished
+    assert Job.objects.filter(pk__in=[job.pk for job in jobs], status="succeeded").count() == 5
+
+
+def test_a_window_of_claim_times_from_before_the_upgrade_keeps_its_claims():
+    convert = import_module("jobs.migrations.0014_queue_limits_without_slots")
+    now = timezone.now().timestamp()
+    services.set_queue_limits(queue="emails", rate_limit=3, rate_period_seconds=60)
+    QueueSettings.objects.filter(name="emails").update(rate_window=[now - 100, now - 10, now])
+    convert._windows_as_counts(apps, None)
+    window = QueueSettings.objects.get(name="emails").rate_window
+    assert rate_room(window, limit=3, period_seconds=60, now=now).room == 1
+    for _ in range(2):
+        queued_job(queue="emails")
+    assert len(batch("emails")) == 1

@@ -214,8 +214,8 @@ def test_due_ticks_are_enqueued_once_with_a_permanent_key(schedules, settings):
     start = timezone.now().replace(second=10, microsecond=0)
     services.enqueue_due_ticks(now=start)  # first sight: the schedule starts now
     later = start + timedelta(seconds=125)
-    assert services.enqueue_due_ticks(now=later) == 2
-    assert services.enqueue_due_ticks(now=later) == 0
+    assert services.enqueue_due_ticks(now=later).created == 2
+    assert services.enqueue_due_ticks(now=later).created == 0
     jobs = Job.objects.filter(metadata__schedule="every-minute")
     assert jobs.count() == 2
     assert all(job.idempotency_key.startswith("schedule:every-minute:") for job in jobs)
@@ -227,7 +227,7 @@ def test_a_paused_schedule_enqueues_nothing(schedules):
     start = timezone.now()
     services.enqueue_due_ticks(now=start)
     services.pause_schedule(name="every-minute", now=start)
-    assert services.enqueue_due_ticks(now=start + timedelta(minutes=5)) == 0
+    assert services.enqueue_due_ticks(now=start + timedelta(minutes=5)).created == 0
 
 
 @pytest.fixture
@@ -275,3 +275,40 @@ def test_metrics_show_paused_queues_limits_saturation_and_schedule_lag(api, sche
     assert 'jobqueue_queue_saturation{queue="reports"} 0.0' in body
     lag = [line for line in body.splitlines() if 'schedule="every-minute"' in line]
     assert lag and float(lag[0].split()[-1]) > 60
+
+
+def _failed_with_key(key: str) -> Job:
+    job = queued_job(unique_key=key, max_attempts=1)
+    claimed = services.claim_next_job(worker_id=WORKER)
+    assert claimed is not None and claimed.id == job.pk
+    services.fail_job(job_id=job.pk, worker_id=WORKER, attempt=1, error="boom")
+    return job
+
+
+def test_retrying_a_job_whose_unique_key_is_held_is_a_409_naming_the_holder(api):
+    failed = _failed_with_key("nightly")
+    holder = queued_job(unique_key="nightly")
+    response = post(api, f"/api/jobs/{failed.pk}/retry/")
+    assert response.status_code == 409
+    body = response.json()
+    assert (body["status"], body["unique_key"], body["held_by"]) == (
+        "failed",
+        "nightly",
+        str(holder.pk),
+    )
+    assert str(holder.pk) in body["detail"]
+    assert Job.objects.get(pk=failed.pk).status == Job.Status.FAILED
+
+
+def test_a_bulk_retry_with_a_held_key_retries_the_others_and_reports_it(api):
+    held = _failed_with_key("nightly")
+    other = _failed_with_key("weekly")
+    holder = queued_job(unique_key="nightly")
+    response = post(api, "/api/jobs/retry/", {"ids": [str(held.pk), str(other.pk)]})
+    assert response.status_code == 200
+    assert response.json() == {
+        "retried": 1,
+        "held": 1,
+        "held_jobs": [{"id": str(held.pk), "unique_key": "nightly", "held_by": str(holder.pk)}],
+    }
+    assert Job.objects.get(pk=other.pk).status == Job.Status.QUEUED

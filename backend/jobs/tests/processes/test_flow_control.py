@@ -1,6 +1,8 @@
-"""Flow control with real worker processes on PostgreSQL (issue 24): schedules served by
-three processes, unique keys under parallel creates, concurrency limits per queue and per
-key, a rate limit and a pause, each across processes that race for the same rows.
+"""Flow control with real worker processes on PostgreSQL: schedules served by three
+processes, unique keys under parallel creates, concurrency limits per queue and per key, a
+rate limit and a pause, each across processes that race for the same rows; and what an
+adversary tries: limits changed on a busy queue, a schedule that fails at run time, a
+year of missed ticks, beside a job whose lease is four seconds long.
 
 Every worker is ``manage.py run_job_workers`` (``WorkerProcess``) with the handlers of
 ``jobs.tests.fault_handlers``; idle polls are 50 ms. Each test prints its figures (``-s``).
@@ -22,7 +24,7 @@ from django.utils import timezone
 
 from harness import wait_until
 from jobs import services
-from jobs.models import Job, JobEvent
+from jobs.models import Job, JobEvent, ScheduleState
 from jobs.tests.helpers import WorkerProcess, figures, stop_all
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -247,3 +249,116 @@ def test_a_paused_queue_gets_no_claim_after_the_pause_and_drains_on_resume(start
     )
     assert late == 0
     assert waiting > 0
+
+
+# --- Flow control tried as an adversary would -------------------------------------------
+
+
+def claims_of(job_id) -> int:
+    return JobEvent.objects.filter(job_id=job_id, type="claimed").count()
+
+
+def test_a_limit_set_removed_and_set_again_on_a_busy_queue_never_stalls_it(start_workers):
+    # Limit changes race the completions of a busy queue: nothing the queue held for a
+    # running job can outlive the job, so the queue drains under the last limit.
+    services.create_jobs([services.NewJobSpec(type="fault.noop", queue="busy")] * 3_000)
+    start_workers(2, threads=4)
+    for limit in (3, None, 3):
+        wait_until(
+            lambda: Job.objects.filter(queue="busy", status=Job.Status.RUNNING).exists(),
+            30,
+            "claims under way",
+        )
+        services.set_queue_limits(queue="busy", concurrency_limit=limit)
+        time.sleep(0.3)
+    started = time.monotonic()
+    wait_until(
+        lambda: Job.objects.filter(queue="busy", status=Job.Status.SUCCEEDED).count() == 3_000,
+        120,
+        "the queue drained under its limit",
+    )
+    figures("limit changes", drained_in_s=round(time.monotonic() - started, 1))
+    assert Job.objects.filter(queue="busy", attempts=1).count() == 3_000
+
+
+REFUSED_QUEUE = "refused"
+
+
+@pytest.fixture
+def jobs_refused_in_one_queue():
+    """The database refuses new jobs of the queue ``refused`` (a trigger, as a constraint
+    or a failing extension would): a schedule of that queue fails at run time, past every
+    check the worker makes at its start."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE FUNCTION jobs_test_refuse() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'jobs of this queue are refused'; END $$"
+        )
+        cursor.execute(
+            "CREATE TRIGGER jobs_test_refuse BEFORE INSERT ON jobs_job FOR EACH ROW "
+            f"WHEN (NEW.queue = '{REFUSED_QUEUE}') EXECUTE FUNCTION jobs_test_refuse()"
+        )
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TRIGGER jobs_test_refuse ON jobs_job")
+            cursor.execute("DROP FUNCTION jobs_test_refuse()")
+
+
+LONG_JOB_SECONDS = 16
+SHORT_LEASE = {"JOB_WORKER_LEASE_SECONDS": "4", "JOB_WORKER_CLEANUP_INTERVAL_SECONDS": "1"}
+
+
+def test_a_failing_schedule_neither_stops_the_others_nor_delays_a_heartbeat(
+    start_workers, jobs_refused_in_one_queue
+):
+    schedules = {
+        "a-refused": {"type": "fault.noop", "interval": 1, "queue": REFUSED_QUEUE},
+        "b-healthy": {"type": "fault.noop", "interval": 1},
+    }
+    ((long_job, _),) = services.create_jobs(
+        [services.NewJobSpec(type="fault.sleep", payload={"seconds": LONG_JOB_SECONDS})]
+    )
+    workers = start_workers(2, threads=2, JOB_SCHEDULES_JSON=json.dumps(schedules), **SHORT_LEASE)
+    wait_until(
+        lambda: Job.objects.filter(pk=long_job.id, status=Job.Status.SUCCEEDED).exists(),
+        LONG_JOB_SECONDS + 20,
+        "the long job",
+    )
+    healthy = ticks_of("b-healthy")
+    state = ScheduleState.objects.get(name="a-refused")
+    errors = sum(worker.log().count("action=schedule_failed") for worker in workers)
+    figures("failing schedule", healthy_ticks=len(healthy), failure_lines=errors)
+    assert claims_of(long_job.id) == 1  # never taken back while it ran: it ran once
+    assert not JobEvent.objects.filter(type="timeout_requeued").exists()
+    assert len(healthy) >= LONG_JOB_SECONDS - 4 and contiguous(healthy)
+    assert "refused" in state.error and not ticks_of("a-refused")
+    assert errors == 1  # one line for one error, whichever process met it first
+
+
+def test_catching_up_a_year_of_missed_ticks_is_quick_and_delays_no_heartbeat(start_workers):
+    schedules = {"per-minute": {"type": "fault.noop", "cron": "* * * * *", "missed": "latest"}}
+    a_year_ago = timezone.now() - timedelta(days=365)
+    ScheduleState.objects.create(name="per-minute", last_tick_at=a_year_ago)
+    ((long_job, _),) = services.create_jobs(
+        [services.NewJobSpec(type="fault.sleep", payload={"seconds": LONG_JOB_SECONDS})]
+    )
+    started = timezone.now()
+    start_workers(3, threads=2, JOB_SCHEDULES_JSON=json.dumps(schedules), **SHORT_LEASE)
+    wait_until(lambda: ticks_of("per-minute"), 20, "the missed tick's job")
+    first = Job.objects.filter(metadata__schedule="per-minute").order_by("created_at").first()
+    assert first is not None
+    caught_up = first.created_at - started
+    wait_until(
+        lambda: Job.objects.filter(pk=long_job.id, status=Job.Status.SUCCEEDED).exists(),
+        LONG_JOB_SECONDS + 20,
+        "the long job",
+    )
+    figures("catch-up of a year", seconds_after_start=round(caught_up.total_seconds(), 2))
+    assert len(ticks_of("per-minute")) in (1, 2)  # the newest missed, and perhaps one on time
+    assert ScheduleState.objects.get(name="per-minute").last_tick_at > started - timedelta(
+        minutes=2
+    )
+    assert claims_of(long_job.id) == 1
+    assert not JobEvent.objects.filter(type="timeout_requeued").exists()

@@ -78,13 +78,13 @@ class Statements:
         ]
 
     def claim_next_jobs(self, *, worker_ids, queue, lease_seconds):
-        return self._claim(worker_ids), False
+        return self._claim(worker_ids)
 
     def complete_jobs_and_claim_next_jobs(self, *, completions, worker_ids, queue, lease_seconds):
         with self.lock:
             self.batched.append((len(worker_ids), len(completions)))
         done = [SimpleNamespace(id=c.owner.job_id) for c in completions]
-        return done, self._claim(worker_ids), False
+        return done, self._claim(worker_ids)
 
     def complete_one_and_claim_next(self, *, completion, queue, lease_seconds):
         # The single-job statement claims for the worker id its completion is guarded by.
@@ -113,7 +113,7 @@ def test_every_claimed_job_reaches_its_thread_once(monkeypatch, parallel):
                 rows.append(SimpleNamespace(id=number, locked_by=worker_id))
                 claimed.append((number, worker_id))
         time.sleep(random.random() / 2000)  # the round trip, during which others arrive
-        return rows, False
+        return rows
 
     monkeypatch.setattr(fetcher.services, "claim_next_jobs", claim_next_jobs)
     subject = fetcher_claiming_four(parallel)
@@ -244,103 +244,6 @@ def test_threads_that_gather_stay_on_the_batched_statement(monkeypatch):
     assert statements.single == []
 
 
-def test_a_gated_queue_gets_one_gated_claim_per_waiting_thread_until_it_gives_none(
-    monkeypatch,
-):
-    # Flow control the batch does not apply: the fetch claims through the claim that does,
-    # for each thread it fetches for, instead of one job per fetch while the others queue.
-    gated_claims: list[str] = []
-    left = iter(range(2))
-
-    def claim_next_jobs(*, worker_ids, queue, lease_seconds):
-        return [], True
-
-    def claim_next_job(*, worker_id, queue, lease_seconds):
-        gated_claims.append(worker_id)
-        number = next(left, None)
-        return None if number is None else SimpleNamespace(id=number, locked_by=worker_id)
-
-    monkeypatch.setattr(fetcher.services, "claim_next_jobs", claim_next_jobs)
-    monkeypatch.setattr(fetcher.services, "claim_next_job", claim_next_job)
-    rows = fetcher_claiming_four(1)._claim(["w1", "w2", "w3", "w4"])
-    assert [(row.id, row.locked_by) for row in rows] == [(0, "w1"), (1, "w2")]
-    assert gated_claims == ["w1", "w2", "w3"]  # stopped at the first that gave none
-
-
-class GatedQueues:
-    """Fake statements for queues under flow control: the batched claim answers "gated"
-    for ``gated`` queues (claiming from the others), the gated claim gives a job per call
-    (after ``barrier``, when given, so that calls must run at once to get past it)."""
-
-    def __init__(self, monkeypatch, *, gated: set[str], barrier=None) -> None:
-        self.gated = gated
-        self.barrier = barrier
-        self.numbers = iter(range(1_000_000))
-        self.lock = threading.Lock()
-        self.batched: list[str] = []  # the queue of each batched statement
-        self.single: list[tuple[str, str]] = []  # (queue, worker id) of each gated claim
-        monkeypatch.setattr(fetcher.services, "claim_next_jobs", self.claim_next_jobs)
-        monkeypatch.setattr(fetcher.services, "claim_next_job", self.claim_next_job)
-
-    def _rows(self, worker_ids) -> list[SimpleNamespace]:
-        with self.lock:
-            return [SimpleNamespace(id=next(self.numbers), locked_by=w) for w in worker_ids]
-
-    def claim_next_jobs(self, *, worker_ids, queue, lease_seconds):
-        with self.lock:
-            self.batched.append(queue)
-        if queue in self.gated:
-            return [], True
-        return self._rows(worker_ids), False
-
-    def claim_next_job(self, *, worker_id, queue, lease_seconds):
-        with self.lock:
-            self.single.append((queue, worker_id))
-        if self.barrier is not None:
-            self.barrier.wait()
-        return self._rows([worker_id])[0]
-
-
-def test_a_queue_that_answered_gated_is_claimed_through_the_gated_claim_alone_for_a_while(
-    monkeypatch,
-):
-    statements = GatedQueues(monkeypatch, gated={"default"})
-    monkeypatch.setattr(fetcher, "GATED_MEMORY_SECONDS", 0.2)
-    subject = fetcher_claiming_four(1)
-    assert len(subject._claim(["w1", "w2"])) == 2
-    assert len(subject._claim(["w1", "w2"])) == 2
-    # The batched statement ran once: the second fetch knew the queue was gated.
-    assert statements.batched == ["default"]
-    assert [worker for _, worker in statements.single] == ["w1", "w2", "w1", "w2"]
-    time.sleep(0.25)  # the answer lapses: a lifted pause or limit is seen again
-    subject._claim(["w1"])
-    assert statements.batched == ["default", "default"]
-
-
-def test_while_every_queue_is_gated_each_thread_claims_for_itself_at_once(monkeypatch):
-    # Four threads, one fetch at a time: were they claimed for by one fetch, one gated
-    # claim after another, the barrier that needs four at once would break.
-    barrier = threading.Barrier(4, timeout=5)
-    statements = GatedQueues(monkeypatch, gated={"default"})
-    subject = fetcher_claiming_four(1)
-    subject._claim(["w0"])  # the queue answers "gated" once
-    statements.barrier = barrier
-    received: dict[str, int] = {}
-
-    def thread(worker_id: str) -> None:
-        row = subject.next_job(worker_id)
-        received[worker_id] = row.id
-
-    threads = [threading.Thread(target=thread, args=(f"w{n}",)) for n in range(4)]
-    for each in threads:
-        each.start()
-    for each in threads:
-        each.join(timeout=10)
-    assert not barrier.broken
-    assert sorted(received) == ["w0", "w1", "w2", "w3"]
-    assert statements.batched == ["default"]
-
-
 def recorded_handover(outcome: list[str]) -> Handover:
     """One success handed to a fetch; ``outcome`` records whether it was committed or given
     back to the completer."""
@@ -349,26 +252,6 @@ def recorded_handover(outcome: list[str]) -> Handover:
         committed=lambda rows: outcome.append("committed"),
         failed=lambda: outcome.append("given back"),
     )
-
-
-def test_successes_a_fetch_took_but_wrote_in_no_statement_go_back_to_the_completer(
-    monkeypatch,
-):
-    # "default" answered gated lately and filled the fetch; "other" was never reached.
-    GatedQueues(monkeypatch, gated={"default"})
-    outcome: list[str] = []
-    handover = recorded_handover(outcome)
-    subject = Fetcher(
-        batch_size=4,
-        lease_seconds=30,
-        queues=QueueSet(("default", "other"), refresh_seconds=1),
-        stopping=threading.Event(),
-        successes=lambda: handover,
-    )
-    subject._gated["default"] = time.monotonic() + 60
-    rows = subject._claim(["w1"])
-    assert [row.locked_by for row in rows] == ["w1"]
-    assert outcome == ["given back"]
 
 
 def test_successes_of_a_failed_statement_are_given_back_once(monkeypatch):

@@ -591,13 +591,13 @@ class QueueMachine(RuleBasedStateMachine):
             with pytest.raises(errors.EmptySelection):
                 services.retry_jobs(now=self.now)
             return
-        retried = services.retry_jobs(ids=ids, now=self.now, **filters)
+        outcome = services.retry_jobs(ids=ids, now=self.now, **filters)
         selected = [
             job
             for job in self.selected(ids, **filters)
             if job.status in (Status.FAILED, Status.CANCELLED)
         ]
-        assert retried == len(selected)
+        assert (outcome.retried, outcome.held_count) == (len(selected), 0)
         for job in selected:
             self.requeue_by_hand(job)
         SEEN["bulk retries"] += 1

@@ -64,10 +64,10 @@ def test_a_stop_releases_jobs_claimed_but_not_started(register_handler, monkeypa
     claimed: list[object] = []
 
     def claim_then_stop(**kwargs):
-        rows, gated = claim(**kwargs)
+        rows = claim(**kwargs)
         claimed.extend(row.id for row in rows)
         runner.stop()  # SIGTERM arrives while the batch is on its way to the threads
-        return rows, gated
+        return rows
 
     monkeypatch.setattr(fetcher.services, "claim_next_jobs", claim_then_stop)
     started = time.monotonic()
@@ -138,7 +138,7 @@ def test_a_timeout_counts_from_the_handler_start_not_from_the_claim(register_han
     assert succeeded.run_ms is not None and succeeded.run_ms >= 1500  # measured from the claim
 
 
-def test_a_gated_queue_is_claimed_one_job_at_a_time_within_its_limit(register_handler):
+def test_a_limited_queue_is_claimed_in_batches_within_its_limit(register_handler):
     running: list[int] = []
     most = [0]
     lock = threading.Lock()

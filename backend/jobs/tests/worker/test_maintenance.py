@@ -1,8 +1,9 @@
 """The duty loops of a worker process: the heartbeat in a thread and a back-off of its own,
 so that no other duty, hung or failing, delays a renewal; each other duty retried on its
-own back-off."""
+own back-off; the schedule ticker reporting a failing schedule once per change."""
 
 import itertools
+import logging
 import threading
 import time
 from types import SimpleNamespace
@@ -11,10 +12,11 @@ import pytest
 from django.db import OperationalError
 from django.utils import timezone
 
+from jobs import services
 from jobs.tests.factories import WORKER, fresh, running_job
 from jobs.tests.helpers import worker_config
 from jobs.worker.attempts import Attempt, InFlight
-from jobs.worker.maintenance import Heartbeat, LeaseRescuer, Maintenance, Presence
+from jobs.worker.maintenance import Heartbeat, LeaseRescuer, Maintenance, Presence, ScheduleTicker
 from jobs.worker.maintenance.loop import RETRY_FIRST_SECONDS, DutyLoop
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -150,3 +152,22 @@ def test_a_duty_that_keeps_failing_backs_off_doubling_up_to_its_bound():
         loop.run_due(now)
     gaps = [round(b - a, 2) for a, b in itertools.pairwise(retries)]
     assert gaps == [1.0, 2.0, 2.0, 2.0, 2.0]
+
+
+def test_a_schedule_that_starts_failing_is_logged_once(settings, monkeypatch, caplog):
+    settings.JOB_SCHEDULES = {"reports": {"type": "demo.success", "interval": 1}}
+    ticker = ScheduleTicker(worker_id="w")
+    ticker.run_once()  # first sight
+
+    def refusing(specs, **kwargs):
+        raise RuntimeError("the database refused the job")
+
+    monkeypatch.setattr(services, "create_jobs", refusing)
+    time.sleep(1.1)
+    with caplog.at_level(logging.INFO, logger="jobs.worker"):
+        ticker.run_once()
+        time.sleep(1.2)
+        ticker.run_once()  # past its back-off: it fails the same way
+    failed = [r for r in caplog.records if "action=schedule_failed" in r.getMessage()]
+    assert len(failed) == 1 and "refused" in failed[0].getMessage()
+    assert failed[0].levelno == logging.ERROR

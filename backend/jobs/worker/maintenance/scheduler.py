@@ -1,10 +1,11 @@
-"""The schedule ticker (issue 24): every worker process enqueues the due ticks of the
-schedules in ``JOB_SCHEDULES``, twice a second.
+"""The schedule ticker: every worker process enqueues the due ticks of the schedules in
+``JOB_SCHEDULES``, twice a second.
 
 No leader is elected: ``services.enqueue_due_ticks`` handles each schedule under a lock on
-its state row, and each tick's job carries the permanent idempotency key
-``schedule:<name>:<tick>``, so however many processes tick, a tick is one job. With no
-schedule configured the ticker does nothing at all.
+its state row (a process that finds it held skips it), and each tick's job carries the
+permanent idempotency key ``schedule:<name>:<tick>``, so however many processes tick, a
+tick is one job. A schedule that fails is kept apart (its error on its row, retried on a
+back-off) and never stops the others. With no schedule configured there is no ticker.
 """
 
 from __future__ import annotations
@@ -35,9 +36,22 @@ class ScheduleTicker(Periodic):
     def enabled(self) -> bool:
         return bool(app_settings.JOB_SCHEDULES)
 
-    def run_once(self) -> int:
-        """Enqueue what is due; return how many jobs this process created."""
-        created = services.enqueue_due_ticks()
-        if created:
-            logger.info("action=schedule_ticks worker_id=%s enqueued=%d", self.worker_id, created)
-        return created
+    def run_once(self) -> services.TickPass:
+        """Enqueue what is due; what this process did. A schedule that starts failing, or
+        fails otherwise, is logged once (by the process that met it), and again once it
+        runs; the others go on meanwhile."""
+        done = services.enqueue_due_ticks()
+        if done.created:
+            logger.info(
+                "action=schedule_ticks worker_id=%s enqueued=%d", self.worker_id, done.created
+            )
+        for name, error in done.failed.items():
+            logger.error(
+                "action=schedule_failed worker_id=%s schedule=%s error=%s",
+                self.worker_id,
+                name,
+                error,
+            )
+        for name in done.recovered:
+            logger.info("action=schedule_recovered worker_id=%s schedule=%s", self.worker_id, name)
+        return done
