@@ -159,6 +159,7 @@ def pgbench_variables() -> dict[str, str]:
 
     pgbench cannot bind an SQL NULL, so the no-op result is the JSON ``null``.
     """
+    from jobs.flowcontrol import RATE_BUCKETS
     from jobs.models import DEFAULT_QUEUE, JobEventType
     from jobs.services import MESSAGES
 
@@ -181,6 +182,7 @@ def pgbench_variables() -> dict[str, str]:
         "job_attempts": "0",
         # What the worker sends without JOB_CONCURRENCY_KEY_LIMITS.
         "keys_limited": "false",
+        "rate_buckets": str(RATE_BUCKETS),
         "claimers_set": "0",
         # The batched script's first transaction completes nothing.
         **{f"done_{name}": "{}" for name in ("ids", "owners", "attempts", "results")},

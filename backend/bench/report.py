@@ -26,7 +26,7 @@ from .common import JOB_TYPE, REPO_DIR, IndexSize, TableSize, load_average, rati
 from .decay import DecayResult
 from .decay import goals as decay_goals
 from .enqueue import PRODUCTION_LABEL, EnqueueResult
-from .flowcontrol import FlowControlResult
+from .flowcontrol import FlowControlResult, flow_control_goals
 from .flowcontrol import render as render_flow_control
 from .goals import NOT_RUN, Goal
 from .mix import MixResult
@@ -500,6 +500,7 @@ def evaluate_goals(results: Results) -> list[Goal]:
     goals += _stats_goals(results)
     goals += _wakeup_goals(results)
     goals.append(_pgbouncer_goal(results.pgbouncer))
+    goals += flow_control_goals(results.flowcontrol)
     goals.append(_future_goal(results.scale.future if results.scale else None))
     goals += backlog_goals(results.backlog)
     goals += peer_goals(results.peers, in_hand_limits(results.backlog))

@@ -293,7 +293,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--flow-rounds",
         type=int,
         default=4,
-        help="rounds of the flow control modes (unlimited, limited), alternating which "
+        help="rounds of the flow control modes (unlimited, limited, rated), changing which "
         "goes first; the median ratio is reported (4)",
     )
     parser.add_argument(

@@ -207,6 +207,17 @@ class Job(models.Model):
                 name="job_running_key_idx",
                 condition=Q(status=JobStatus.RUNNING, concurrency_key__isnull=False),
             ),
+            # The running count of a concurrency-limited queue, read by its claims under
+            # the queue's lock: its running jobs only, never every running job, in
+            # updated_at order (which no other index offers, so a plan that expects many
+            # keeps to this one). `queue IS NOT NULL` (always true) keeps it to statements
+            # that name a queue: a bare `status = 'running'` (the rescuer, the key counts)
+            # cannot pick it over the indexes designed for it.
+            models.Index(
+                fields=["queue", "updated_at"],
+                name="job_running_queue_idx",
+                condition=Q(status=JobStatus.RUNNING, queue__isnull=False),
+            ),
         ]
         constraints = [
             models.UniqueConstraint(

@@ -15,7 +15,7 @@ import psycopg
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 
 from ..conf import app_settings
-from ..flowcontrol import key_limit, rate_room
+from ..flowcontrol import RATE_BUCKETS, key_limit
 from . import sql
 from .base import (
     Analyzed,
@@ -429,113 +429,124 @@ class PostgresDriver:
             rows = cursor.fetchall()
         found = {part: _job_row(values) for part, *values in rows if part != "gated"}
         if any(part == "gated" for part, *_ in rows):
-            claimed = self._gated_claim({**params, "worker_ids": [params["worker_id"]]})
+            _, claimed = self._batch("claim_jobs", {**params, "worker_ids": [params["worker_id"]]})
             if claimed:
                 found["claimed"] = claimed[0]
         return found
 
-    def _gated_claim(self, params: dict[str, Any]) -> list[JobRow]:
-        """The claim of a queue under flow control, or of jobs whose concurrency_key may be
-        limited: one transaction that locks the queue's settings row (claimers of the queue
-        take turns), then claims up to one job per worker id of ``params["worker_ids"]``
-        within what the pause, the rate window and the concurrency limit admit, counting
-        after the lock (see queries.sql gate_lock). Keyed jobs, while key limits exist, are
-        claimed one by one under their key's lock. The n-th job goes to the n-th id."""
+    def _batch(self, query: str, params: dict[str, Any]) -> tuple[list[JobRow], list[JobRow]]:
+        """(completed, claimed) of a batched statement (claim_jobs, complete_and_claim_jobs:
+        one round trip, one commit), the claimed rows in worker order. A claim it answered
+        stale (another claim of the controlled queue committed after its snapshot) is made
+        again for the worker ids left, in a transaction that takes the queue's lock first
+        (``_claim_locked``); keyed jobs it left, one by one (``_claim_keyed``)."""
+        params = {**params, "rate_buckets": RATE_BUCKETS}
+        with _cursor() as cursor:
+            self._execute(cursor, query, params)
+            rows = cursor.fetchall()
+        done = [_job_row(values) for part, *values in rows if part == "completed"]
+        claimed = _in_worker_order(rows, params["worker_ids"])
+        parts = {part for part, *_ in rows}
+        if "stale" in parts:
+            claimed += self._claim_locked(_still_wanting(params, claimed))
+        elif "keyed" in parts:
+            claimed += self._claim_keyed(_still_wanting(params, claimed))
+        return done, claimed
+
+    def _claim_locked(self, params: dict[str, Any]) -> list[JobRow]:
+        """claim_jobs in a transaction that locks the queue's settings row first, so its
+        snapshot follows every claim before it and it cannot be stale; BEGIN, the lock, the
+        statement and COMMIT go out in one pipeline (one round trip)."""
+        if not params["worker_ids"]:
+            return []
+        _, rows = self._in_one_transaction(
+            [("gate_lock", {"queue": params["queue"]}), ("claim_jobs", params)]
+        )
+        claimed = _in_worker_order(rows, params["worker_ids"])
+        if any(part == "keyed" for part, *_ in rows):
+            claimed += self._claim_keyed(_still_wanting(params, claimed))
+        return claimed
+
+    def _in_one_transaction(
+        self, statements: list[tuple[str, dict[str, Any]]]
+    ) -> list[list[tuple[Any, ...]]]:
+        """Run ``statements`` in one transaction sent as one pipeline (BEGIN, each
+        statement, COMMIT: a single round trip); each statement's rows. On an error the
+        transaction is rolled back and the error raised. Inside the caller's transaction
+        they run in a savepoint of it, one after the other."""
+        if connections[DEFAULT_DB_ALIAS].in_atomic_block:
+            with transaction.atomic(), _cursor() as cursor:
+                found = []
+                for query, params in statements:
+                    self._execute(cursor, query, params)
+                    found.append(cursor.fetchall())
+                return found
+        with _cursor() as cursor:
+            conn = cursor.connection
+            cursors = [psycopg.RawCursor(conn) for _ in statements]
+            if _threads.db.timezone is UTC:  # as _cursor() does for its own cursor
+                for each in cursors:
+                    each.adapters.register_loader("timestamptz", _TIMESTAMPTZ_LOADER)
+            try:
+                with conn.pipeline():
+                    cursor.execute("BEGIN")
+                    for each, (query, params) in zip(cursors, statements, strict=True):
+                        self._execute(each, query, params)
+                    cursor.execute("COMMIT")
+                return [each.fetchall() for each in cursors]
+            except BaseException:
+                if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    cursor.execute("ROLLBACK")
+                raise
+            finally:
+                for each in cursors:
+                    each.close()
+
+    def _claim_keyed(self, params: dict[str, Any]) -> list[JobRow]:
+        """The gated claim of jobs whose concurrency_key may be limited: a transaction that
+        locks the queue's settings row, takes what the queue's controls admit now (for
+        all the worker ids at once), then one job per worker id, skipping the keys at
+        their limits, each key counted under its own lock (claimers of one key take turns,
+        whatever their queue); the claims counted in the rate window."""
         queue = params["queue"]
+        claimed: list[JobRow] = []
+        if not params["worker_ids"]:
+            return claimed
         with transaction.atomic(), _cursor() as cursor:
             self._execute(cursor, "gate_lock", {"queue": queue})
-            gate = cursor.fetchone()
-            if gate is None:
-                self._execute(cursor, "clock", {})
-                (now,) = cast(tuple[Any, ...], cursor.fetchone())
-                paused, limit, rate, period, window = False, None, None, None, "null"
-            else:
-                paused, limit, rate, period, window, now = gate
-            if paused:
-                return []
-            wanting = list(params["worker_ids"])
-            room = None
-            if rate is not None:
-                room = rate_room(
-                    json.loads(window), limit=rate, period_seconds=period or 1, now=now.timestamp()
-                )
-                wanting = wanting[: room.room]
-            if not wanting:
-                return []
-            claim = {
-                "queue": queue,
-                "keys_limited": params["keys_limited"],
-                "claimed_message": params["claimed_message"],
-                "claimed_data": params["claimed_data"],
-                "now": now,
-                # The lease starts at the gate's clock, as long as the caller's.
-                "locked_until": params["locked_until"] + (now - params["now"]),
-            }
-            self._execute(
-                cursor,
-                "claim_jobs_gated",
-                {**claim, "worker_ids": wanting, "running_limit": limit},
-            )
-            rows = cursor.fetchall()
-            claimed = _in_worker_order(rows, wanting)
-            if any(part == "keyed" for part, *_ in rows) and len(claimed) < len(wanting):
-                claimed += self._claim_keyed(cursor, claim, wanting[len(claimed) :], limit)
-            if room is not None and claimed:
-                stored = to_json(room.stored(len(claimed)))
-                self._execute(cursor, "store_rate_window", {"queue": queue, "window": stored})
-            return claimed
-
-    def _claim_keyed(
-        self,
-        cursor: psycopg.RawCursor[Any],
-        claim: dict[str, Any],
-        worker_ids: Sequence[str],
-        limit: int | None,
-    ) -> list[JobRow]:
-        """Inside the gated claim's transaction: one job per worker id while the queue's
-        limit admits one, skipping the keys at their limits, each key counted under its
-        own lock (claimers of one key take turns, whatever their queue)."""
-        key_limits = self._key_limits(cursor)
-        claimed: list[JobRow] = []
-        blocked: list[str] = []
-        for worker_id in worker_ids:
-            if limit is not None:
-                self._execute(cursor, "running_in_queue", {"queue": claim["queue"]})
-                if cast(tuple[int], cursor.fetchone())[0] >= limit:
-                    break
-            while True:
-                self._execute(
-                    cursor,
-                    "gated_candidate",
-                    {"queue": claim["queue"], "now": claim["now"], "blocked": blocked},
-                )
-                candidate = cursor.fetchone()
+            self._execute(cursor, "controlled_room", params)
+            (room,) = cast(tuple[int], cursor.fetchone())
+            key_limits = self._key_limits(cursor)
+            blocked: list[str] = []
+            for worker_id in params["worker_ids"][:room]:
+                while True:
+                    self._execute(
+                        cursor,
+                        "gated_candidate",
+                        {"queue": queue, "now": params["now"], "blocked": blocked},
+                    )
+                    candidate = cursor.fetchone()
+                    if candidate is None:
+                        break
+                    job_id, key = candidate
+                    key_max = None if key is None else key_limit(key, key_limits)
+                    if key_max is None:
+                        break
+                    self._execute(cursor, "key_lock", {"key": key})
+                    self._execute(cursor, "running_with_key", {"key": key})
+                    if cast(tuple[int], cursor.fetchone())[0] < key_max:
+                        break
+                    blocked.append(key)
                 if candidate is None:
-                    return claimed
-                job_id, key = candidate
-                key_max = None if key is None else key_limit(key, key_limits)
-                if key_max is None:
                     break
-                self._execute(cursor, "key_lock", {"key": key})
-                self._execute(cursor, "running_with_key", {"key": key})
-                if cast(tuple[int], cursor.fetchone())[0] < key_max:
-                    break
-                blocked.append(key)
-            self._execute(
-                cursor,
-                "claim_by_id",
-                {
-                    "id": job_id,
-                    "worker_id": worker_id,
-                    "locked_until": claim["locked_until"],
-                    "claimed_message": claim["claimed_message"],
-                    "claimed_data": claim["claimed_data"],
-                    "now": claim["now"],
-                },
-            )
-            row = cursor.fetchone()
-            if row is not None:
-                claimed.append(_job_row(row))
+                self._execute(
+                    cursor, "claim_by_id", {**params, "id": job_id, "worker_id": worker_id}
+                )
+                row = cursor.fetchone()
+                if row is not None:
+                    claimed.append(_job_row(row))
+            if claimed:
+                self._execute(cursor, "count_controlled_claims", {**params, "claims": len(claimed)})
         return claimed
 
     def _key_limits(self, cursor: psycopg.RawCursor[Any]) -> dict[str, int]:
@@ -573,17 +584,7 @@ class PostgresDriver:
             **_claim_params(queue, locked_until, event),
             "now": now,
         }
-        with _cursor() as cursor:
-            self._execute(cursor, "claim_jobs", params)
-            rows = cursor.fetchall()
-        return self._with_gated(rows, params)
-
-    def _with_gated(self, rows: list[tuple[Any, ...]], params: dict[str, Any]) -> list[JobRow]:
-        """A batch's claimed rows, in worker order, or those of the gated claim for the
-        same worker ids when the batch answered gated (it then claimed nothing)."""
-        if any(part == "gated" for part, *_ in rows):
-            return self._gated_claim(params)
-        return _in_worker_order(rows, params["worker_ids"])
+        return self._batch("claim_jobs", params)[1]
 
     def release_jobs(
         self, owners: Sequence[Owner], *, now: datetime, event: Event, cancelled: Event
@@ -652,12 +653,7 @@ class PostgresDriver:
             **_claim_params(queue, locked_until, claimed),
             "now": now,
         }
-        with _cursor() as cursor:
-            self._execute(cursor, "complete_and_claim_jobs", params)
-            rows = cursor.fetchall()
-        done = [_job_row(values) for part, *values in rows if part == "completed"]
-        # The completions are committed: a gated claim is a transaction of its own.
-        return done, self._with_gated(rows, params)
+        return self._batch("complete_and_claim_jobs", params)
 
     def complete_and_claim(
         self,
@@ -811,6 +807,12 @@ class PostgresDriver:
         row = self._fetchone("cancel_jobs", params)
         assert row is not None  # an aggregate always answers
         return CancelOutcome(cancelled=row[0], cancel_requested=row[1])
+
+
+def _still_wanting(params: dict[str, Any], claimed: list[JobRow]) -> dict[str, Any]:
+    """``params`` for the worker ids of ``params`` that ``claimed`` left without a job."""
+    taken = {row.locked_by for row in claimed}
+    return {**params, "worker_ids": [w for w in params["worker_ids"] if w not in taken]}
 
 
 def _iso(value: datetime | None) -> str | None:

@@ -216,16 +216,87 @@ done AS (
 )
 
 -- fragment: batch_gate
--- The bound of an ungated batch: one job per worker id, none from a queue under flow
--- control (paused, or a rate or concurrency limit), which the gated claim serves.
+-- A batch's room, within the queue's flow control. A queue without a control (no settings
+-- row, or one with no pause and no limit, in this statement's snapshot) takes one job per
+-- worker id. A controlled one is claimed from under its settings row's lock, which every
+-- claim there takes (`locked`, FOR UPDATE) and, when it claimed, updates (`gate_bumped`):
+-- nothing from a paused queue; with a concurrency limit, no more than the limit less the
+-- queue's running jobs, counted here (a lowered limit that running jobs exceed admits
+-- none); with a rate limit, no more than its window admits at the database's clock (one
+-- clock whichever host claims). The counts are exact when the row this statement locked
+-- is the version its snapshot holds: no claim committed in between, and none can commit
+-- before this one. When another claim committed in between (the lock waited for it, or it
+-- slipped in before), the versions differ: nothing is claimed and the answer says stale,
+-- and the caller claims again with a fresh snapshot. The rate window is counts of claims
+-- per 1/:rate_buckets of the period by age (age 0: the bucket of now), as
+-- jobs.flowcontrol.rate_room reads it: the stored counts shifted by the buckets elapsed
+-- since, negative counts read as none.
 gate AS MATERIALIZED (
-    SELECT coalesce(bool_or(settings.paused_at IS NOT NULL OR settings.rate_limit IS NOT NULL
-            OR settings.concurrency_limit IS NOT NULL), false) AS gated
-    FROM jobs_queuesettings AS settings WHERE settings.name = :queue
+    SELECT settings.paused_at IS NOT NULL AS paused, settings.concurrency_limit,
+        settings.rate_limit, settings.rate_window, settings.xmin::text AS version,
+        floor(extract(epoch FROM clock_timestamp()) * :rate_buckets
+            / settings.rate_period_seconds)::bigint AS bucket
+    FROM jobs_queuesettings AS settings
+    WHERE settings.name = :queue AND (settings.paused_at IS NOT NULL
+        OR settings.concurrency_limit IS NOT NULL OR settings.rate_limit IS NOT NULL)
+), locked AS MATERIALIZED (
+    SELECT settings.xmin::text AS version FROM jobs_queuesettings AS settings
+    WHERE settings.name = :queue AND EXISTS (SELECT 1 FROM gate)
+    FOR UPDATE
+), rate_counts AS MATERIALIZED (
+    SELECT stored.age, greatest(coalesce(CASE WHEN stored.age >= stored.shift
+            THEN (gate.rate_window -> 'counts' ->> (stored.age - stored.shift)::integer)::integer
+            END, 0), 0) AS claims
+    FROM gate CROSS JOIN LATERAL (
+        SELECT age, greatest(gate.bucket - (gate.rate_window ->> 'bucket')::bigint, 0) AS shift
+        FROM generate_series(0, :rate_buckets) AS age
+    ) AS stored
+    WHERE gate.rate_limit IS NOT NULL
 ), room AS MATERIALIZED (
-    SELECT CASE WHEN (SELECT gated FROM gate) THEN 0
-        ELSE cardinality(:worker_ids::text[]) END AS n
+    SELECT CASE
+        WHEN gate.version IS NULL THEN cardinality(:worker_ids::text[])
+        WHEN gate.paused OR gate.version <> (SELECT version FROM locked) THEN 0
+        ELSE greatest(least(
+            cardinality(:worker_ids::text[]),
+            coalesce(gate.concurrency_limit - (
+                -- Counted up to the limit, in the order of job_running_queue_idx: a plan for
+                -- statistics that call every job running still reads that index.
+                SELECT count(*) FROM (
+                    SELECT 1 FROM jobs_job WHERE status = 'running' AND queue = :queue
+                    ORDER BY updated_at LIMIT gate.concurrency_limit) AS running),
+                cardinality(:worker_ids::text[])),
+            coalesce(gate.rate_limit - (SELECT sum(claims) FROM rate_counts),
+                cardinality(:worker_ids::text[]))), 0) END AS n,
+        NOT gate.paused AND gate.version <> (SELECT version FROM locked) AS stale
+    FROM (SELECT 1) AS one LEFT JOIN gate ON true
 )
+
+-- fragment: gate_bumped
+-- A controlled queue's row once claims were made there (`new_claims`): a new version,
+-- which tells a claim whose snapshot is older that it may have missed these, and the rate
+-- window with the claims in the bucket of now.
+bumped AS (
+    UPDATE jobs_queuesettings AS settings
+    SET rate_window = CASE WHEN gate.rate_limit IS NULL THEN settings.rate_window
+        ELSE jsonb_build_object('bucket', gate.bucket, 'counts', (
+            SELECT jsonb_agg(claims
+                + CASE WHEN age = 0 THEN (SELECT n FROM new_claims) ELSE 0 END ORDER BY age)
+            FROM rate_counts)) END
+    FROM gate
+    WHERE settings.name = :queue AND (SELECT n FROM new_claims) > 0
+)
+
+-- fragment: batch_answers
+-- Besides its rows, a batch answers `stale` (its claim must be made again: see batch_gate)
+-- and `keyed` (candidates were left for their concurrency_key while key limits exist: the
+-- caller claims those one by one, each under its key's lock); their columns are NULL.
+SELECT 'stale', job.* FROM (SELECT 1) AS one LEFT JOIN jobs_job AS job ON false
+WHERE (SELECT stale FROM room)
+UNION ALL
+SELECT 'keyed', job.* FROM (SELECT 1) AS one LEFT JOIN jobs_job AS job ON false
+WHERE EXISTS (
+    SELECT 1 FROM candidate
+    WHERE NOT EXISTS (SELECT 1 FROM numbered WHERE numbered.id = candidate.id))
 
 -- fragment: batch_claim
 -- Claims up to the n of the `room` its statement defines before it.
@@ -270,12 +341,6 @@ keyed AS MATERIALIZED (
     FROM claimed ORDER BY locked_by
 )
 
--- fragment: batch_claim_gated
-SELECT 'gated', job.* FROM (SELECT 1) AS one LEFT JOIN jobs_job AS job ON false
-WHERE (SELECT gated FROM gate) OR EXISTS (
-    SELECT 1 FROM candidate
-    WHERE NOT EXISTS (SELECT 1 FROM numbered WHERE numbered.id = candidate.id))
-
 -- name: complete_jobs
 -- Batched completion: every attempt of the arrays (:done_ids, :done_worker_ids,
 -- :done_attempts, with each result as JSON text in :done_results) that its owner still
@@ -290,49 +355,40 @@ SELECT * FROM completed;
 -- Batched fetch: claim up to one job per worker id of :worker_ids (the process's idle
 -- threads, never more) from :queue, in claim order, in one statement; the n-th job
 -- claimed goes to the n-th worker id, with its own claimed event, as claim_job would
--- write it. Only for a queue without flow control: a paused, rate-limited or
--- concurrency-limited queue, or a job whose concurrency_key may be limited, answers one
--- gated row instead (its columns NULL) and the driver claims there through the gated
--- claim, under the queue's lock. The candidates are a loose index scan over job_claim_idx
--- as in complete_and_claim, taking up to the batch from each priority level in turn.
-WITH RECURSIVE {batch_gate}, {batch_claim}
+-- write it, within the queue's flow control (batch_gate). The candidates are a loose
+-- index scan over job_claim_idx as in complete_and_claim, taking up to the batch from each
+-- priority level in turn.
+WITH RECURSIVE {batch_gate}, {batch_claim},
+new_claims AS (SELECT count(*) AS n FROM claimed), {gate_bumped}
 SELECT 'claimed' AS part, * FROM claimed
 UNION ALL
-{batch_claim_gated};
-
--- name: claim_jobs_gated
--- The gated claim's batch, run after gate_lock locked the queue's settings row in the
--- same transaction, so its snapshot holds every claim and ending committed before: up to
--- one job per worker id (the caller gives no more than the rate admits), and with a
--- concurrency limit (:running_limit) no more than the limit less the queue's running
--- jobs, counted here; a lowered limit that running jobs exceed admits none. A keyed row
--- (its columns NULL) says candidates were left for their concurrency_key, while key
--- limits exist: the gated claim takes those one by one, each under its key's lock.
-WITH RECURSIVE room AS MATERIALIZED (
-    SELECT greatest(least(cardinality(:worker_ids::text[]),
-        coalesce(:running_limit::integer - (
-            SELECT count(*) FROM jobs_job WHERE status = 'running' AND queue = :queue),
-            cardinality(:worker_ids::text[]))), 0) AS n
-), {batch_claim}
-SELECT 'claimed' AS part, * FROM claimed
-UNION ALL
-SELECT 'keyed', job.* FROM (SELECT 1) AS one LEFT JOIN jobs_job AS job ON false
-WHERE EXISTS (
-    SELECT 1 FROM candidate
-    WHERE NOT EXISTS (SELECT 1 FROM numbered WHERE numbered.id = candidate.id));
+{batch_answers};
 
 -- name: complete_and_claim_jobs
 -- complete_jobs and claim_jobs in one statement: a fetch writes the process's waiting
 -- successes and claims its idle threads' next jobs in one round trip and one commit, as
 -- complete_and_claim does for one job. The halves touch different rows (the process's
--- running attempts; queued jobs) and keep their own guards; the claim answers gated as
--- claim_jobs does, and the completions are written either way.
-WITH RECURSIVE {batch_gate}, {batch_claim}, {batch_completion}
+-- running attempts; queued jobs) and keep their own guards; the completions are written
+-- whatever the claim answers.
+WITH RECURSIVE {batch_gate}, {batch_claim}, {batch_completion},
+new_claims AS (SELECT count(*) AS n FROM claimed), {gate_bumped}
 SELECT 'completed' AS part, * FROM completed
 UNION ALL
 SELECT 'claimed', * FROM claimed
 UNION ALL
-{batch_claim_gated};
+{batch_answers};
+
+-- name: controlled_room
+-- The room of the gated claim of keyed jobs (after gate_lock, in its transaction): how
+-- many of :worker_ids the queue's controls admit now.
+WITH {batch_gate}
+SELECT n FROM room;
+
+-- name: count_controlled_claims
+-- The gated claim's keyed claims (:claims of them), made visible to other claims and
+-- counted in the rate window, as a batch's own claims are (gate_bumped).
+WITH {batch_gate}, new_claims AS (SELECT :claims::integer AS n), {gate_bumped}
+SELECT 1;
 
 -- name: release_jobs
 -- Graceful shutdown (issue 25): each attempt of the arrays (:ids, :worker_ids, :attempts)
@@ -737,15 +793,8 @@ WHERE unique_key = ANY(:keys::text[]) AND status IN ('queued', 'running');
 -- The gated claim's first statement (a transaction of its own): lock the queue's settings
 -- row, so claimers of a paused or limited queue take turns; what they then count (each
 -- next statement has a fresh snapshot) includes every claim and ending committed before
--- them. The database's clock after the lock is the claim's time, so rate windows are
--- measured on one clock whichever host claims.
-SELECT paused_at IS NOT NULL, concurrency_limit, rate_limit, rate_period_seconds,
-    rate_window::text, clock_timestamp()
-FROM jobs_queuesettings WHERE name = :queue
-FOR UPDATE;
-
--- name: clock
-SELECT clock_timestamp();
+-- them.
+SELECT 1 FROM jobs_queuesettings WHERE name = :queue FOR UPDATE;
 
 -- name: key_lock
 -- Claimers of jobs with one concurrency_key take turns, whatever their queue (released
@@ -802,11 +851,3 @@ WITH claimed AS (
     FROM claimed
 )
 SELECT * FROM claimed;
-
--- name: running_in_queue
--- The queue's running jobs, counted by the gated claim under the queue's lock (so with
--- every claim and ending committed before it, and this transaction's own claims).
-SELECT count(*) FROM jobs_job WHERE status = 'running' AND queue = :queue;
-
--- name: store_rate_window
-UPDATE jobs_queuesettings SET rate_window = :window::jsonb WHERE name = :queue;

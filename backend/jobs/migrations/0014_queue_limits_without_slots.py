@@ -4,6 +4,8 @@
   claim counts the queue's running jobs under the queue's row lock. A slot left held by a
   job that had finished (a limit set while jobs ended) could stall a queue for good, and a
   limit of a million wrote a million rows.
+* ``job_running_queue_idx``: a queue's running jobs, which the claims of a
+  concurrency-limited queue count.
 * ``rate_window`` holds counts per twentieth of the rate period
   (``jobs.flowcontrol.rate_room``) instead of one timestamp per claim; a list of
   timestamps is converted to the counts that hold the same claims.
@@ -148,6 +150,14 @@ class Migration(migrations.Migration):
             field=models.JSONField(blank=True, db_default={}, default=dict),
         ),
         migrations.RunPython(_windows_as_counts, migrations.RunPython.noop, elidable=True),
+        migrations.AddIndex(
+            model_name="job",
+            index=models.Index(
+                condition=models.Q(("queue__isnull", False), ("status", "running")),
+                fields=["queue", "updated_at"],
+                name="job_running_queue_idx",
+            ),
+        ),
         migrations.RunPython(
             _0009._on_postgres(CREATE), _0009._on_postgres(_0012.CREATE), elidable=False
         ),

@@ -310,7 +310,8 @@ export interface paths {
         put?: never;
         /**
          * @description Retry every failed or cancelled job the filters and/or ids select (one
-         *     statement); an empty selection is refused.
+         *     statement), but those whose unique_key another job holds, which are reported;
+         *     an empty selection is refused.
          */
         post: operations["jobs_bulk_retry"];
         delete?: never;
@@ -621,6 +622,19 @@ export interface components {
             database: components["schemas"]["DatabaseEnum"];
             /** @description Only when the database failed. */
             detail?: string;
+        };
+        HeldKey: {
+            /**
+             * Format: uuid
+             * @description The job left alone.
+             */
+            id: string;
+            unique_key: string;
+            /**
+             * Format: uuid
+             * @description The job that holds the key.
+             */
+            held_by: string;
         };
         Job: {
             /** Format: uuid */
@@ -1200,34 +1214,45 @@ export interface components {
              *     * `cancelled` - Cancelled
              */
             status: components["schemas"]["JobStatusEnum"];
+            /** @description When another active job holds the job's unique_key: the key. */
+            unique_key?: string;
+            /**
+             * Format: uuid
+             * @description When another active job holds the job's unique_key: that job.
+             */
+            held_by?: string;
         };
         RetryOutcome: {
             /** @description Failed or cancelled jobs queued again. */
             retried: number;
+            /** @description Selected failed or cancelled jobs left alone because another job holds their unique_key (an active one, or the newest selected job of the key, retried). */
+            held: number;
+            /** @description The first 100 of them, with their holders. */
+            held_jobs: components["schemas"]["HeldKey"][];
         };
         Schedule: {
             name: string;
-            /** @description The job type or the django.tasks task path. */
-            target: string;
-            kind: components["schemas"]["KindEnum"];
+            /** @description The job type or the django.tasks task path (null: not given as a string). */
+            target: string | null;
+            kind: (components["schemas"]["KindEnum"] | components["schemas"]["NullEnum"]) | null;
             cron: string | null;
             interval_seconds: number | null;
-            timezone: string;
-            queue: string;
-            priority: number;
+            timezone: string | null;
+            queue: string | null;
+            priority: number | null;
             /**
              * @description Ticks missed while no worker ran: run the latest once, or skip them.
              *
              *     * `latest` - latest
              *     * `skip` - skip
              */
-            missed: components["schemas"]["MissedEnum"];
+            missed: (components["schemas"]["MissedEnum"] | components["schemas"]["NullEnum"]) | null;
             paused: boolean;
             /** Format: date-time */
             paused_at: string | null;
             /**
              * Format: date-time
-             * @description Null while paused.
+             * @description Null while paused, and for a schedule that cannot run.
              */
             next_run_at: string | null;
             /**
@@ -1236,6 +1261,15 @@ export interface components {
              */
             last_run_at: string | null;
             last_job: components["schemas"]["ScheduleLastJob"] | null;
+            /** @description False: JOB_SCHEDULES declares it in a way that cannot run (see error); a field given in the wrong shape is null here. Workers refuse to start until it is corrected. */
+            runnable: boolean;
+            /** @description Why it cannot run, or why its last pass failed; null while it runs fine. */
+            error: string | null;
+            /**
+             * Format: date-time
+             * @description Since when its passes fail (null for a refused definition).
+             */
+            error_at: string | null;
         };
         ScheduleLastJob: {
             /** Format: uuid */
@@ -1976,7 +2010,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The job is neither failed nor cancelled. */
+            /** @description The job is neither failed nor cancelled, or another active job holds its unique_key (unique_key and held_by say which); nothing changed. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2479,6 +2513,15 @@ export interface operations {
             };
             /** @description No schedule of this name. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The schedule cannot run as declared. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

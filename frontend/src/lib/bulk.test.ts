@@ -86,9 +86,21 @@ describe('planForSelection', () => {
 
 describe('describeOutcome', () => {
   it('says what a retry did', () => {
-    expect(describeOutcome({ action: 'retry', outcome: { retried: 1 } })).toBe('Retried 1 job: queued again.');
-    expect(describeOutcome({ action: 'retry', outcome: { retried: 0 } })).toBe(
+    expect(describeOutcome({ action: 'retry', outcome: { retried: 1, held: 0, held_jobs: [] } })).toBe(
+      'Retried 1 job: queued again.',
+    );
+    expect(describeOutcome({ action: 'retry', outcome: { retried: 0, held: 0, held_jobs: [] } })).toBe(
       'No job was retried: none matched any more.',
+    );
+  });
+
+  it('says which jobs a retry left alone for their unique key', () => {
+    const held = { id: 'a', unique_key: 'nightly', held_by: 'b' };
+    expect(describeOutcome({ action: 'retry', outcome: { retried: 2, held: 1, held_jobs: [held] } })).toBe(
+      'Retried 2 jobs: queued again. Left 1 job alone: another job holds its unique key (retry once those finish).',
+    );
+    expect(describeOutcome({ action: 'retry', outcome: { retried: 0, held: 3, held_jobs: [held] } })).toBe(
+      'No job was retried. Left 3 jobs alone: other jobs hold their unique keys (retry once those finish).',
     );
   });
 

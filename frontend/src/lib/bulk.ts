@@ -137,8 +137,16 @@ export type BulkOutcome = { action: 'retry'; outcome: RetryOutcome } | { action:
 /** What a finished bulk action did, in the API's numbers. */
 export function describeOutcome(result: BulkOutcome, heartbeatSeconds?: number): string {
   if (result.action === 'retry') {
-    const { retried } = result.outcome;
-    return retried === 0 ? 'No job was retried: none matched any more.' : `Retried ${jobs(retried)}: queued again.`;
+    const { retried, held } = result.outcome;
+    const done =
+      retried === 0 && held === 0
+        ? 'No job was retried: none matched any more.'
+        : retried === 0
+          ? 'No job was retried.'
+          : `Retried ${jobs(retried)}: queued again.`;
+    if (held === 0) return done;
+    const holds = held === 1 ? 'another job holds its unique key' : 'other jobs hold their unique keys';
+    return `${done} Left ${jobs(held)} alone: ${holds} (retry once those finish).`;
   }
   const { cancelled, cancel_requested: requested } = result.outcome;
   if (cancelled === 0 && requested === 0) return 'No job was cancelled: none matched any more.';

@@ -36,7 +36,7 @@ function serve(schedules: Schedule[]) {
       const current = state.get(name);
       if (!current) return HttpResponse.json({ detail: 'Not found.' }, { status: 404 });
       if (action === 'trigger') {
-        const job = makeJob({ id: NEW_JOB_ID, type: current.target, queue: current.queue });
+        const job = makeJob({ id: NEW_JOB_ID, type: current.target ?? '', queue: current.queue ?? 'default' });
         const schedule = { ...current, last_job: { id: job.id, status: job.status, created_at: job.created_at } };
         state.set(name, schedule);
         return HttpResponse.json({ schedule, job }, { status: 201 });
@@ -83,6 +83,29 @@ describe('Schedules page', () => {
     expect(tick).toHaveTextContent('task · queue default');
     expect(tick).toHaveTextContent('missed ticks: skipped');
     expect(tick).toHaveTextContent('none yet');
+  });
+
+  it('marks a failing schedule and one that cannot run, with why', async () => {
+    const failing = makeSchedule({
+      name: 'reports',
+      error: 'ProgrammingError: the database refused the job',
+      error_at: '2026-06-21T10:00:00Z',
+    });
+    const refused = makeSchedule({
+      name: 'refused',
+      runnable: false,
+      priority: 40000,
+      next_run_at: null,
+      error: 'Cannot run as declared: priority: an integer from -32768 to 32767, got 40000.',
+    });
+    serve([failing, refused, TICK]);
+    renderApp('/schedules');
+    await screen.findByRole('table', { name: 'Schedules' }, LOAD);
+    expect(within(row('reports')).getByText('failing')).toHaveAttribute('data-failing', 'true');
+    expect(row('reports')).toHaveTextContent('the database refused the job');
+    expect(within(row('refused')).getByText('cannot run')).toBeInTheDocument();
+    expect(row('refused')).toHaveTextContent('priority: an integer from -32768 to 32767');
+    expect(row('tick').querySelector('[data-failing]')).toBeNull();
   });
 
   it('triggers a schedule only after the confirmation and links to the new job', async () => {

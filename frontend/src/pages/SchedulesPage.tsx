@@ -34,6 +34,15 @@ function ScheduleRow({
     <tr data-schedule={schedule.name}>
       <th scope="row">
         <span className="mono queue-name">{schedule.name}</span>{' '}
+        {schedule.error && (
+          <span
+            className="badge badge--danger state-badge"
+            data-failing="true"
+            title={schedule.error_at ? `failing since ${schedule.error_at}` : undefined}
+          >
+            {schedule.runnable ? 'failing' : 'cannot run'}
+          </span>
+        )}{' '}
         {schedule.paused ? (
           <>
             <span className="badge badge--warning state-badge" data-paused="true">
@@ -52,6 +61,7 @@ function ScheduleRow({
         )}
       </th>
       <td>
+        {schedule.error && <p className="cell-error break-anywhere">{schedule.error}</p>}
         <span className="mono break-anywhere">{schedule.target}</span>
         <span className="cell-detail cell-detail--wrap">
           {schedule.kind === 'task' ? 'task' : 'job type'} · queue {schedule.queue} · priority {schedule.priority}

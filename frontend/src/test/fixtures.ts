@@ -295,6 +295,9 @@ export function makeSchedule(overrides: Partial<Schedule> = {}): Schedule {
     next_run_at: '2026-06-21T11:01:00Z',
     last_run_at: null,
     last_job: null,
+    runnable: true,
+    error: null,
+    error_at: null,
     ...overrides,
   };
 }

@@ -41,8 +41,8 @@ def test_queries_sql_names_only_model_tables_statuses_and_event_types():
         | {"", "previous_status", "previous_attempts", "previous_error", "completed"}
     )
     values |= {"status", "jobs_job"}  # status_estimate names the column and the table
-    # The gated claim's labels and the key lock's namespace.
-    values |= {"gated", "keyed", "jobs.concurrency_key:"}
+    # The gated claim's labels, the key lock's namespace and the rate window's keys.
+    values |= {"gated", "keyed", "stale", "jobs.concurrency_key:", "bucket", "counts"}
     # The claims' due test and order, as job_claim_idx holds available_at (migration 0012).
     values |= {"UTC"}
     # vacuum_due reads the statistics and the autovacuum settings (issue 25).

@@ -27,6 +27,7 @@ from django.db import connection
 from django.utils import timezone
 
 from jobs.drivers.postgres import CUSTOM_PLAN_ONLY, QUERIES
+from jobs.flowcontrol import RATE_BUCKETS
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
@@ -202,6 +203,10 @@ _NULL_TYPES = {
 }
 
 
+def _rate() -> dict[str, Any]:
+    return {"rate_buckets": RATE_BUCKETS}
+
+
 def _params(statement: str, now: datetime) -> dict[str, Any]:
     """A realistic call of ``statement`` at ``now`` (its ids match no row: plans only)."""
     if statement == "complete_and_claim":
@@ -213,9 +218,15 @@ def _params(statement: str, now: datetime) -> dict[str, Any]:
     if statement == "complete_jobs":
         return {**_batch_completion(), "now": now}
     if statement == "claim_jobs":
-        return {**_claim(now), "worker_ids": [WORKER] * 10, "now": now}
+        return {**_claim(now), "worker_ids": [WORKER] * 10, "now": now, **_rate()}
     if statement == "complete_and_claim_jobs":
-        return {**_batch_completion(), **_claim(now), "worker_ids": [WORKER] * 10, "now": now}
+        return {
+            **_batch_completion(),
+            **_claim(now),
+            "worker_ids": [WORKER] * 10,
+            "now": now,
+            **_rate(),
+        }
     if statement == "release_jobs":
         return {
             "ids": [uuid.uuid4() for _ in range(10)],
@@ -298,8 +309,9 @@ DESIGNED = {
     "plain_claim": {PK, "job_claim_idx"},
     "plain_complete": {PK, "job_claim_idx"},
     "complete_jobs": {PK},
-    "claim_jobs": {PK, "job_claim_idx"},
-    "complete_and_claim_jobs": {PK, "job_claim_idx"},
+    # The batches count a concurrency-limited queue's running jobs.
+    "claim_jobs": {PK, "job_claim_idx", "job_running_queue_idx"},
+    "complete_and_claim_jobs": {PK, "job_claim_idx", "job_running_queue_idx"},
     "release_jobs": {PK},
     "fail_job": {PK},
     "renew_lease": {PK},
@@ -401,6 +413,7 @@ JOB_INDEXES = (
     "job_timeout_idx",
     "job_idempotency_key",
     "job_running_key_idx",
+    "job_running_queue_idx",
     "job_unique_key_active",
 )
 EVENT_INDEXES = ("job_event_", "jobs_jobevent_")

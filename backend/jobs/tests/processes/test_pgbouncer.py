@@ -365,7 +365,7 @@ def test_the_api_creates_bulk_creates_retries_and_cancels_through_the_pooler(
     status, body = production_server.json(
         "POST", "/api/jobs/retry/", token=token, body={"ids": bulk_ids[:10]}
     )
-    assert (status, body) == (200, {"retried": 10})
+    assert (status, body) == (200, {"retried": 10, "held": 0, "held_jobs": []})
 
     status, stats = production_server.json("GET", "/api/jobs/stats/", token=token)
     assert status == 200 and stats["by_status"]["queued"] == 50 + 1, stats
