@@ -150,3 +150,42 @@ def test_worker_threads_on_this_database_complete_concurrent_claims_without_erro
 
     assert sum(in_threads(4, drain)) == 120
     assert Job.objects.filter(status=Status.SUCCEEDED).count() == 120
+
+
+def _drain_in_batches(worker: str, queue: str, *, running: list[int], lock: threading.Lock):
+    """Claim batches of three from ``queue`` and complete them, recording the running
+    count the database shows after each claim, until the queue is empty."""
+    workers = [f"{worker}-{n}" for n in range(3)]
+    while rows := services.claim_next_jobs(worker_ids=workers, queue=queue):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM jobs_job WHERE status = 'running' AND queue = %s", [queue]
+            )
+            (now_running,) = cursor.fetchone()
+        with lock:
+            running.append(now_running)
+        for row in rows:
+            services.complete_job(job_id=row.id, worker_id=row.locked_by, attempt=row.attempts)
+
+
+@pytest.mark.postgres
+def test_batches_racing_for_a_limited_queue_never_run_more_than_its_limit():
+    queued_jobs(300, queue="limited")
+    services.set_queue_limits(queue="limited", concurrency_limit=4)
+    running: list[int] = []
+    lock = threading.Lock()
+    in_threads(6, lambda i: _drain_in_batches(f"w{i}", "limited", running=running, lock=lock))
+    assert Job.objects.filter(queue="limited", status=Status.SUCCEEDED).count() == 300
+    assert max(running) <= 4
+    assert max(running) == 4  # the limit was reached, not merely unused
+
+
+@pytest.mark.postgres
+def test_batches_racing_for_a_rated_queue_never_claim_more_than_its_rate():
+    queued_jobs(60, queue="rated")
+    services.set_queue_limits(queue="rated", rate_limit=25, rate_period_seconds=3600)
+    running: list[int] = []
+    lock = threading.Lock()
+    in_threads(6, lambda i: _drain_in_batches(f"w{i}", "rated", running=running, lock=lock))
+    assert Job.objects.filter(queue="rated", status=Status.SUCCEEDED).count() == 25
+    assert Job.objects.filter(queue="rated", status=Status.QUEUED).count() == 35
