@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from django.core.exceptions import ImproperlyConfigured
 from dotenv import load_dotenv
 
+from config.database import postgres_database
+
 if TYPE_CHECKING:
     from django.http import HttpRequest
 
@@ -172,7 +174,13 @@ TEMPLATES = [
 # DATABASE_ENGINE=sqlite|postgres. Unset: PostgreSQL as soon as any POSTGRES_* variable is
 # configured, otherwise the embedded SQLite file, so the product runs with nothing installed.
 
-_POSTGRES_VARS = ("POSTGRES_DB", "POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_HOST")
+_POSTGRES_VARS = (
+    "POSTGRES_DB",
+    "POSTGRES_USER",
+    "POSTGRES_PASSWORD",
+    "POSTGRES_HOST",
+    "POSTGRES_DSN",
+)
 DATABASE_ENGINE = env_str(
     "DATABASE_ENGINE",
     "postgres" if any(os.environ.get(name) for name in _POSTGRES_VARS) else "sqlite",
@@ -198,28 +206,25 @@ if JOB_DB_TRANSACTION_POOLING and JOB_DB_PREPARED_STATEMENTS:
     )
 
 if DATABASE_ENGINE == "postgres":
+    # One server or several (a primary and its standbys), connection and TCP timeouts:
+    # config/database.py.
     DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.postgresql",
-            "NAME": env_str("POSTGRES_DB", "job_queue"),
-            "USER": env_str("POSTGRES_USER", "postgres"),
-            "PASSWORD": env_str("POSTGRES_PASSWORD", "postgres"),
-            "HOST": env_str("POSTGRES_HOST", "localhost"),
-            "PORT": env_str("POSTGRES_PORT", "5432"),
-            "CONN_MAX_AGE": env_int("POSTGRES_CONN_MAX_AGE", 0, minimum=0),
-            "CONN_HEALTH_CHECKS": True,
-            "OPTIONS": {
-                "connect_timeout": 5,
-                # psycopg's default threshold; Django's own default is never to prepare.
-                **(
-                    {"server_side_binding": True, "prepare_threshold": 5}
-                    if JOB_DB_PREPARED_STATEMENTS
-                    else {}
-                ),
+        "default": postgres_database(
+            dsn=env_str("POSTGRES_DSN", ""),
+            variables={
+                "POSTGRES_DB": os.environ.get("POSTGRES_DB"),
+                "POSTGRES_USER": os.environ.get("POSTGRES_USER"),
+                "POSTGRES_PASSWORD": os.environ.get("POSTGRES_PASSWORD"),
+                "POSTGRES_HOST": os.environ.get("POSTGRES_HOST"),
+                "POSTGRES_PORT": os.environ.get("POSTGRES_PORT"),
             },
-            # QuerySet.iterator()'s WITH HOLD cursors live in one server session.
-            "DISABLE_SERVER_SIDE_CURSORS": JOB_DB_TRANSACTION_POOLING,
-        }
+            target_session_attrs=env_str("POSTGRES_TARGET_SESSION_ATTRS", "read-write"),
+            connect_timeout=env_int("POSTGRES_CONNECT_TIMEOUT", 5, minimum=2),
+            tcp_timeout=env_int("POSTGRES_TCP_TIMEOUT_SECONDS", 10, minimum=1),
+            conn_max_age=env_int("POSTGRES_CONN_MAX_AGE", 0, minimum=0),
+            prepared_statements=JOB_DB_PREPARED_STATEMENTS,
+            transaction_pooling=JOB_DB_TRANSACTION_POOLING,
+        )
     }
 elif DATABASE_ENGINE == "sqlite":
     _sqlite_path = Path(env_str("SQLITE_PATH", "db.sqlite3"))
