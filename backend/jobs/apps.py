@@ -2,6 +2,7 @@ from importlib import import_module
 
 from django.apps import AppConfig
 from django.contrib.auth.signals import user_login_failed
+from django.db.backends.signals import connection_created
 from django.utils.module_loading import autodiscover_modules
 
 from .extras import installed
@@ -25,6 +26,10 @@ class JobsConfig(AppConfig):
                 record_login_failure, dispatch_uid="jobs.record_login_failure"
             )
 
+        # Every PostgreSQL connection's statements under the client-side deadline.
+        from .drivers.deadline import watch_connection
+
+        connection_created.connect(watch_connection, dispatch_uid="jobs.watch_connection")
         # Connects Django's task signals to the worker's attempt signals.
         import_module("jobs.backends")
         # Projects add their own handler modules through JOB_HANDLER_MODULES so the API and

@@ -48,6 +48,7 @@ INTEGER_RANGES: dict[str, tuple[int, int]] = {
     # A tick this old when first seen was missed; past a day, a pass could owe a schedule
     # of one second 86,400 on-time jobs.
     "JOB_SCHEDULE_GRACE_SECONDS": (0, DAY),
+    "JOB_DB_STATEMENT_DEADLINE_SECONDS": (0, DAY - 1),  # 0: the heartbeat; below the lease
 }
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -104,8 +105,9 @@ def check_settings(
 ) -> list[CheckMessage]:
     """Every ``JOB_*`` setting within its range (``jobs.E001``-``E004``), the
     transaction-pooling rules (``jobs.E005``, ``E006``), the metrics extra when a
-    worker is to serve metrics (``jobs.E007``), and the tracing settings with the otel
-    extra when tracing is on (``jobs.E008``, ``E009``)."""
+    worker is to serve metrics (``jobs.E007``), the tracing settings with the otel
+    extra when tracing is on (``jobs.E008``, ``E009``), and a statement deadline shorter
+    than the lease (``jobs.E010``)."""
     errors: list[CheckMessage] = []
     for name in INTEGER_RANGES:
         errors += _integer_errors(name, getattr(app_settings, name))
@@ -114,6 +116,9 @@ def check_settings(
     if not errors:
         errors += _heartbeat_errors(
             app_settings.JOB_WORKER_HEARTBEAT_SECONDS, app_settings.JOB_WORKER_LEASE_SECONDS
+        )
+        errors += _deadline_errors(
+            app_settings.JOB_DB_STATEMENT_DEADLINE_SECONDS, app_settings.JOB_WORKER_LEASE_SECONDS
         )
     if app_settings.JOB_DB_TRANSACTION_POOLING:
         errors += _transaction_pooling_errors()
@@ -260,5 +265,21 @@ def _heartbeat_errors(heartbeat: int, lease: int) -> list[CheckMessage]:
             hint="Leave JOB_WORKER_HEARTBEAT_SECONDS at 0 (a third of the lease).",
             obj="JOB_WORKER_HEARTBEAT_SECONDS",
             id="jobs.E004",
+        )
+    ]
+
+
+def _deadline_errors(deadline: int, lease: int) -> list[CheckMessage]:
+    # A statement allowed to wait as long as the lease could outlive the leases it renews.
+    if deadline < lease:
+        return []
+    return [
+        Error(
+            f"JOB_DB_STATEMENT_DEADLINE_SECONDS is {deadline}; it must be shorter than "
+            f"JOB_WORKER_LEASE_SECONDS ({lease}), or a heartbeat stuck on a dead server "
+            "would outlast the leases it renews.",
+            hint="Leave JOB_DB_STATEMENT_DEADLINE_SECONDS at 0 (the heartbeat interval).",
+            obj="JOB_DB_STATEMENT_DEADLINE_SECONDS",
+            id="jobs.E010",
         )
     ]

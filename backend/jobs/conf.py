@@ -69,6 +69,9 @@ DEFAULTS: dict[str, Any] = {
     # prepared statements must be off and the listener needs a direct connection
     # (jobs.E005, jobs.E006).
     "JOB_DB_TRANSACTION_POOLING": False,
+    # Seconds a statement may wait on a server that says nothing before its connection is
+    # abandoned and reopened (jobs.drivers.deadline); 0: the heartbeat interval.
+    "JOB_DB_STATEMENT_DEADLINE_SECONDS": 0,
     # A worker process serves its Prometheus metrics on this port (None or 0: off) and
     # address; run_job_workers starts the server.
     "JOB_WORKER_METRICS_PORT": None,

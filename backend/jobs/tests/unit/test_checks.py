@@ -25,7 +25,8 @@ def test_the_defaults_pass(settings):
 @pytest.mark.parametrize("name", sorted(INTEGER_RANGES))
 def test_each_integer_setting_is_refused_just_outside_its_range(settings, name):
     low, high = INTEGER_RANGES[name]
-    if name == "JOB_WORKER_HEARTBEAT_SECONDS":  # it must also stay below the lease
+    if name in ("JOB_WORKER_HEARTBEAT_SECONDS", "JOB_DB_STATEMENT_DEADLINE_SECONDS"):
+        # it must also stay below the lease
         settings.JOB_WORKER_LEASE_SECONDS = INTEGER_RANGES["JOB_WORKER_LEASE_SECONDS"][1]
     assert errors(settings, **{name: low}) == []
     assert errors(settings, **{name: high}) == []
@@ -41,6 +42,15 @@ def test_a_heartbeat_as_long_as_the_lease_is_refused(settings):
         "JOB_WORKER_LEASE_SECONDS (10), or leases would lapse between heartbeats."
     ]
     assert errors(settings, JOB_WORKER_HEARTBEAT_SECONDS=9) == []
+
+
+def test_a_statement_deadline_as_long_as_the_lease_is_refused(settings):
+    assert errors(settings, JOB_WORKER_LEASE_SECONDS=10, JOB_DB_STATEMENT_DEADLINE_SECONDS=10) == [
+        "jobs.E010: JOB_DB_STATEMENT_DEADLINE_SECONDS is 10; it must be shorter than "
+        "JOB_WORKER_LEASE_SECONDS (10), or a heartbeat stuck on a dead server would outlast "
+        "the leases it renews."
+    ]
+    assert errors(settings, JOB_WORKER_LEASE_SECONDS=10, JOB_DB_STATEMENT_DEADLINE_SECONDS=9) == []
 
 
 def test_transaction_pooling_refuses_prepared_statements_and_a_listener_through_the_pooler(
