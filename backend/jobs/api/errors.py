@@ -4,12 +4,13 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.db import InterfaceError, OperationalError
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from rest_framework import status
 from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from ..drivers import is_read_only
 from ..errors import (
     EmptySelection,
     InvalidTransition,
@@ -67,9 +68,16 @@ def _error_response(exc: Exception, context: dict[str, Any]) -> Response | None:
             {"detail": f"Request body is larger than {limit} bytes."},
             status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
         )
-    if isinstance(exc, OperationalError | InterfaceError):
-        # The database is down or unreachable (a restart, the network): the request may
-        # succeed shortly, as /api/health/ says. Bugs (IntegrityError, ...) stay 500s.
+    read_only = isinstance(exc, DatabaseError) and is_read_only(exc)
+    if read_only:
+        # A standby, or a primary being demoted (behind a pooler or a DNS name that still
+        # points at it): this connection will never write again. The next request opens a
+        # new one, which target_session_attrs=read-write sends to the new primary.
+        connection.close()
+    if read_only or isinstance(exc, OperationalError | InterfaceError):
+        # The database is down, unreachable or read-only (a restart, the network, a
+        # failover): the request may succeed shortly, as /api/health/ says. Bugs
+        # (IntegrityError, ...) stay 500s.
         return Response(
             {"detail": "The database is unavailable; try again shortly."},
             status=status.HTTP_503_SERVICE_UNAVAILABLE,

@@ -31,11 +31,29 @@ __all__ = [
     "Owner",
     "available_drivers",
     "get_driver",
+    "is_read_only",
     "set_driver",
     "use_driver",
 ]
 
 _active: Driver | None = None
+
+# SQLSTATE read_only_sql_transaction: a write (or LISTEN) sent to a hot standby or to a
+# server still in recovery.
+READ_ONLY_SQLSTATE = "25006"
+
+
+def is_read_only(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what it wraps: Django wraps the driver's errors) says the server
+    refused because it is read-only, a standby or a server still in recovery. Such a server
+    is as good as lost to the queue: the connection is dropped and made again, and libpq's
+    ``target_session_attrs=read-write`` then finds the server that accepts writes."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if getattr(seen, "sqlstate", None) == READ_ONLY_SQLSTATE:
+            return True
+        seen = seen.__cause__
+    return False
 
 
 def _for_vendor(vendor: str) -> Driver:

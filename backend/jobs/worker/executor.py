@@ -20,7 +20,7 @@ from .attempts import Attempt
 from .config import make_worker_id
 from .context import JobContext
 from .recovery import (
-    DB_RETRY_MAX_SECONDS,
+    Incident,
     announce_database_error,
     drop_connection,
     error_details,
@@ -81,22 +81,15 @@ class WorkerThread(threading.Thread):
             logger.exception("action=fail_on_death_failed job_id=%s", attempt.job.id)
 
     def _loop(self) -> None:
-        failures = 0
+        incident = Incident("database_error", worker_id=self.worker_id)
         stop = self.runner.stop_event
         while not stop.is_set() and not self.abandoned:
             try:
                 claimed = self.run_once()
-                failures = 0
+                incident.ended()
             except (DatabaseError, InterfaceError) as exc:
                 announce_database_error("thread", exc)
-                failures += 1
-                delay = min(0.5 * 2 ** (failures - 1), DB_RETRY_MAX_SECONDS)
-                logger.warning(
-                    "action=database_error worker_id=%s retry_in=%.1fs error=%s",
-                    self.worker_id,
-                    delay,
-                    error_message(exc),
-                )
+                delay = incident.failed(exc)
                 drop_connection()
                 stop.wait(delay)
                 continue

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from django.db import DatabaseError, InterfaceError, connection
 
 from .. import services
+from ..drivers import is_read_only
 from ..signals import database_error
 
 logger = logging.getLogger("jobs.worker")
@@ -55,29 +56,82 @@ def drop_connection() -> None:
         logger.debug("action=connection_close_failed", exc_info=True)
 
 
+class Incident:
+    """A run of database errors in one loop, told in the log as one incident.
+
+    The first error is logged at WARNING as ``action=<action>``, with ``read_only=true``
+    when the server refused because it is a standby or still in recovery (``is_read_only``:
+    the connection is dropped and made again like a lost one, and the read-write server is
+    found then); the retries after it at DEBUG; the first success after them at INFO as
+    ``action=database_recovered`` with the failures and the seconds it lasted. A failover
+    is then two lines per thread, not one per retry. The back-off doubles from
+    ``first_delay`` up to ``DB_RETRY_MAX_SECONDS``.
+    """
+
+    def __init__(self, action: str, *, first_delay: float = 0.5, **fields: str) -> None:
+        self.action = action
+        # Who met it (worker_id=..., what=...), as the log line's first fields.
+        self.fields = " ".join(f"{name}={value}" for name, value in fields.items())
+        self.first_delay = first_delay
+        self.failures = 0
+        self.began = 0.0
+
+    def failed(self, exc: BaseException, *, limit: float = DB_RETRY_MAX_SECONDS) -> float:
+        """Count ``exc``, log it if it opens the incident; returns the back-off."""
+        # The exponent stops growing long before the float would overflow (after ~1,000
+        # failures: an outage of hours).
+        backoff = self.first_delay * 2.0 ** min(self.failures, 16)
+        delay = min(backoff, DB_RETRY_MAX_SECONDS, limit)
+        self.record(exc, retry_in=delay)
+        return delay
+
+    def record(self, exc: BaseException, *, retry_in: float) -> None:
+        """Count ``exc`` and log it if it opens the incident, for a caller that keeps its
+        own back-off (``retry_in``: when it tries again)."""
+        self.failures += 1
+        if self.failures == 1:
+            self.began = time.monotonic()
+        logger.log(
+            logging.WARNING if self.failures == 1 else logging.DEBUG,
+            "action=%s %s read_only=%s retry_in=%.1fs error=%s",
+            self.action,
+            self.fields,
+            str(is_read_only(exc)).lower(),
+            retry_in,
+            error_message(exc),
+        )
+
+    def ended(self) -> None:
+        """The database answered: close the incident, if one was open."""
+        if self.failures:
+            logger.info(
+                "action=database_recovered %s failures=%d after_s=%.1f",
+                self.fields,
+                self.failures,
+                time.monotonic() - self.began,
+            )
+            self.failures = 0
+
+
 def retry_database[T](write: Callable[[], T], *, within: float, what: str) -> T:
-    """Run ``write``, retrying through a lost connection for up to ``within`` seconds.
+    """Run ``write``, retrying through a lost connection (or a read-only server) for up to
+    ``within`` seconds.
 
     Past that the error propagates: the lease is then about to expire and cleanup will
     retry the job.
     """
     deadline = time.monotonic() + within
-    delay = 0.2
+    incident = Incident("write_retry", first_delay=0.2, what=what)
     while True:
         try:
-            return write()
+            result = write()
         except (DatabaseError, InterfaceError) as exc:
             announce_database_error("write", exc)
             drop_connection()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise
-            delay = min(delay, remaining)
-            logger.warning(
-                "action=write_retry what=%s retry_in=%.1fs error=%s",
-                what,
-                delay,
-                error_message(exc),
-            )
-            time.sleep(delay)
-            delay = min(delay * 2, DB_RETRY_MAX_SECONDS)
+            time.sleep(incident.failed(exc, limit=remaining))
+            continue
+        incident.ended()
+        return result

@@ -1157,6 +1157,32 @@ def test_a_database_error_of_the_connection_kind_is_a_json_503(client, monkeypat
     assert response.json() == {"detail": "The database is unavailable; try again shortly."}
 
 
+@pytest.mark.django_db
+def test_a_write_refused_by_a_read_only_server_is_a_json_503_and_the_connection_is_dropped(
+    client, monkeypatch
+):
+    from django.db import InternalError, connection
+
+    from jobs.api.views import JobStatsView
+
+    class ReadOnlySqlTransaction(Exception):
+        sqlstate = "25006"  # what psycopg raises on a hot standby, wrapped by Django
+
+    def refuse(**kwargs):
+        connection.ensure_connection()
+        error = InternalError("cannot execute INSERT in a read-only transaction")
+        raise error from ReadOnlySqlTransaction()
+
+    monkeypatch.setattr(JobStatsView, "selector", refuse)
+    closed = []
+    monkeypatch.setattr(connection, "close", lambda: closed.append(True))
+    response = client.get("/api/jobs/stats/")
+    assert response.status_code == 503
+    assert response["Retry-After"] == "5"
+    assert response.json() == {"detail": "The database is unavailable; try again shortly."}
+    assert closed
+
+
 def test_an_unexpected_error_under_api_is_a_json_500(rf):
     from jobs.api.views import server_error
 

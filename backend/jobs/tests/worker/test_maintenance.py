@@ -171,3 +171,45 @@ def test_a_schedule_that_starts_failing_is_logged_once(settings, monkeypatch, ca
     failed = [r for r in caplog.records if "action=schedule_failed" in r.getMessage()]
     assert len(failed) == 1 and "refused" in failed[0].getMessage()
     assert failed[0].levelno == logging.ERROR
+
+
+class Outage:
+    """A duty whose first ``failures`` runs meet a lost database, and then succeed."""
+
+    name = "outage"
+    while_stopping = False
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.runs = 0
+
+    def next_due(self, now: float) -> float:
+        return now
+
+    def run(self, now: float) -> None:
+        self.runs += 1
+        if self.runs <= self.failures:
+            raise OperationalError("the server closed the connection")
+
+
+def test_a_duty_failing_on_the_database_logs_one_incident_and_its_end(caplog):
+    duty = Outage(failures=4)
+    loop = DutyLoop(
+        "test",
+        [duty],
+        worker_id="w",
+        stopping=threading.Event(),
+        finished=threading.Event(),
+        retry_max_seconds=2.0,
+    )
+    now = 1000.0
+    with caplog.at_level(logging.DEBUG, logger="jobs.worker"):
+        for _ in range(5):
+            now = loop._due_at(duty, now)
+            loop.run_due(now)
+    assert duty.runs == 5
+    told = [(r.levelname, r.getMessage()) for r in caplog.records if "action=" in r.getMessage()]
+    assert [level for level, _ in told] == ["WARNING", "DEBUG", "DEBUG", "DEBUG", "INFO"]
+    assert told[0][1].startswith("action=maintenance_database_error worker_id=w duty=outage ")
+    assert "retry_in=0.5s" in told[0][1] and "retry_in=2.0s" in told[3][1]
+    assert told[4][1].startswith("action=database_recovered worker_id=w duty=outage failures=4 ")

@@ -3,8 +3,10 @@
 A duty says when it wants to run next (``next_due``) and does one pass (``run``); the loop
 knows nothing else about it. A duty that fails is retried on a back-off of its own, so a
 broken duty neither stops nor slows the others of its loop; a duty's cost is its own to
-bound. The process runs two loops: the heartbeat alone, and every other duty
-(``jobs.worker.maintenance.Maintenance``).
+bound. A database outage is one incident per duty in the log (``recovery.Incident``): a
+WARNING when the duty first fails, DEBUG for its retries, an INFO ``database_recovered``
+when it next succeeds. The process runs two loops: the heartbeat alone, and every other
+duty (``jobs.worker.maintenance.Maintenance``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Protocol
 
 from django.db import DatabaseError, InterfaceError
 
-from ..recovery import announce_database_error, drop_connection, error_message
+from ..recovery import Incident, announce_database_error, drop_connection
 
 logger = logging.getLogger("jobs.worker")
 
@@ -70,13 +72,16 @@ class Periodic:
 
 @dataclass
 class _Backoff:
+    # The duty's database errors since its last success, told as one incident.
+    incident: Incident
     failures: int = 0
     retry_at: float = 0.0
 
 
 class DutyLoop(threading.Thread):
     """Runs ``duties`` in one thread, each when it is due and, after a failure, when its
-    own back-off allows (``RETRY_FIRST_SECONDS``, doubling up to ``retry_max_seconds``).
+    own back-off allows (``RETRY_FIRST_SECONDS``, doubling up to ``retry_max_seconds``);
+    a duty's database errors are one incident until it succeeds again.
     ``wake`` set from outside makes it look again at once (an attempt added); ``finished``
     ends it after the current pass (with a ``wake``, set that too to end it at once)."""
 
@@ -102,7 +107,12 @@ class DutyLoop(threading.Thread):
         self.wake = wake
         self.first_pass = threading.Event()  # set after the first pass, done or failed
         self.on_exit = on_exit
-        self._backoff = {id(duty): _Backoff() for duty in duties}
+        self._backoff = {
+            id(duty): _Backoff(
+                Incident("maintenance_database_error", worker_id=worker_id, duty=duty.name)
+            )
+            for duty in duties
+        }
 
     def _due_at(self, duty: Duty, now: float) -> float:
         if self.stopping.is_set() and not duty.while_stopping:
@@ -126,14 +136,7 @@ class DutyLoop(threading.Thread):
                 backoff.retry_at = now + delay
                 if isinstance(exc, DatabaseError | InterfaceError):
                     announce_database_error(duty.name, exc)
-                    logger.warning(
-                        "action=maintenance_database_error worker_id=%s duty=%s retry_in=%.1fs "
-                        "error=%s",
-                        self.worker_id,
-                        duty.name,
-                        delay,
-                        error_message(exc),
-                    )
+                    backoff.incident.record(exc, retry_in=delay)
                     drop_connection()
                 else:
                     logger.exception(
@@ -145,6 +148,7 @@ class DutyLoop(threading.Thread):
             else:
                 backoff.failures = 0
                 backoff.retry_at = 0.0
+                backoff.incident.ended()
 
     def run(self) -> None:
         try:
