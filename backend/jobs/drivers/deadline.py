@@ -8,7 +8,8 @@ watcher thread per process looks at every connection the app opened, once a seco
 with a statement in flight (libpq's ``PQTRANS_ACTIVE``) whose socket has neither sent nor
 received anything for longer than the deadline is abandoned: its socket is shut down,
 which wakes the thread waiting on it with a lost-connection error, and the worker's usual
-recovery reconnects (to whichever host now accepts writes) and retries. Nothing is
+recovery reconnects (to whichever host now accepts writes) and retries. Every other
+connection of the process to that server is dropped with it (``check_once`` says why). Nothing is
 cancelled on the server; a statement it finishes later, the lease's ownership guard makes
 harmless, as it does a late write of a worker that lost its lease.
 
@@ -16,8 +17,10 @@ The deadline is ``JOB_DB_STATEMENT_DEADLINE_SECONDS``, by default a worker's hea
 interval (a third of the lease): a heartbeat stuck on a dead server is abandoned, the
 connection reopened and the leases renewed before they lapse. Nothing is sent to the
 server and no startup parameter is set, so it works through PgBouncer, which refuses
-startup ``options``. Linux only (``TCP_INFO``); connections over a Unix socket, whose
-server cannot be partitioned away, are not watched.
+startup ``options``. VACUUM and ANALYZE of the jobs table run ``unbounded``: a large
+table takes its time, and the server finishes them whatever the client does. Linux only
+(``TCP_INFO``); connections over a Unix socket, whose server cannot be partitioned away,
+are not watched.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ import struct
 import threading
 import time
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..conf import app_settings
@@ -44,6 +49,9 @@ _TCP_INFO_SIZE = 104
 
 _lock = threading.Lock()
 _watched: dict[int, weakref.ref[Any]] = {}
+# Connections running a statement allowed to take its time (VACUUM of a large table):
+# their own silence does not count, though they leave with their server.
+_unbounded: set[int] = set()
 _watcher: threading.Thread | None = None
 
 
@@ -65,6 +73,18 @@ def watch(conn: Any) -> None:
         if _watcher is None or not _watcher.is_alive():
             _watcher = threading.Thread(target=_watch_forever, name="job-db-deadline", daemon=True)
             _watcher.start()
+
+
+@contextmanager
+def unbounded(conn: Any) -> Iterator[None]:
+    """Inside the block, ``conn``'s own silence is not held against it."""
+    with _lock:
+        _unbounded.add(id(conn))
+    try:
+        yield
+    finally:
+        with _lock:
+            _unbounded.discard(id(conn))
 
 
 def watch_connection(sender: Any, connection: Any, **kwargs: Any) -> None:
@@ -98,30 +118,57 @@ def abandon(conn: Any) -> None:
         logger.debug("action=abandon_failed", exc_info=True)
 
 
+def _server(conn: Any) -> tuple[str, int] | None:
+    try:
+        return (conn.info.host, conn.info.port)
+    except Exception:  # closed meanwhile
+        return None
+
+
 def check_once(limit: float) -> int:
-    """Abandon every watched connection silent for longer than ``limit``; returns how many."""
+    """Abandon every watched connection silent for longer than ``limit``, and every other
+    one to the same server; returns how many were abandoned.
+
+    The other connections too, idle ones included: a server that froze may come back as
+    it was (a resumed VM, SIGCONT) after its standby was promoted, still taking writes.
+    A connection idle through the freeze would then carry this process's next statement
+    to the old primary, where a claim or a completion finds the state from before the
+    failover. So the whole server is left at once, as a crash would have left it.
+    """
     with _lock:
         refs = list(_watched.items())
-    abandoned = 0
+        exempt = set(_unbounded)
+    live = []
     for key, ref in refs:
         conn = ref()
         if conn is None or conn.closed:
             with _lock:
                 _watched.pop(key, None)
+        else:
+            live.append(conn)
+    silent_servers: dict[tuple[str, int], float] = {}
+    for conn in live:
+        if id(conn) in exempt:
             continue
         silent = silent_seconds(conn)
-        if silent is None or silent <= limit:
-            continue
+        server = _server(conn)
+        if silent is not None and silent > limit and server is not None:
+            silent_servers[server] = max(silent, silent_servers.get(server, 0.0))
+    abandoned = 0
+    for server, silent in silent_servers.items():
+        leaving = [conn for conn in live if _server(conn) == server]
         logger.warning(
-            "action=statement_abandoned host=%s port=%s silent_s=%.1f deadline_s=%.1f "
-            "detail=the server has not answered; reconnecting",
-            conn.info.host,
-            conn.info.port,
+            "action=server_abandoned host=%s port=%s silent_s=%.1f deadline_s=%.1f "
+            "connections=%d detail=a statement got no answer; every connection to this "
+            "server is dropped and made again",
+            *server,
             silent,
             limit,
+            len(leaving),
         )
-        abandon(conn)
-        abandoned += 1
+        for conn in leaving:
+            abandon(conn)
+            abandoned += 1
     return abandoned
 
 

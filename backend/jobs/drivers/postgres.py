@@ -16,7 +16,7 @@ from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 
 from ..conf import app_settings
 from ..flowcontrol import RATE_BUCKETS, key_limit
-from . import sql
+from . import deadline, sql
 from .base import (
     Analyzed,
     CancelOutcome,
@@ -678,7 +678,7 @@ class PostgresDriver:
         row = self._fetchone("vacuum_due", {})
         if row is None or row[1] is None or row[0] <= max(row[1], min_dead_rows):
             return None
-        with _cursor() as cursor:
+        with _cursor() as cursor, deadline.unbounded(cursor.connection):
             # Outside any transaction (VACUUM refuses one): Django's connection autocommits.
             self._execute(cursor, "vacuum_jobs", {})
         after = self._fetchone("vacuum_due", {})
@@ -688,7 +688,7 @@ class PostgresDriver:
         row = self._fetchone("analyze_due", {"min_rows": min_rows})
         if row is None or not row[2]:
             return None
-        with _cursor() as cursor:
+        with _cursor() as cursor, deadline.unbounded(cursor.connection):
             self._execute(cursor, "analyze_jobs", {})
         return Analyzed(live_rows=int(row[0]), estimated_rows=int(row[1]))
 
