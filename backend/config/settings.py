@@ -442,6 +442,9 @@ JOB_WORKER_TIMEOUT_SECONDS = env_int("JOB_WORKER_TIMEOUT_SECONDS", 0)
 # listener straight at PostgreSQL with POSTGRES_LISTEN_HOST/PORT, or turn it off.
 JOB_NOTIFY = env_bool("JOB_NOTIFY", True)
 JOB_WORKER_LISTEN = env_bool("JOB_WORKER_LISTEN", True)
+# A listener proves it hears by notifying itself every half period; one whose probe does
+# not come back reconnects, so it is replaced within this many seconds.
+JOB_WORKER_LISTEN_PROBE_SECONDS = env_int("JOB_WORKER_LISTEN_PROBE_SECONDS", 10)
 JOB_WORKER_LISTEN_OPTIONS = {
     key: value
     for key, value in (

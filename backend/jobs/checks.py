@@ -49,6 +49,7 @@ INTEGER_RANGES: dict[str, tuple[int, int]] = {
     # of one second 86,400 on-time jobs.
     "JOB_SCHEDULE_GRACE_SECONDS": (0, DAY),
     "JOB_DB_STATEMENT_DEADLINE_SECONDS": (0, DAY - 1),  # 0: the heartbeat; below the lease
+    "JOB_WORKER_LISTEN_PROBE_SECONDS": (1, DAY),
 }
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 

@@ -56,6 +56,9 @@ DEFAULTS: dict[str, Any] = {
     # keywords, e.g. {"host": "postgres", "port": 5432}) straight at the server.
     "JOB_WORKER_LISTEN": True,
     "JOB_WORKER_LISTEN_OPTIONS": {},
+    # A listener whose probe (a notification to itself, sent every half period) has not
+    # come back reconnects: one that stopped hearing is replaced within this many seconds.
+    "JOB_WORKER_LISTEN_PROBE_SECONDS": 10,
     # Above this many rows (planner estimate) finished counts in the stats are estimated
     # from PostgreSQL's statistics instead of counted on every poll.
     "JOB_STATS_EXACT_MAX_ROWS": 200_000,

@@ -18,7 +18,15 @@ from contextlib import contextmanager
 from django.db import connections
 from django.db.utils import DEFAULT_DB_ALIAS
 
-from .base import Completion, Driver, JobRow, ListenerUnusable, Listening, Owner
+from .base import (
+    Completion,
+    Driver,
+    JobRow,
+    ListenerUnusable,
+    Listening,
+    Owner,
+    ServerInRecovery,
+)
 from .orm import OrmDriver
 
 __all__ = [
@@ -29,6 +37,7 @@ __all__ = [
     "Listening",
     "OrmDriver",
     "Owner",
+    "ServerInRecovery",
     "available_drivers",
     "get_driver",
     "is_read_only",

@@ -248,18 +248,30 @@ class ListenerUnusable(Exception):
         self.port = port
 
 
+class ServerInRecovery(Exception):
+    """The listening connection reached a server in recovery (a standby): LISTEN would fail
+    there, and notifications from the primary never reach it. Read-only like a refused write
+    (``is_read_only``), so retried like a lost connection."""
+
+    sqlstate = "25006"  # read_only_sql_transaction, as PostgreSQL says of LISTEN there
+
+
 class Listening(Protocol):
-    """A connection of its own that receives the notifications ``create_jobs`` sends."""
+    """A connection of its own that receives the notifications ``create_jobs`` sends, and
+    the probes sent to it alone (``probe_channel``), which prove it still receives."""
 
     channel: str
+    probe_channel: str
+    # The payload of the last probe that arrived.
+    last_probe: str | None
 
     def fileno(self) -> int:
         """A descriptor to wait on (``select``) until something arrives."""
         ...
 
     def received(self) -> list[str]:
-        """The payloads (queue names of new due jobs) arrived so far, without waiting;
-        raises when the connection was lost."""
+        """The payloads (queue names of new due jobs) arrived so far, without waiting (a
+        probe's sets ``last_probe``); raises when the connection was lost."""
         ...
 
 
@@ -275,7 +287,13 @@ class Driver(Protocol):
     def listen(self, *, application_name: str) -> AbstractContextManager[Listening]:
         """Open a connection of its own (named ``application_name`` where the database
         shows one) listening for ``create_jobs``' notifications; closed when the block
-        ends. ``ListenerUnusable`` if it would not receive them (through a pooler)."""
+        ends. ``ListenerUnusable`` if it would not receive them (through a pooler),
+        ``ServerInRecovery`` on a standby (before any LISTEN)."""
+        ...
+
+    def probe(self, channel: str, token: str) -> None:
+        """Notify ``channel`` with ``token`` from this thread's connection, as a job's
+        creation notifies: a listener that receives it is alive end to end."""
         ...
 
     def behind_pooler(self) -> bool:

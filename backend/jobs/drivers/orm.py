@@ -298,6 +298,9 @@ class OrmDriver:
     def wake(self, queue: str) -> None:
         return None  # its workers poll
 
+    def probe(self, channel: str, token: str) -> None:
+        raise NotImplementedError("the ORM driver has no listener to probe")
+
     def claim_job(
         self, *, queue: str, worker_id: str, now: datetime, locked_until: datetime, event: Event
     ) -> JobRow | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -27,6 +28,7 @@ from .base import (
     JobRow,
     ListenerUnusable,
     RetryOutcome,
+    ServerInRecovery,
     StatusEstimate,
     TypeSample,
     Vacuumed,
@@ -306,15 +308,23 @@ class _Notifications:
 
     channel = NOTIFY_CHANNEL
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], probe_channel: str) -> None:
         self._conn = conn
+        self.probe_channel = probe_channel
+        self.last_probe: str | None = None
 
     def fileno(self) -> int:
         return self._conn.fileno()
 
     def received(self) -> list[str]:
         # timeout=0.0: takes what has arrived; a lost connection raises here.
-        return [notice.payload for notice in self._conn.notifies(timeout=0.0)]
+        queues = []
+        for notice in self._conn.notifies(timeout=0.0):
+            if notice.channel == self.probe_channel:
+                self.last_probe = notice.payload
+            else:
+                queues.append(notice.payload)
+        return queues
 
 
 class PostgresDriver:
@@ -333,14 +343,30 @@ class PostgresDriver:
         params["application_name"] = application_name
         params.update(app_settings.JOB_WORKER_LISTEN_OPTIONS)
         with psycopg.connect(**params, autocommit=True) as conn:
+            deadline.watch(conn)  # its LISTEN, on a frozen server, ends like any statement
             if behind_pooler(conn):
                 raise ListenerUnusable(
                     "this connection goes through a pooler, which does not deliver notifications",
                     host=conn.info.host,
                     port=conn.info.port,
                 )
-            conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-            yield _Notifications(conn)
+            # target_session_attrs=read-write already skips standbys; this also holds with
+            # any, or with POSTGRES_LISTEN_HOST naming a server that is one now. A standby
+            # would refuse LISTEN, and never hear the primary's notifications anyway.
+            row = conn.execute("SELECT pg_is_in_recovery()").fetchone()
+            if row is None or row[0]:
+                raise ServerInRecovery(
+                    f"the listener's server {conn.info.host}:{conn.info.port} is in recovery "
+                    "(a standby)"
+                )
+            # A channel of this connection's own, for the probes that prove it receives.
+            probe_channel = f"jobs_listener_{secrets.token_hex(8)}"
+            conn.execute(f"LISTEN {NOTIFY_CHANNEL}; LISTEN {probe_channel}")
+            yield _Notifications(conn, probe_channel)
+
+    def probe(self, channel: str, token: str) -> None:
+        with _cursor() as cursor:
+            self._execute(cursor, "wake", {"channel": channel, "queue": token})
 
     def plan_generically(self) -> None:
         global _generic_plans

@@ -8,6 +8,7 @@ cases (kill -9, real signals) are in processes/test_worker_processes.py.
 
 import contextlib
 import functools
+import logging
 import threading
 import time
 
@@ -507,6 +508,32 @@ def test_a_new_job_wakes_an_idle_worker_long_before_its_next_poll(register_handl
             jobs.append(queued_job("test.ok"))
             wait_until(lambda: status_of(jobs[-1]) == Status.SUCCEEDED, 5, "the job")
     assert max(claimed_after(job) for job in jobs) < 1
+
+
+@pytest.mark.postgres
+def test_the_listener_hears_the_probes_it_sends_itself(settings):
+    settings.JOB_WORKER_LISTEN_PROBE_SECONDS = 1
+    with running(threads=1) as runner:
+        wait_until(lambda: runner.listener.probes_answered >= 2, 10, "two probes back")
+        assert runner.listener.listening.is_set()
+
+
+@pytest.mark.postgres
+def test_a_listener_whose_probe_does_not_come_back_listens_again(settings, monkeypatch, caplog):
+    from jobs.drivers.postgres import PostgresDriver
+
+    settings.JOB_WORKER_LISTEN_PROBE_SECONDS = 1
+    lost = []
+    # The probe goes out but never arrives, as when the listener's backend is gone.
+    monkeypatch.setattr(PostgresDriver, "probe", lambda self, channel, token: lost.append(token))
+    with caplog.at_level(logging.INFO, logger="jobs.worker"), running(threads=1) as runner:
+        wait_until(
+            lambda: sum("action=listening" in r.getMessage() for r in caplog.records) >= 2,
+            10,
+            "a second LISTEN",
+        )
+    assert runner.listener.probes_answered == 0 and lost
+    assert any("did not come back" in r.getMessage() for r in caplog.records)
 
 
 @pytest.mark.postgres
