@@ -103,6 +103,10 @@ test-docs: venv ## Check the SVG diagrams (well-formed, viewBox, <title>), READM
 test-faults: venv ## Fault injection on PostgreSQL: kill -9, SIGTERM, DB restart, 3,000 jobs x 3 processes; property test
 	cd $(BACKEND) && $(TEST_PG_ENV) $(PY) -m pytest -q -s jobs/tests/processes/test_faults.py jobs/tests/unit/test_properties.py
 
+.PHONY: test-failover
+test-failover: venv ## Failover on clusters of the tests' own: sync and async replication under load (kill -9), a frozen primary, a listener frozen unnoticed; prints figures
+	cd $(BACKEND) && TEST_DATABASE_ENGINE=sqlite $(PY) -m pytest -q -s -m failover jobs/tests/processes/test_failover.py
+
 .PHONY: test-fuzz
 test-fuzz: venv ## Fuzz the API from its OpenAPI schema (schemathesis) + production-mode security tests
 	cd $(BACKEND) && DATABASE_ENGINE=sqlite $(PY) -m pytest -q jobs/tests/api/test_fuzz.py jobs/tests/api/test_security.py
