@@ -408,7 +408,8 @@ JOB_WORKER_LEASE_SECONDS = env_int("JOB_WORKER_LEASE_SECONDS", 30)
 # leases); 0: a third of the lease. Must be shorter than the lease (jobs.E004).
 JOB_WORKER_HEARTBEAT_SECONDS = env_int("JOB_WORKER_HEARTBEAT_SECONDS", 0)
 # Seconds a PostgreSQL statement may wait on a server that sends nothing before its
-# connection is abandoned and reopened (jobs.drivers.deadline); 0: the heartbeat interval.
+# connection is abandoned and reopened (jobs.drivers.deadline); 0: the heartbeat interval
+# in worker processes, 25 s elsewhere.
 # Must be shorter than the lease (jobs.E010).
 JOB_DB_STATEMENT_DEADLINE_SECONDS = env_int("JOB_DB_STATEMENT_DEADLINE_SECONDS", 0)
 JOB_WORKER_CLEANUP_INTERVAL_SECONDS = env_int("JOB_WORKER_CLEANUP_INTERVAL_SECONDS", 5)

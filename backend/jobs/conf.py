@@ -73,7 +73,8 @@ DEFAULTS: dict[str, Any] = {
     # (jobs.E005, jobs.E006).
     "JOB_DB_TRANSACTION_POOLING": False,
     # Seconds a statement may wait on a server that says nothing before its connection is
-    # abandoned and reopened (jobs.drivers.deadline); 0: the heartbeat interval.
+    # abandoned and reopened (jobs.drivers.deadline); 0: the heartbeat interval in worker
+    # processes, 25 s elsewhere.
     "JOB_DB_STATEMENT_DEADLINE_SECONDS": 0,
     # A worker process serves its Prometheus metrics on this port (None or 0: off) and
     # address; run_job_workers starts the server.

@@ -15,12 +15,14 @@ harmless, as it does a late write of a worker that lost its lease.
 
 The deadline is ``JOB_DB_STATEMENT_DEADLINE_SECONDS``, by default a worker's heartbeat
 interval (a third of the lease): a heartbeat stuck on a dead server is abandoned, the
-connection reopened and the leases renewed before they lapse. Nothing is sent to the
-server and no startup parameter is set, so it works through PgBouncer, which refuses
-startup ``options``. VACUUM and ANALYZE of the jobs table run ``unbounded``: a large
-table takes its time, and the server finishes them whatever the client does. Linux only
-(``TCP_INFO``); connections over a Unix socket, whose server cannot be partitioned away,
-are not watched.
+connection reopened and the leases renewed before they lapse. Other processes (the API)
+default to 25 s: a bulk action on a large table may take its time, and a request waiting
+on a frozen server still answers 503 before gunicorn's 30 s timeout kills its worker.
+Nothing is sent to the server and no startup parameter is set, so it works through
+PgBouncer, which refuses startup ``options``. VACUUM and ANALYZE of the jobs table run
+``unbounded``: a large table takes its time, and the server finishes them whatever the
+client does. Linux only (``TCP_INFO``); connections over a Unix socket, whose server
+cannot be partitioned away, are not watched.
 """
 
 from __future__ import annotations
@@ -55,12 +57,30 @@ _unbounded: set[int] = set()
 _watcher: threading.Thread | None = None
 
 
+# Outside a worker process (the API under gunicorn, a management command): long enough for
+# a bulk action on a large table, and shorter than gunicorn's default 30 s worker timeout,
+# so a request waiting on a frozen server still gets its JSON 503 rather than a killed
+# worker.
+OTHER_PROCESSES_SECONDS = 25.0
+_worker_process = False
+
+
+def hold_to_heartbeat() -> None:
+    """This process runs the worker (``run_job_workers``): its statements get the
+    heartbeat interval, unless ``JOB_DB_STATEMENT_DEADLINE_SECONDS`` says otherwise."""
+    global _worker_process
+    _worker_process = True
+
+
 def deadline_seconds() -> float:
     """How long a statement may wait on a silent server before its connection is
-    abandoned: ``JOB_DB_STATEMENT_DEADLINE_SECONDS``, or the heartbeat interval."""
+    abandoned: ``JOB_DB_STATEMENT_DEADLINE_SECONDS``; unset, the heartbeat interval in a
+    worker process and ``OTHER_PROCESSES_SECONDS`` elsewhere."""
     configured = app_settings.JOB_DB_STATEMENT_DEADLINE_SECONDS
     if configured:
         return float(configured)
+    if not _worker_process:
+        return OTHER_PROCESSES_SECONDS
     heartbeat = app_settings.JOB_WORKER_HEARTBEAT_SECONDS
     return max(1.0, float(heartbeat or app_settings.JOB_WORKER_LEASE_SECONDS / 3))
 

@@ -8,7 +8,7 @@ from django.db import DatabaseError, connection
 
 from jobs.checks import INTEGER_RANGES
 from jobs.conf import app_settings
-from jobs.drivers import get_driver
+from jobs.drivers import deadline, get_driver
 from jobs.worker import WorkerConfig, WorkerRunner
 
 
@@ -55,6 +55,8 @@ class Command(BaseCommand):
                 self.stderr.write('--queues needs at least one queue name (or "*")')
                 sys.exit(2)
         logging.getLogger("jobs").setLevel(app_settings.JOB_WORKER_LOG_LEVEL)
+        # Statements on a frozen server end before the leases they renew would.
+        deadline.hold_to_heartbeat()
         refuse_prepared_statements_through_pooler()
         runner = WorkerRunner(
             WorkerConfig.from_settings(threads=threads, queues=names, burst=burst)

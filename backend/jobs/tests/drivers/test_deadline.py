@@ -99,3 +99,18 @@ def test_an_unbounded_statement_may_outlast_the_deadline(connect):
 def test_every_connection_django_opens_is_watched():
     connection.ensure_connection()
     assert id(connection.connection) in deadline._watched
+
+
+@pytest.mark.engine_independent
+def test_the_deadline_is_the_heartbeat_interval_in_a_worker_and_25_s_elsewhere(
+    settings, monkeypatch
+):
+    settings.JOB_DB_STATEMENT_DEADLINE_SECONDS = 0
+    settings.JOB_WORKER_LEASE_SECONDS = 30
+    settings.JOB_WORKER_HEARTBEAT_SECONDS = 0
+    monkeypatch.setattr(deadline, "_worker_process", False)
+    assert deadline.deadline_seconds() == 25
+    deadline.hold_to_heartbeat()
+    assert deadline.deadline_seconds() == 10
+    settings.JOB_DB_STATEMENT_DEADLINE_SECONDS = 4
+    assert deadline.deadline_seconds() == 4
