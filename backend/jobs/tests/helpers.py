@@ -11,6 +11,8 @@ import secrets
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +118,21 @@ def stop_all(workers: list[WorkerProcess]) -> list[int]:
     for worker in workers:
         worker.signal(signal.SIGTERM)
     return [worker.wait(timeout=30) for worker in workers]
+
+
+class HealthPoller(threading.Thread):
+    """Polls /api/health/ every 50 ms, recording (monotonic time, status, body)."""
+
+    def __init__(self, api: harness.HttpServer) -> None:
+        super().__init__(daemon=True)
+        self.api = api
+        self.samples: list[tuple[float, int, dict]] = []
+        self.stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            self.samples.append((time.monotonic(), *self.api.json("GET", "/api/health/")))
+            self.stop_event.wait(0.05)
 
 
 def figures(title: str, **values: object) -> None:

@@ -39,7 +39,7 @@ from harness import (
     wait_until,
 )
 from jobs.tests.conftest import IN_CI
-from jobs.tests.helpers import child_env, figures
+from jobs.tests.helpers import HealthPoller, child_env, figures
 from jobs.worker.recovery import DB_RETRY_MAX_SECONDS
 
 pytestmark = [pytest.mark.slow, pytest.mark.failover, pytest.mark.engine_independent]
@@ -166,6 +166,7 @@ class Load:
     api: HttpServer
     workers: list[WorkerProcess]
     creator: Creator
+    health: HealthPoller
     runs_dir: Path
 
 
@@ -198,13 +199,19 @@ def start_load(cluster: Cluster, tmp_path: Path, stack: list[Any], **settings: s
     creator = Creator(api)
     creator.start()
     stack.append(creator)
-    return Load(api, workers, creator, runs_dir)
+    health = HealthPoller(api)
+    health.start()
+    stack.append(health)
+    return Load(api, workers, creator, health, runs_dir)
 
 
 def stop_everything(stack: list[Any]) -> None:
     for item in reversed(stack):
         if isinstance(item, Creator):
             item.stop()
+        elif isinstance(item, HealthPoller):
+            item.stop_event.set()
+            item.join(timeout=30)
         elif isinstance(item, WorkerProcess):
             item.kill()
         else:
@@ -246,6 +253,21 @@ def assert_api_answered_only_201_or_503(creator: Creator) -> Counter[int]:
     statuses = Counter(status for _, status, _, _ in creator.answers)
     assert set(statuses) <= {201, 503}, statuses
     return statuses
+
+
+def assert_health_said_unreachable(failover: Failover) -> float:
+    """/api/health/ answered 503 ``database: error`` to every request begun while no server
+    accepted writes, then 200 from its first 200 after the promotion on. Returns the
+    seconds from the promotion to that first 200."""
+    samples = failover.load.health.samples
+    faulted = failover.faulted - time.time() + time.monotonic()  # wall clock to monotonic
+    promoted = failover.promoted - time.time() + time.monotonic()
+    during = [(status, body) for t, status, body in samples if faulted + 0.2 < t < promoted]
+    assert during, "no health sample during the outage"
+    assert all(status == 503 and body["database"] == "error" for status, body in during), during
+    back = next(t for t, status, _ in samples if t > promoted and status == 200)
+    assert all(status == 200 for t, status, _ in samples if t >= back)
+    return back - promoted
 
 
 def unfinished(server: PrivatePostgres) -> int:
@@ -357,6 +379,7 @@ def fail_over(
         else:
             time.sleep(15)
         load.creator.stop()
+        load.health.stop_event.set()
         new = cluster.standby
         wait_until(
             lambda: unfinished(new) == 0, 60, "every job to finish on the new primary", interval=0.5
@@ -436,6 +459,7 @@ def test_a_killed_primary_loses_no_acknowledged_job_with_synchronous_replication
     assert failover.acknowledged - on_new == set()
     assert unfinished(new) == 0
     statuses = assert_api_answered_only_201_or_503(failover.load.creator)
+    health_back = assert_health_said_unreachable(failover)
     # No handler run lost: each succeeded job's final attempt ran.
     final = rows(new, "SELECT id::text, attempts FROM jobs_job WHERE status = 'succeeded'")
     assert set(final) <= {(run.job_id, run.attempt) for run in failover.runs}
@@ -450,6 +474,7 @@ def test_a_killed_primary_loses_no_acknowledged_job_with_synchronous_replication
         acknowledged_lost=0,
         answers=dict(statuses),
         outage_answers=dict(failover.outage_answers),
+        health_200_after_promotion_s=round(health_back, 2),
         runs=len(failover.runs),
         handlers_in_flight_at_kill=in_flight,
         rerun_after_lease=rerun,
@@ -479,6 +504,7 @@ def test_a_killed_primary_with_asynchronous_replication_loses_only_what_had_not_
     lost = failover.acknowledged - on_new
     assert unfinished(new) == 0
     statuses = assert_api_answered_only_201_or_503(failover.load.creator)
+    health_back = assert_health_said_unreachable(failover)
     final = rows(new, "SELECT id::text, attempts FROM jobs_job WHERE status = 'succeeded'")
     ran = {(run.job_id, run.attempt) for run in failover.runs}
     assert set(final) <= ran  # every succeeded attempt the new primary knows of ran
@@ -496,6 +522,7 @@ def test_a_killed_primary_with_asynchronous_replication_loses_only_what_had_not_
         runs_unknown_to_new_primary=len(unknown),
         answers=dict(statuses),
         outage_answers=dict(failover.outage_answers),
+        health_200_after_promotion_s=round(health_back, 2),
         runs=len(failover.runs),
         schedule_ticks=ticks,
         most_running_limited=most,
@@ -610,6 +637,7 @@ def test_a_frozen_primary_is_left_within_the_bound_and_its_stale_sessions_change
     assert failover.acknowledged - on_new == set()
     assert unfinished(new) == 0
     statuses = assert_api_answered_only_201_or_503(failover.load.creator)
+    health_back = assert_health_said_unreachable(failover)
     final = rows(new, "SELECT id::text, attempts FROM jobs_job WHERE status = 'succeeded'")
     assert set(final) <= {(run.job_id, run.attempt) for run in failover.runs}
     rerun = assert_nothing_ran_twice_but_attempts_in_flight(failover)
@@ -622,6 +650,7 @@ def test_a_frozen_primary_is_left_within_the_bound_and_its_stale_sessions_change
         acknowledged_lost=0,
         answers=dict(statuses),
         outage_answers=dict(failover.outage_answers),
+        health_200_after_promotion_s=round(health_back, 2),
         runs=len(failover.runs),
         rerun_after_lease=rerun,
         schedule_ticks=ticks,

@@ -8,17 +8,17 @@ see them. Workers are ``manage.py run_job_workers`` child processes (``WorkerPro
 from __future__ import annotations
 
 import signal
-import threading
 import time
 from collections import Counter
 
 import pytest
 from django.db.models import Count
 
-from harness import HttpServer, serve_api, wait_until
+from harness import serve_api, wait_until
 from jobs.models import Job, JobEvent
 from jobs.tests.factories import queued_job, queued_jobs
 from jobs.tests.helpers import (
+    HealthPoller,
     WorkerProcess,
     child_env,
     figures,
@@ -225,21 +225,6 @@ def test_sigterm_with_busy_threads_exits_zero_within_lease_and_restart_drains_th
 
 
 # --- PostgreSQL restarted under running workers -----------------------------------------
-
-
-class HealthPoller(threading.Thread):
-    """Polls /api/health/ every 50 ms, recording (monotonic time, status, body)."""
-
-    def __init__(self, api: HttpServer) -> None:
-        super().__init__(daemon=True)
-        self.api = api
-        self.samples: list[tuple[float, int, dict]] = []
-        self.stop_event = threading.Event()
-
-    def run(self) -> None:
-        while not self.stop_event.is_set():
-            self.samples.append((time.monotonic(), *self.api.json("GET", "/api/health/")))
-            self.stop_event.wait(0.05)
 
 
 @pytest.mark.postgres
