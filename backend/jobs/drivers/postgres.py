@@ -521,7 +521,13 @@ class PostgresDriver:
                     cursor.execute("COMMIT")
                 return [each.fetchall() for each in cursors]
             except BaseException:
-                if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                # A lost connection (a dead server, or one the statement deadline left) has
+                # no transaction to roll back, and a ROLLBACK there would raise in place of
+                # the error that lost it.
+                if (
+                    not conn.broken
+                    and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+                ):
                     cursor.execute("ROLLBACK")
                 raise
             finally:

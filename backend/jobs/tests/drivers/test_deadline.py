@@ -69,6 +69,21 @@ def test_a_statement_the_server_leaves_unanswered_past_the_deadline_loses_its_co
 
 
 @pytest.mark.engine_independent
+def test_a_pipelined_transaction_the_server_leaves_unanswered_loses_its_connection(connect):
+    # BEGIN, the statements and COMMIT in one pipeline, as the driver's locked claim sends
+    # them: in flight until the last result, so under the deadline like one statement.
+    stuck = connect()
+    begin, sleep = stuck.cursor(), stuck.cursor()
+    started = time.monotonic()
+    with pytest.raises(psycopg.OperationalError), stuck.pipeline():
+        begin.execute("BEGIN")
+        sleep.execute("SELECT pg_sleep(5)")
+        begin.execute("COMMIT")
+    assert 1 < time.monotonic() - started < 2.5
+    assert stuck.closed or stuck.broken
+
+
+@pytest.mark.engine_independent
 def test_an_idle_connection_to_a_server_that_went_silent_is_dropped_with_it(connect):
     idle, stuck = connect(), connect()
     with pytest.raises(psycopg.OperationalError):

@@ -2,11 +2,13 @@
 every driver writes exactly the same rows and events for the same calls."""
 
 import re
+import threading
 from datetime import UTC, timedelta
 from importlib import import_module
 
+import psycopg
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
 from django.utils import timezone
 
 from jobs import drivers, services
@@ -273,6 +275,39 @@ def test_the_postgres_driver_follows_django_onto_a_new_connection():
     connection.close()
     second = services.claim_next_job(worker_id="w", queue="default")
     assert first is not None and second is not None and first.id != second.id
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_pipelined_transaction_whose_connection_is_lost_raises_the_loss():
+    # A controlled queue's locked claim goes out as one pipeline (BEGIN, statements,
+    # COMMIT). Its connection lost mid-way (a dead server, or one the statement deadline
+    # left) has no transaction to roll back: the error says the connection was lost, and
+    # the next call, on a new connection, runs.
+    services.set_queue_limits(queue="limited", concurrency_limit=1)
+    driver = postgres.PostgresDriver()
+    connection.ensure_connection()
+    backend = connection.connection.info.backend_pid
+    db = connection.settings_dict
+    with psycopg.connect(
+        host=db["HOST"],
+        port=db["PORT"],
+        user=db["USER"],
+        password=db["PASSWORD"],
+        dbname=db["NAME"],
+        autocommit=False,
+    ) as other:
+        other.execute("SELECT 1 FROM jobs_queuesettings WHERE name = 'limited' FOR UPDATE")
+        # The pipeline waits on that lock until its backend is terminated.
+        kill = threading.Timer(0.5, other.execute, ["SELECT pg_terminate_backend(%s)", [backend]])
+        kill.start()
+        with pytest.raises(OperationalError) as lost:
+            driver._in_one_transaction([("gate_lock", {"queue": "limited"})])
+        kill.join()
+        other.rollback()
+    connection.close()
+    assert "server closed the connection" in str(lost.value)
+    assert driver._in_one_transaction([("gate_lock", {"queue": "limited"})]) == [[(1,)]]
 
 
 @pytest.mark.postgres
