@@ -141,7 +141,13 @@ class PrivatePostgres:
     def freeze(self) -> list[int]:
         """SIGSTOP of the postmaster and every process it started: the server stops
         answering while its sockets stay open and the kernel still acknowledges (a paused
-        VM). Returns the processes stopped, for ``thaw``."""
+        VM). Returns the processes stopped, for ``thaw``.
+
+        The postmaster first: a connection it accepted while its children were being
+        listed would get a backend that is never stopped, and a server half frozen (that
+        backend's commit waiting for ever on a stopped walsender; seen as a client stuck
+        on a statement). Stopped, it forks nothing more, so the list is complete."""
+        os.kill(self.postmaster_pid(), signal.SIGSTOP)
         stopped = self.processes()
         for pid in stopped:
             with contextlib.suppress(ProcessLookupError):
