@@ -25,12 +25,12 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid4
 
-from django.db import transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
 from . import tracing
 from .conf import app_settings
-from .drivers import Completion, JobRow, Owner, get_driver
+from .drivers import Completion, JobRow, Owner, get_driver, is_read_only
 from .drivers.base import (
     Analyzed,
     CancelOutcome,
@@ -1099,8 +1099,10 @@ def enqueue_due_ticks(*, now: datetime | None = None) -> TickPass:
     A schedule whose pass fails (the database refuses its job, say) changes nothing of
     its own, keeps its error on its row (``error``, since ``error_at``) and is tried again
     after a back-off; the others go on. The error is reported once per change
-    (``TickPass.failed``), and its clearing once (``TickPass.recovered``). A lost
-    connection, which fails the recording too, is raised."""
+    (``TickPass.failed``), and its clearing once (``TickPass.recovered``). A database
+    that failed rather than refused (a lost connection, a read-only server during a
+    failover) is raised with nothing recorded: it is no schedule's error, every schedule
+    would meet it, and the caller's loop retries the pass."""
     created = 0
     failed: dict[str, str] = {}
     recovered: list[str] = []
@@ -1108,6 +1110,11 @@ def enqueue_due_ticks(*, now: datetime | None = None) -> TickPass:
         try:
             made, was_failing = _enqueue_schedule_ticks(spec, now)
         except Exception as exc:
+            if _database_failed(exc):
+                # Recorded, it would set the schedule apart on its back-off once the
+                # database answers again (the recording may well reach the new primary
+                # that the pass just missed), and show it failing for nothing of its own.
+                raise
             error = storable_text(f"{type(exc).__name__}: {exc}".strip())[:SCHEDULE_ERROR_MAX_CHARS]
             if _record_schedule_error(spec.name, error, _now(now)):
                 failed[spec.name] = error
@@ -1116,6 +1123,15 @@ def enqueue_due_ticks(*, now: datetime | None = None) -> TickPass:
         if was_failing:
             recovered.append(spec.name)
     return TickPass(created=created, failed=failed, recovered=recovered)
+
+
+def _database_failed(exc: Exception) -> bool:
+    """The database failed the pass, not its schedule: unreachable or lost (Django's
+    ``OperationalError``/``InterfaceError``: a dead server, a connection timeout, a lock
+    or statement timeout) or read-only (a standby, a primary being demoted)."""
+    if isinstance(exc, OperationalError | InterfaceError):
+        return True
+    return isinstance(exc, DatabaseError) and is_read_only(exc)
 
 
 def _enqueue_schedule_ticks(spec: ScheduleSpec, now: datetime | None) -> tuple[int, bool]:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from django.db import connection
+from django.db import InternalError, connection
 
 import harness
 from harness import BACKEND_DIR
@@ -25,6 +25,20 @@ from jobs.worker import WorkerConfig, WorkerRunner
 # Queries one stats read makes: the counts, the queue names, and on PostgreSQL the
 # planner's table estimate.
 STATS_QUERIES = 3 if connection.vendor == "postgresql" else 2
+
+
+class ReadOnlySqlTransaction(Exception):
+    """What psycopg raises for SQLSTATE 25006 (a write on a hot standby, or on a primary
+    being demoted), as Django wraps it (its ``__cause__``)."""
+
+    sqlstate = "25006"
+
+
+def read_only_error(statement: str = "UPDATE") -> InternalError:
+    """The error Django raises for a write that a read-only server refused."""
+    error = InternalError(f"cannot execute {statement} in a read-only transaction")
+    error.__cause__ = ReadOnlySqlTransaction()
+    return error
 
 
 def worker_config(threads: int = 1, **overrides: Any) -> WorkerConfig:

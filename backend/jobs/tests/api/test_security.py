@@ -1161,17 +1161,14 @@ def test_a_database_error_of_the_connection_kind_is_a_json_503(client, monkeypat
 def test_a_write_refused_by_a_read_only_server_is_a_json_503_and_the_connection_is_dropped(
     client, monkeypatch
 ):
-    from django.db import InternalError, connection
+    from django.db import connection
 
     from jobs.api.views import JobStatsView
-
-    class ReadOnlySqlTransaction(Exception):
-        sqlstate = "25006"  # what psycopg raises on a hot standby, wrapped by Django
+    from jobs.tests.helpers import read_only_error
 
     def refuse(**kwargs):
         connection.ensure_connection()
-        error = InternalError("cannot execute INSERT in a read-only transaction")
-        raise error from ReadOnlySqlTransaction()
+        raise read_only_error("INSERT")
 
     monkeypatch.setattr(JobStatsView, "selector", refuse)
     closed = []

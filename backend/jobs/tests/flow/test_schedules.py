@@ -7,12 +7,13 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection, transaction
+from django.db import DatabaseError, OperationalError, connection, transaction
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from jobs import services
 from jobs.models import Job, ScheduleState
+from jobs.tests.helpers import read_only_error
 
 pytestmark = pytest.mark.django_db
 
@@ -92,6 +93,30 @@ def test_a_failing_schedule_is_tried_again_after_a_back_off(schedules, refused_j
     # Tried again at once, it would fail again and touch its row: it waits instead.
     services.enqueue_due_ticks(now=start + timedelta(minutes=2, milliseconds=500))
     assert ScheduleState.objects.get(name="b-failing").updated_at == failed_at
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [lambda: OperationalError("the server closed the connection"), read_only_error],
+    ids=["lost-connection", "read-only-server"],
+)
+def test_a_pass_the_database_fails_is_raised_and_sets_no_schedule_apart(
+    schedules, monkeypatch, failure
+):
+    start = timezone.now().replace(second=10, microsecond=0)
+    services.enqueue_due_ticks(now=start)  # first sight
+    create_jobs = services.create_jobs
+
+    def failing(specs, **kwargs):
+        raise failure()
+
+    monkeypatch.setattr(services, "create_jobs", failing)
+    with pytest.raises(DatabaseError):
+        services.enqueue_due_ticks(now=start + timedelta(minutes=2))
+    assert not ScheduleState.objects.exclude(error="").exists()
+    # The database answers again: the ticks owed are enqueued at once, no back-off.
+    monkeypatch.setattr(services, "create_jobs", create_jobs)
+    assert services.enqueue_due_ticks(now=start + timedelta(minutes=2, seconds=1)).created == 4
 
 
 def test_a_schedule_that_cannot_run_is_set_aside(schedules):

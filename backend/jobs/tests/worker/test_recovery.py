@@ -12,22 +12,10 @@ from jobs import services
 from jobs.drivers import is_read_only
 from jobs.models import Job
 from jobs.tests.factories import fresh, queued_job, timeline
-from jobs.tests.helpers import worker_runner
+from jobs.tests.helpers import read_only_error, worker_runner
 from jobs.worker.recovery import Incident
 
 Status = Job.Status
-
-
-class ReadOnlySqlTransaction(Exception):
-    """What psycopg raises for SQLSTATE 25006, as Django wraps it (its ``__cause__``)."""
-
-    sqlstate = "25006"
-
-
-def read_only_error() -> InternalError:
-    error = InternalError("cannot execute UPDATE in a read-only transaction")
-    error.__cause__ = ReadOnlySqlTransaction()
-    return error
 
 
 @pytest.mark.postgres
