@@ -1068,9 +1068,9 @@ def trigger_schedule(*, name: str, now: datetime | None = None) -> tuple[Schedul
     return row, job
 
 
-# A schedule whose pass failed is tried again after as long as it has been failing, at
-# least this long and at most SCHEDULE_RETRY_MAX_SECONDS (every worker process alike: the
-# times are on its row).
+# A schedule whose pass failed is tried again after as long as it had been failing when
+# last tried (1 s, 1 s, 2 s, 4 s...), at least this long and at most
+# SCHEDULE_RETRY_MAX_SECONDS (every worker process alike: the times are on its row).
 SCHEDULE_RETRY_MIN_SECONDS = 1.0
 SCHEDULE_RETRY_MAX_SECONDS = 60.0
 SCHEDULE_ERROR_MAX_CHARS = 2_000
@@ -1142,7 +1142,11 @@ def _enqueue_schedule_ticks(spec: ScheduleSpec, now: datetime | None) -> tuple[i
             return 0, False
         at = _now(now)  # after the lock
         if row.error and row.error_at is not None:
-            failing = (at - row.error_at).total_seconds()
+            # How long it had been failing when last tried (updated_at): each try waits
+            # that long, so the back-off doubles. Measured to now instead, the wait would
+            # outgrow the time since the last try forever after a second failure, and the
+            # schedule would stall for SCHEDULE_RETRY_MAX_SECONDS.
+            failing = (row.updated_at - row.error_at).total_seconds()
             wait = min(max(failing, SCHEDULE_RETRY_MIN_SECONDS), SCHEDULE_RETRY_MAX_SECONDS)
             if at < row.updated_at + timedelta(seconds=wait):
                 return 0, False

@@ -95,6 +95,20 @@ def test_a_failing_schedule_is_tried_again_after_a_back_off(schedules, refused_j
     assert ScheduleState.objects.get(name="b-failing").updated_at == failed_at
 
 
+def test_a_schedule_that_fails_again_waits_as_long_as_it_had_been_failing(schedules, refused_jobs):
+    _, start = start_and_pass(2)
+    failed = start + timedelta(minutes=2)
+
+    def tried_at(seconds: float) -> bool:
+        at = failed + timedelta(seconds=seconds)
+        services.enqueue_due_ticks(now=at)
+        return ScheduleState.objects.get(name="b-failing").updated_at == at
+
+    assert tried_at(1)  # failing for 0 s: the least wait, 1 s
+    assert not tried_at(1.5) and tried_at(2)  # failing for 1 s when last tried
+    assert not tried_at(3.5) and tried_at(4)  # then 2 s: the wait doubles
+
+
 @pytest.mark.parametrize(
     "failure",
     [lambda: OperationalError("the server closed the connection"), read_only_error],
