@@ -12,7 +12,7 @@ as a ratio of the limit at the same concurrency:
   that matches nothing) then claim-only (the nil uuid): two round trips and two commits,
   what the issue's original claim + complete method measured.
 * ``batched`` (issue 25, goal 1): what a worker process does with batched fetch and
-  completion (``services.complete_jobs_and_claim_next_jobs``): one statement,
+  completion (``services.claim_jobs`` carrying its successes): one statement,
   ``complete_and_claim_jobs``, that completes the ``BATCH`` jobs this client claimed in its
   previous call and claims ``BATCH`` more (one round trip, one commit).
 
@@ -182,6 +182,8 @@ def pgbench_variables() -> dict[str, str]:
         "job_attempts": "0",
         # What the worker sends without JOB_CONCURRENCY_KEY_LIMITS.
         "keys_limited": "false",
+        # The default timeline (claimed and succeeded events written).
+        "lean": "false",
         "rate_buckets": str(RATE_BUCKETS),
         "claimers_set": "0",
         # The batched script's first transaction completes nothing.
@@ -208,6 +210,7 @@ def _leftover_params(job_id: Any, worker_id: str, attempts: int) -> dict[str, An
         "worker_id": worker_id,
         "attempts": attempts,
         "keys_limited": False,
+        "lean": False,
     }
 
 

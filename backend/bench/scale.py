@@ -217,6 +217,7 @@ def _claim_params() -> dict[str, Any]:
         "claimed_data": "{}",
         # What the worker sends without JOB_CONCURRENCY_KEY_LIMITS (issue 24).
         "keys_limited": False,
+        "lean": False,
     }
 
 

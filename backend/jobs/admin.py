@@ -83,6 +83,7 @@ class ZonedJobTimes:
     updated_at_zoned = zoned_field("updated_at")
     finished_at_zoned = zoned_field("finished_at")
     cancel_requested_at_zoned = zoned_field("cancel_requested_at")
+    claimed_at_zoned = zoned_field("claimed_at")
 
 
 class ReadOnlyAdminMixin:

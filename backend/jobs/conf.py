@@ -32,6 +32,9 @@ DEFAULTS: dict[str, Any] = {
     # False (opt-in, PostgreSQL, batched completions only): their commits do not wait for
     # the WAL to reach disk; a database crash may forget them and the jobs run again.
     "JOB_WORKER_COMPLETE_SYNCHRONOUS_COMMIT": True,
+    # True (opt-in, throughput mode): no claimed and succeeded events on the success path;
+    # the job row keeps who ran it and when (claimed_by, claimed_at, finished_at).
+    "JOB_WORKER_LEAN_TIMELINE": False,
     "JOB_WORKER_CLEANUP_BATCH_SIZE": 100,
     # Each worker process vacuums jobs_job (PostgreSQL) every cleanup interval once its dead
     # rows pass both the threshold autovacuum itself would act on and this many, and

@@ -272,7 +272,14 @@ class ThreadsCollector(Collector):
         threads = GaugeMetricFamily(
             f"{PREFIX}_worker_threads", "This process's worker threads by state.", labels=["state"]
         )
-        busy = len([a for a in self.runner.in_flight.snapshot() if not a.thread.abandoned])
+        abandoned = {t.worker_id for t in self.runner.threads if t.abandoned}
+        busy = len(
+            [
+                a
+                for a in self.runner.in_flight.snapshot()
+                if a.started is not None and a.worker_id not in abandoned
+            ]
+        )
         serving = len(self.runner.serving())
         stuck = len([t for t in self.runner.threads if t.abandoned and t.is_alive()])
         threads.add_metric(["busy"], busy)

@@ -163,6 +163,14 @@ class Job(models.Model):
     concurrency_key = models.CharField(  # noqa: DJ001
         max_length=UNIQUE_KEY_MAX_LENGTH, null=True, blank=True
     )
+    # When its last attempt was claimed, and for which worker id: kept when the attempt ends
+    # (locked_by is cleared then), so the row says who ran it and when even where the
+    # timeline leaves the success path out (a lean timeline), and a success's wait and run
+    # times are read from the row instead of its claimed event.
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    claimed_by = models.CharField(  # noqa: DJ001
+        max_length=WORKER_ID_MAX_LENGTH, null=True, blank=True
+    )
 
     objects = JobQuerySet.as_manager()
 

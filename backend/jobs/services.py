@@ -281,7 +281,62 @@ def create_jobs(
         )
 
 
-# --- Claim ------------------------------------------------------------------------------
+# --- Claim and completion ---------------------------------------------------------------
+#
+# Three functions take a worker's attempts as arrays (the database driver picks the
+# single-row statement for one row): claim_jobs (a fetch: claims, and the successes it
+# carries), complete_jobs, fail_jobs. claim_next_job, complete_job, fail_job and
+# time_out_job are the same transitions for one attempt.
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """What one ``claim_jobs`` wrote: the successes it carried that were completed (the
+    others' owners had lost them), and the jobs it claimed, the n-th for the n-th id."""
+
+    completed: list[JobRow]
+    claimed: list[JobRow]
+
+
+def claim_jobs(
+    *,
+    worker_ids: Sequence[str],
+    queue: str = DEFAULT_QUEUE,
+    completions: Sequence[Completion] = (),
+    lease_seconds: int | None = None,
+    lean: bool = False,
+    now: datetime | None = None,
+) -> Fetched:
+    """A fetch: complete the attempts of ``completions`` their owners still hold, and claim
+    up to one job per worker id of ``worker_ids`` from ``queue``, in one statement (one
+    round trip, one commit) on PostgreSQL.
+
+    Each claim takes the first eligible job in claim order (priority descending, then
+    ``available_at``, ``created_at``, ``id``; eligible: queued, due, attempts left, and
+    admitted by the queue's flow control), skipping rows another claimer holds, so each
+    attempt has exactly one owner; it becomes running with ``attempts + 1``, the lease
+    ``now + lease_seconds``, ``claimed_at``/``claimed_by`` and a ``claimed`` event. Flow
+    control holds for the whole batch: nothing from a paused queue, no more than the rate
+    window and the concurrency limit admit (counted under the queue's lock, so a job holds
+    its place exactly while it runs), no key beyond its limit. Each completion keeps its
+    own ownership guard, as in ``complete_jobs``; completions are written whatever the
+    claim finds, and they commit with the claims (always synchronously: the statement
+    holds claims). ``lean``: no ``claimed`` and ``succeeded`` events (the rows keep who
+    and when).
+    """
+    now = _now(now)
+    lease, locked_until = _lease_until(now, lease_seconds)
+    completed, claimed = get_driver().claim_jobs(
+        completions,
+        worker_ids=worker_ids,
+        queue=queue,
+        now=now,
+        locked_until=locked_until,
+        completed=_completed_event(),
+        claimed=_claimed_event(lease, locked_until),
+        lean=lean,
+    )
+    return Fetched(completed=completed, claimed=claimed)
 
 
 def claim_next_job(
@@ -291,49 +346,10 @@ def claim_next_job(
     lease_seconds: int | None = None,
     now: datetime | None = None,
 ) -> JobRow | None:
-    """Atomically take the next eligible job of ``queue`` for ``worker_id``, or ``None``.
-
-    Eligible: queued, ``available_at <= now``, attempts left, and admitted by the queue's
-    flow control (not paused; within its rate and concurrency limits; its
-    ``concurrency_key`` within its limit). Order: priority descending, then
-    ``available_at``, ``created_at``, ``id``. Rows locked by another claimer are skipped,
-    so each attempt is claimed by exactly one worker. The job becomes running with
-    ``attempts + 1``, the lease ``now + lease_seconds``, and a ``claimed`` event.
-    """
-    now = _now(now)
-    lease, locked_until = _lease_until(now, lease_seconds)
-    return get_driver().claim_job(
-        queue=queue,
-        worker_id=worker_id,
-        now=now,
-        locked_until=locked_until,
-        event=_claimed_event(lease, locked_until),
-    )
-
-
-def claim_next_jobs(
-    *,
-    worker_ids: Sequence[str],
-    queue: str = DEFAULT_QUEUE,
-    lease_seconds: int | None = None,
-    now: datetime | None = None,
-) -> list[JobRow]:
-    """Batched ``claim_next_job`` (one statement on PostgreSQL for a queue without flow
-    control): up to one job per worker id, each claimed exactly as ``claim_next_job``
-    claims one (order, ``SKIP LOCKED``, lease, ``claimed`` event), the n-th job to the n-th
-    id. Flow control holds for the batch as for one claim: nothing from a paused queue, no
-    more than the rate window and the concurrency limit admit (counted under the queue's
-    lock, so a job holds its place exactly while it runs), no key beyond its limit.
-    """
-    now = _now(now)
-    lease, locked_until = _lease_until(now, lease_seconds)
-    return get_driver().claim_jobs(
-        queue=queue,
-        worker_ids=worker_ids,
-        now=now,
-        locked_until=locked_until,
-        event=_claimed_event(lease, locked_until),
-    )
+    """``claim_jobs`` for one worker id: the job claimed, or ``None`` when nothing was
+    eligible."""
+    fetched = claim_jobs(worker_ids=[worker_id], queue=queue, lease_seconds=lease_seconds, now=now)
+    return fetched.claimed[0] if fetched.claimed else None
 
 
 def _claimed_event(lease: int, locked_until: datetime) -> Event:
@@ -341,7 +357,36 @@ def _claimed_event(lease: int, locked_until: datetime) -> Event:
     return Event(MESSAGES[JobEventType.CLAIMED], data)
 
 
-# --- Worker writes guarded by ownership -------------------------------------------------
+def _completed_event() -> Event:
+    return Event(MESSAGES[JobEventType.SUCCEEDED], {})
+
+
+def complete_jobs(
+    *,
+    completions: Sequence[Completion],
+    now: datetime | None = None,
+    synchronous_commit: bool = True,
+    lean: bool = False,
+) -> list[JobRow]:
+    """Every attempt of ``completions`` its owner still holds (running, same ``locked_by``
+    and ``attempts``) becomes succeeded with its result and a ``succeeded`` event,
+    atomically (one statement on PostgreSQL); returns those rows. A stale one changes
+    nothing and does not stop the others. Results arrive as JSON text already checked by
+    ``jobs.storable.to_storable_json``, so nothing in a batch can be unstorable. A cancel
+    requested meanwhile does not undo a finished handler: the work was done.
+    ``synchronous_commit=False`` (opt-in): PostgreSQL acknowledges the commit before its
+    WAL is on disk; a database crash may forget it and the jobs run again, which
+    at-least-once delivery allows. ``lean``: no ``succeeded`` event.
+    """
+    if not completions:
+        return []
+    return get_driver().complete_jobs(
+        completions,
+        now=_now(now),
+        event=_completed_event(),
+        synchronous_commit=synchronous_commit,
+        lean=lean,
+    )
 
 
 def complete_job(
@@ -352,130 +397,14 @@ def complete_job(
     result: Any = None,
     now: datetime | None = None,
 ) -> JobRow | None:
-    """Mark the worker's attempt succeeded with ``result`` and write a ``succeeded`` event.
-
-    Only the current owner (running, same ``locked_by`` and ``attempts``) can complete;
-    otherwise nothing changes and ``None`` is returned. A cancel requested meanwhile does
-    not undo a finished handler: the work was done, the job succeeds. A ``result`` the
-    database cannot store (not JSON, NaN, NUL, a lone surrogate, too deep) raises
-    ``UnstorableValue`` before any write.
-    """
+    """``complete_jobs`` for one attempt: the row, or ``None`` when the worker no longer
+    owns it (nothing written). A ``result`` the database cannot store (not JSON, NaN, NUL,
+    a lone surrogate, too deep) raises ``UnstorableValue`` before any write."""
     result_json = None if result is None else to_storable_json(result)
-    return get_driver().complete_job(
-        Owner(job_id, worker_id, attempt),
-        result_json=result_json,
-        now=_now(now),
-        event=_completed_event(),
+    rows = complete_jobs(
+        completions=[Completion(Owner(job_id, worker_id, attempt), result_json)], now=now
     )
-
-
-def complete_jobs(
-    *,
-    completions: Sequence[Completion],
-    now: datetime | None = None,
-    synchronous_commit: bool = True,
-) -> list[JobRow]:
-    """Batched ``complete_job``: every attempt of ``completions`` its owner still holds
-    becomes succeeded with its result and a ``succeeded`` event, atomically (one statement
-    on PostgreSQL); returns those rows. Each attempt keeps its own ownership guard: a
-    stale one changes nothing and does not stop the others. Results arrive as JSON text
-    already checked by ``jobs.storable.to_storable_json``, so nothing in a batch can be
-    unstorable. ``synchronous_commit=False`` (opt-in, completions only): PostgreSQL
-    acknowledges the commit before its WAL is on disk; a database crash may forget it and
-    the jobs run again, which at-least-once delivery allows.
-    """
-    if not completions:
-        return []
-    return get_driver().complete_jobs(
-        completions,
-        now=_now(now),
-        event=_completed_event(),
-        synchronous_commit=synchronous_commit,
-    )
-
-
-def complete_and_claim_next(
-    *,
-    job_id: UUID | str,
-    worker_id: str,
-    attempt: int,
-    result: Any = None,
-    queue: str = DEFAULT_QUEUE,
-    lease_seconds: int | None = None,
-    now: datetime | None = None,
-) -> tuple[JobRow | None, JobRow | None]:
-    """``complete_job`` then ``claim_next_job`` for the same worker, in one transaction
-    (one statement on PostgreSQL): ``(completed, claimed)``.
-
-    Each half keeps its own invariants: ``completed`` is ``None`` when the worker no longer
-    owned the attempt (nothing of it is written), ``claimed`` is ``None`` when no job of
-    ``queue`` was due. An unstorable ``result`` raises ``UnstorableValue`` before any write.
-    """
-    result_json = None if result is None else to_storable_json(result)
-    return _complete_and_claim(
-        Owner(job_id, worker_id, attempt), result_json, queue, lease_seconds, _now(now)
-    )
-
-
-def complete_one_and_claim_next(
-    *,
-    completion: Completion,
-    queue: str = DEFAULT_QUEUE,
-    lease_seconds: int | None = None,
-    now: datetime | None = None,
-) -> tuple[JobRow | None, JobRow | None]:
-    """``complete_and_claim_next`` for a success the completer holds (its result already
-    checked and written as JSON text): a batched fetch for one thread that carries only
-    that thread's own success (issue 25). The same statement and invariants: ``completed``
-    is ``None`` when the completion's owner no longer holds the attempt, and the job
-    claimed goes to the same worker id."""
-    return _complete_and_claim(
-        completion.owner, completion.result_json, queue, lease_seconds, _now(now)
-    )
-
-
-def _complete_and_claim(
-    owner: Owner, result_json: str | None, queue: str, lease_seconds: int | None, now: datetime
-) -> tuple[JobRow | None, JobRow | None]:
-    lease, locked_until = _lease_until(now, lease_seconds)
-    return get_driver().complete_and_claim(
-        owner,
-        result_json=result_json,
-        completed=_completed_event(),
-        queue=queue,
-        locked_until=locked_until,
-        claimed=_claimed_event(lease, locked_until),
-        now=now,
-    )
-
-
-def complete_jobs_and_claim_next_jobs(
-    *,
-    completions: Sequence[Completion],
-    worker_ids: Sequence[str],
-    queue: str = DEFAULT_QUEUE,
-    lease_seconds: int | None = None,
-) -> tuple[list[JobRow], list[JobRow]]:
-    """``complete_jobs`` then ``claim_next_jobs``, one statement on PostgreSQL (one round
-    trip, one commit) for a process's waiting successes and its idle threads' next jobs:
-    ``(completed, claimed)``. Each half keeps its own invariants (a stale completion
-    writes nothing; the claim is ``claim_next_jobs``'s). The completions commit whatever
-    the claim does; a queue under flow control is claimed from in a transaction of its own
-    after them. Its commit is always synchronous: it holds claims, and the opt-in
-    asynchronous commit is for completions alone (``complete_jobs``)."""
-    if not completions:
-        return [], claim_next_jobs(worker_ids=worker_ids, queue=queue, lease_seconds=lease_seconds)
-    now = timezone.now()
-    lease, locked_until = _lease_until(now, lease_seconds)
-    return get_driver().complete_and_claim_jobs(
-        completions,
-        completed=_completed_event(),
-        queue=queue,
-        worker_ids=worker_ids,
-        locked_until=locked_until,
-        claimed=_claimed_event(lease, locked_until),
-        now=now,
-    )
+    return rows[0] if rows else None
 
 
 def release_unstarted_jobs(*, owners: Sequence[Owner], now: datetime | None = None) -> list[JobRow]:
@@ -493,8 +422,47 @@ def release_unstarted_jobs(*, owners: Sequence[Owner], now: datetime | None = No
     return get_driver().release_jobs(owners, now=_now(now), event=event, cancelled=cancelled)
 
 
-def _completed_event() -> Event:
-    return Event(MESSAGES[JobEventType.SUCCEEDED], {})
+@dataclass(frozen=True)
+class AttemptFailure:
+    """One failed attempt for ``fail_jobs``: its owner, the error, and what it keeps beside."""
+
+    owner: Owner
+    error: str
+    details: ErrorDetails = field(default_factory=lambda: ErrorDetails())
+
+
+def fail_jobs(*, failures: Sequence[AttemptFailure], now: datetime | None = None) -> list[JobRow]:
+    """Record failed attempts, each under its own ownership guard; returns the rows
+    changed (a stale one changes nothing), atomically (one statement on PostgreSQL).
+
+    Attempts left: back to queued, ``available_at = now + backoff_delay_seconds(attempt)``,
+    event ``retry_scheduled``. Exhausted: failed with ``finished_at``, event ``failed``. A
+    cancel was requested: cancelled, event ``cancelled``, whatever attempts remain. Either
+    way the lock is released and ``last_error`` set; the event's message is the error and
+    its data keeps the details. NUL and lone surrogates in the text are escaped so the
+    outcome is always storable.
+    """
+    if not failures:
+        return []
+    now = _now(now)
+    return get_driver().fail_jobs(
+        [(failure.owner, _failure(failure, now)) for failure in failures], now=now
+    )
+
+
+def _failure(failure: AttemptFailure, now: datetime) -> Failure:
+    error = storable_text(failure.error)
+    data = {"error": error, **failure.details.as_data()}
+    delay = backoff_delay_seconds(failure.owner.attempt)
+    retry_at = now + timedelta(seconds=delay)
+    retry_data = {**data, "delay_seconds": delay, "available_at": event_time(retry_at)}
+    return Failure(
+        error=error,
+        retry_at=retry_at,
+        retry_event=Event(error, retry_data),
+        failed_event=Event(error, data),
+        cancelled_event=Event(error, data),
+    )
 
 
 def fail_job(
@@ -506,30 +474,11 @@ def fail_job(
     details: ErrorDetails | None = None,
     now: datetime | None = None,
 ) -> JobRow | None:
-    """Record a failed attempt: requeue with backoff if attempts remain, else fail for good.
-
-    Attempts left: back to queued, ``available_at = now + backoff_delay_seconds(attempt)``,
-    event ``retry_scheduled``. Exhausted: failed with ``finished_at``, event ``failed``.
-    A cancel was requested: cancelled, event ``cancelled``, whatever attempts remain.
-    Either way the lock is released and ``last_error`` set; the event's message is the
-    error and its data keeps ``details``. NUL and lone surrogates in the text are escaped
-    so the outcome is always storable. Only the current owner's call takes effect; a
-    stale call returns ``None``.
-    """
-    now = _now(now)
-    error = storable_text(error)
-    data = {"error": error, **(details or ErrorDetails()).as_data()}
-    delay = backoff_delay_seconds(attempt)
-    retry_at = now + timedelta(seconds=delay)
-    retry_data = {**data, "delay_seconds": delay, "available_at": event_time(retry_at)}
-    failure = Failure(
-        error=error,
-        retry_at=retry_at,
-        retry_event=Event(error, retry_data),
-        failed_event=Event(error, data),
-        cancelled_event=Event(error, data),
-    )
-    return get_driver().fail_job(Owner(job_id, worker_id, attempt), failure, now=now)
+    """``fail_jobs`` for one attempt: the row as recorded, or ``None`` when the worker no
+    longer owns it (nothing written)."""
+    failure = AttemptFailure(Owner(job_id, worker_id, attempt), error, details or ErrorDetails())
+    rows = fail_jobs(failures=[failure], now=now)
+    return rows[0] if rows else None
 
 
 def time_out_job(

@@ -53,6 +53,8 @@ class JobRow:
     metadata: dict[str, str]
     unique_key: str | None = None
     concurrency_key: str | None = None
+    claimed_at: datetime | None = None
+    claimed_by: str | None = None
 
     @property
     def pk(self) -> UUID:
@@ -326,26 +328,27 @@ class Driver(Protocol):
         or re-limited queue); nothing where workers only poll."""
         ...
 
-    def claim_job(
-        self, *, queue: str, worker_id: str, now: datetime, locked_until: datetime, event: Event
-    ) -> JobRow | None:
-        """Take the first eligible queued job of ``queue`` (priority desc, available_at,
-        created_at, id), skipping rows other claimers hold, and write ``claimed``."""
-        ...
-
     def claim_jobs(
         self,
+        completions: Sequence[Completion],
         *,
-        queue: str,
         worker_ids: Sequence[str],
+        queue: str,
         now: datetime,
         locked_until: datetime,
-        event: Event,
-    ) -> list[JobRow]:
-        """Batched ``claim_job``: up to one job per worker id, in claim order, the n-th to
-        the n-th id, each with its ``claimed`` event, within the queue's flow control (no
-        claim from a paused queue; no more than its rate window and concurrency limit
-        admit, counted under the queue's lock; a key at its limit skipped)."""
+        completed: Event,
+        claimed: Event,
+        lean: bool,
+    ) -> tuple[list[JobRow], list[JobRow]]:
+        """A fetch, atomically: each attempt of ``completions`` its owner still holds
+        becomes succeeded (``completed`` event unless ``lean``), and up to one job per
+        worker id is claimed in claim order (priority desc, available_at, created_at, id),
+        skipping rows other claimers hold, the n-th to the n-th id, each with its
+        ``claimed`` event (unless ``lean``), ``claimed_at`` and ``claimed_by``, within the
+        queue's flow control (no claim from a paused queue; no more than its rate window
+        and concurrency limit admit, counted under the queue's lock; a key at its limit
+        skipped). (completed rows, claimed rows). One statement on PostgreSQL: the
+        single-row one for one worker id and at most its own completion."""
         ...
 
     def release_jobs(
@@ -388,12 +391,6 @@ class Driver(Protocol):
         and its newest failure event (retry_scheduled, failed, timeout_requeued) there."""
         ...
 
-    def complete_job(
-        self, owner: Owner, *, result_json: str | None, now: datetime, event: Event
-    ) -> JobRow | None:
-        """The owner's attempt becomes succeeded with ``result``; ``succeeded`` event."""
-        ...
-
     def complete_jobs(
         self,
         completions: Sequence[Completion],
@@ -401,46 +398,20 @@ class Driver(Protocol):
         now: datetime,
         event: Event,
         synchronous_commit: bool = True,
+        lean: bool = False,
     ) -> list[JobRow]:
         """Each attempt its owner still holds becomes succeeded with its result and a
-        ``succeeded`` event, atomically; the others change nothing. The completed rows.
-        ``synchronous_commit=False``: the commit does not wait for its WAL to reach disk
-        (PostgreSQL; a crash of the database may forget it, and the jobs run again)."""
+        ``succeeded`` event (none when ``lean``), atomically; the others change nothing.
+        The completed rows. ``synchronous_commit=False``: the commit does not wait for its
+        WAL to reach disk (PostgreSQL; a crash of the database may forget it, and the jobs
+        run again)."""
         ...
 
-    def complete_and_claim_jobs(
-        self,
-        completions: Sequence[Completion],
-        *,
-        completed: Event,
-        queue: str,
-        worker_ids: Sequence[str],
-        locked_until: datetime,
-        claimed: Event,
-        now: datetime,
-    ) -> tuple[list[JobRow], list[JobRow]]:
-        """``complete_jobs`` then ``claim_jobs``: the completed rows and the claimed ones.
-        One statement on PostgreSQL for a queue without flow control; a gated claim is a
-        transaction of its own, after the completions committed."""
-        ...
-
-    def complete_and_claim(
-        self,
-        owner: Owner,
-        *,
-        result_json: str | None,
-        completed: Event,
-        queue: str,
-        locked_until: datetime,
-        claimed: Event,
-        now: datetime,
-    ) -> tuple[JobRow | None, JobRow | None]:
-        """``complete_job`` then ``claim_job`` (same worker id), atomically: the completed
-        row (``None`` if not owned) and the claimed one (``None`` if nothing was due)."""
-        ...
-
-    def fail_job(self, owner: Owner, failure: Failure, *, now: datetime) -> JobRow | None:
-        """End the owner's attempt as ``failure`` says (cancelled, requeued or failed)."""
+    def fail_jobs(
+        self, failures: Sequence[tuple[Owner, Failure]], *, now: datetime
+    ) -> list[JobRow]:
+        """End each owner's attempt as its ``Failure`` says (cancelled, requeued or failed),
+        atomically; attempts no longer owned change nothing. The rows changed."""
         ...
 
     def renew_lease(

@@ -179,8 +179,11 @@ def _next_candidate(
         blocked.append(job.concurrency_key)
 
 
-def _claim(job: Job, worker_id: str, now: datetime, locked_until: datetime, event: Event) -> JobRow:
-    """``job`` (locked) becomes running under ``worker_id``'s lease, with its claimed event."""
+def _claim(
+    job: Job, worker_id: str, now: datetime, locked_until: datetime, event: Event, *, lean: bool
+) -> JobRow:
+    """``job`` (locked) becomes running under ``worker_id``'s lease, with its claimed event
+    (none in a lean timeline: ``claimed_at`` and ``claimed_by`` say it)."""
     job.status = JobStatus.RUNNING
     job.attempts += 1
     job.locked_by = worker_id
@@ -188,6 +191,8 @@ def _claim(job: Job, worker_id: str, now: datetime, locked_until: datetime, even
     job.last_error = ""
     job.result = None
     job.updated_at = now
+    job.claimed_at = now
+    job.claimed_by = worker_id
     job.save(
         update_fields=[
             "status",
@@ -197,17 +202,30 @@ def _claim(job: Job, worker_id: str, now: datetime, locked_until: datetime, even
             "last_error",
             "result",
             "updated_at",
+            "claimed_at",
+            "claimed_by",
         ]
     )
-    _owner_event(
-        Owner(job.pk, worker_id, job.attempts),
-        JobEventType.CLAIMED,
-        event,
-        now,
-        job_type=job.type,
-        wait_ms=milliseconds(now - max(job.available_at, job.created_at)),
-    )
+    if not lean:
+        _owner_event(
+            Owner(job.pk, worker_id, job.attempts),
+            JobEventType.CLAIMED,
+            event,
+            now,
+            job_type=job.type,
+            wait_ms=milliseconds(now - max(job.available_at, job.created_at)),
+        )
     return job_row(job)
+
+
+def _succeeded_timing(job: Job, now: datetime) -> dict[str, int | None]:
+    """A success's wait and run times, from the row (as queries.sql's succeeded_timing)."""
+    if job.claimed_at is None:
+        return {"wait_ms": None, "run_ms": None}
+    return {
+        "wait_ms": milliseconds(job.claimed_at - max(job.available_at, job.created_at)),
+        "run_ms": milliseconds(now - job.claimed_at),
+    }
 
 
 class OrmDriver:
@@ -301,15 +319,30 @@ class OrmDriver:
     def probe(self, channel: str, token: str) -> None:
         raise NotImplementedError("the ORM driver has no listener to probe")
 
-    def claim_job(
-        self, *, queue: str, worker_id: str, now: datetime, locked_until: datetime, event: Event
-    ) -> JobRow | None:
-        claimed = self.claim_jobs(
-            queue=queue, worker_ids=[worker_id], now=now, locked_until=locked_until, event=event
-        )
-        return claimed[0] if claimed else None
-
     def claim_jobs(
+        self,
+        completions: Sequence[Completion],
+        *,
+        worker_ids: Sequence[str],
+        queue: str,
+        now: datetime,
+        locked_until: datetime,
+        completed: Event,
+        claimed: Event,
+        lean: bool,
+    ) -> tuple[list[JobRow], list[JobRow]]:
+        with transaction.atomic():
+            done = self.complete_jobs(completions, now=now, event=completed, lean=lean)
+            return done, self._claim_jobs(
+                queue=queue,
+                worker_ids=worker_ids,
+                now=now,
+                locked_until=locked_until,
+                event=claimed,
+                lean=lean,
+            )
+
+    def _claim_jobs(
         self,
         *,
         queue: str,
@@ -317,7 +350,10 @@ class OrmDriver:
         now: datetime,
         locked_until: datetime,
         event: Event,
+        lean: bool,
     ) -> list[JobRow]:
+        if not worker_ids:
+            return []
         with transaction.atomic():
             # Flow control: a paused or limited queue is claimed from under a lock on its
             # settings row (on SQLite: the database's one writer at a time), and what runs
@@ -354,7 +390,7 @@ class OrmDriver:
                 job = _next_candidate(queue, now, key_limits, blocked)
                 if job is None:
                     break
-                claimed.append(_claim(job, worker_id, now, locked_until, event))
+                claimed.append(_claim(job, worker_id, now, locked_until, event, lean=lean))
             if room is not None and claimed:
                 QueueSettings.objects.filter(name=queue).update(
                     rate_window=room.stored(len(claimed))
@@ -474,89 +510,58 @@ class OrmDriver:
         now: datetime,
         event: Event,
         synchronous_commit: bool = True,
+        lean: bool = False,
     ) -> list[JobRow]:
         # One row at a time, in one transaction: each keeps its own ownership guard.
         # synchronous_commit is PostgreSQL's; every commit here is durable.
+        rows = []
         with transaction.atomic():
-            rows = [
-                self.complete_job(done.owner, result_json=done.result_json, now=now, event=event)
-                for done in completions
-            ]
-        return [row for row in rows if row is not None]
+            for done in completions:
+                row = self._complete(done, now=now, event=event, lean=lean)
+                if row is not None:
+                    rows.append(row)
+        return rows
 
-    def complete_and_claim_jobs(
-        self,
-        completions: Sequence[Completion],
-        *,
-        completed: Event,
-        queue: str,
-        worker_ids: Sequence[str],
-        locked_until: datetime,
-        claimed: Event,
-        now: datetime,
-    ) -> tuple[list[JobRow], list[JobRow]]:
-        with transaction.atomic():
-            done = self.complete_jobs(completions, now=now, event=completed)
-            rows = self.claim_jobs(
-                queue=queue,
-                worker_ids=worker_ids,
-                now=now,
-                locked_until=locked_until,
-                event=claimed,
-            )
-        return done, rows
-
-    def complete_job(
-        self, owner: Owner, *, result_json: str | None, now: datetime, event: Event
+    def _complete(
+        self, done: Completion, *, now: datetime, event: Event, lean: bool
     ) -> JobRow | None:
-        result = None if result_json is None else json.loads(result_json)
-        with transaction.atomic():
-            job = self._update_owned(
-                owner,
-                lambda job: {
-                    "status": JobStatus.SUCCEEDED,
-                    "result": result,
-                    "locked_by": None,
-                    "locked_until": None,
-                    "finished_at": now,
-                    "updated_at": now,
-                },
-            )
-            if job is None:
-                return None
+        result = None if done.result_json is None else json.loads(done.result_json)
+        job = self._update_owned(
+            done.owner,
+            lambda job: {
+                "status": JobStatus.SUCCEEDED,
+                "result": result,
+                "locked_by": None,
+                "locked_until": None,
+                "finished_at": now,
+                "updated_at": now,
+            },
+        )
+        if job is None:
+            return None
+        if not lean:
             _owner_event(
-                owner,
+                done.owner,
                 JobEventType.SUCCEEDED,
                 event,
                 now,
                 job_type=job.type,
-                **_ended_attempt(owner, now),
+                **_succeeded_timing(job, now),
             )
         return job_row(job)
 
-    def complete_and_claim(
-        self,
-        owner: Owner,
-        *,
-        result_json: str | None,
-        completed: Event,
-        queue: str,
-        locked_until: datetime,
-        claimed: Event,
-        now: datetime,
-    ) -> tuple[JobRow | None, JobRow | None]:
+    def fail_jobs(
+        self, failures: Sequence[tuple[Owner, Failure]], *, now: datetime
+    ) -> list[JobRow]:
+        rows = []
         with transaction.atomic():
-            done = self.complete_job(owner, result_json=result_json, now=now, event=completed)
-            next_job = self.claim_job(
-                queue=queue,
-                worker_id=owner.worker_id,
-                now=now,
-                locked_until=locked_until,
-                event=claimed,
-            )
-        return done, next_job
+            for owner, failure in sorted(failures, key=lambda each: str(each[0].job_id)):
+                row = self._fail(owner, failure, now=now)
+                if row is not None:
+                    rows.append(row)
+        return rows
 
-    def fail_job(self, owner: Owner, failure: Failure, *, now: datetime) -> JobRow | None:
+    def _fail(self, owner: Owner, failure: Failure, *, now: datetime) -> JobRow | None:
         def changes(job: Job) -> dict[str, Any]:
             retrying = job.cancel_requested_at is None and job.attempts < job.max_attempts
             if job.cancel_requested_at is not None:

@@ -56,6 +56,7 @@ COMPLETE_AND_CLAIM_ARGS = {
     "claimed_data": "text",
     "now": "timestamp with time zone",
     "keys_limited": "boolean",
+    "lean": "boolean",
 }
 
 
@@ -591,32 +592,48 @@ class PostgresDriver:
         with _cursor() as cursor:
             self._execute(cursor, "wake", {"channel": NOTIFY_CHANNEL, "queue": queue})
 
-    def claim_job(
-        self, *, queue: str, worker_id: str, now: datetime, locked_until: datetime, event: Event
-    ) -> JobRow | None:
-        params = {
-            **_NO_COMPLETION,
-            "worker_id": worker_id,
-            **_claim_params(queue, locked_until, event),
-            "now": now,
-        }
-        return self._complete_and_claim(params).get("claimed")
-
     def claim_jobs(
         self,
+        completions: Sequence[Completion],
         *,
-        queue: str,
         worker_ids: Sequence[str],
+        queue: str,
         now: datetime,
         locked_until: datetime,
-        event: Event,
-    ) -> list[JobRow]:
+        completed: Event,
+        claimed: Event,
+        lean: bool,
+    ) -> tuple[list[JobRow], list[JobRow]]:
+        if not worker_ids:
+            return self.complete_jobs(completions, now=now, event=completed, lean=lean), []
+        claim = {**_claim_params(queue, locked_until, claimed), "lean": lean, "now": now}
+        if (
+            len(worker_ids) == 1
+            and all(done.owner.worker_id == worker_ids[0] for done in completions[:1])
+            and len(completions) <= 1
+        ):
+            # One thread's claim, with its own success if any: the single-row statement,
+            # which PostgreSQL runs for less than the batched one with arrays of one.
+            found = self._complete_and_claim(
+                {
+                    **(
+                        _completion_params(
+                            completions[0].owner, completions[0].result_json, completed
+                        )
+                        if completions
+                        else _NO_COMPLETION
+                    ),
+                    "worker_id": worker_ids[0],
+                    **claim,
+                }
+            )
+            return _listed(found.get("completed")), _listed(found.get("claimed"))
         params = {
+            **_batch_completion_params(completions, completed),
             "worker_ids": list(worker_ids),
-            **_claim_params(queue, locked_until, event),
-            "now": now,
+            **claim,
         }
-        return self._batch("claim_jobs", params)[1]
+        return self._batch("complete_and_claim_jobs" if completions else "claim_jobs", params)
 
     def release_jobs(
         self, owners: Sequence[Owner], *, now: datetime, event: Event, cancelled: Event
@@ -649,12 +666,6 @@ class PostgresDriver:
             self._execute(cursor, "type_samples", params)
             return [TypeSample(*row) for row in cursor.fetchall()]
 
-    def complete_job(
-        self, owner: Owner, *, result_json: str | None, now: datetime, event: Event
-    ) -> JobRow | None:
-        params = {**_completion_params(owner, result_json, event), **_NO_CLAIM, "now": now}
-        return self._complete_and_claim(params).get("completed")
-
     def complete_jobs(
         self,
         completions: Sequence[Completion],
@@ -662,49 +673,21 @@ class PostgresDriver:
         now: datetime,
         event: Event,
         synchronous_commit: bool = True,
+        lean: bool = False,
     ) -> list[JobRow]:
-        params = {**_batch_completion_params(completions, event), "now": now}
+        if len(completions) == 1 and synchronous_commit:
+            done = completions[0]
+            params = {
+                **_completion_params(done.owner, done.result_json, event),
+                **_NO_CLAIM,
+                "now": now,
+                "lean": lean,
+            }
+            return _listed(self._complete_and_claim(params).get("completed"))
+        params = {**_batch_completion_params(completions, event), "now": now, "lean": lean}
         with _maybe_asynchronous_commit(synchronous_commit) as cursor:
             self._execute(cursor, "complete_jobs", params)
             return [_job_row(values) for values in cursor.fetchall()]
-
-    def complete_and_claim_jobs(
-        self,
-        completions: Sequence[Completion],
-        *,
-        completed: Event,
-        queue: str,
-        worker_ids: Sequence[str],
-        locked_until: datetime,
-        claimed: Event,
-        now: datetime,
-    ) -> tuple[list[JobRow], list[JobRow]]:
-        params = {
-            **_batch_completion_params(completions, completed),
-            "worker_ids": list(worker_ids),
-            **_claim_params(queue, locked_until, claimed),
-            "now": now,
-        }
-        return self._batch("complete_and_claim_jobs", params)
-
-    def complete_and_claim(
-        self,
-        owner: Owner,
-        *,
-        result_json: str | None,
-        completed: Event,
-        queue: str,
-        locked_until: datetime,
-        claimed: Event,
-        now: datetime,
-    ) -> tuple[JobRow | None, JobRow | None]:
-        params = {
-            **_completion_params(owner, result_json, completed),
-            **_claim_params(queue, locked_until, claimed),
-            "now": now,
-        }
-        rows = self._complete_and_claim(params)
-        return rows.get("completed"), rows.get("claimed")
 
     def vacuum_jobs_table(self, *, min_dead_rows: int) -> Vacuumed | None:
         row = self._fetchone("vacuum_due", {})
@@ -729,17 +712,35 @@ class PostgresDriver:
             self._execute(cursor, "active_queues", {})
             return [queue for (queue,) in cursor.fetchall()]
 
-    def fail_job(self, owner: Owner, failure: Failure, *, now: datetime) -> JobRow | None:
+    def fail_jobs(
+        self, failures: Sequence[tuple[Owner, Failure]], *, now: datetime
+    ) -> list[JobRow]:
+        if len(failures) == 1:
+            ((owner, failure),) = failures
+            params = {
+                **_owner_params(owner),
+                "error": failure.error,
+                "now": now,
+                "retry_at": failure.retry_at,
+                **_event_params(failure.retry_event, "retry_"),
+                **_event_params(failure.failed_event, "failed_"),
+                **_event_params(failure.cancelled_event, "cancelled_"),
+            }
+            return _listed(self._job("fail_job", params))
         params = {
-            **_owner_params(owner),
-            "error": failure.error,
+            "ids": [owner.job_id for owner, _ in failures],
+            "worker_ids": [owner.worker_id for owner, _ in failures],
+            "attempts": [owner.attempt for owner, _ in failures],
+            "errors": [failure.error for _, failure in failures],
+            "retry_ats": [failure.retry_at for _, failure in failures],
+            "retry_data": [to_json(failure.retry_event.data) for _, failure in failures],
+            "failed_data": [to_json(failure.failed_event.data) for _, failure in failures],
+            "cancelled_data": [to_json(failure.cancelled_event.data) for _, failure in failures],
             "now": now,
-            "retry_at": failure.retry_at,
-            **_event_params(failure.retry_event, "retry_"),
-            **_event_params(failure.failed_event, "failed_"),
-            **_event_params(failure.cancelled_event, "cancelled_"),
         }
-        return self._job("fail_job", params)
+        with _cursor() as cursor:
+            self._execute(cursor, "fail_jobs", params)
+            return [_job_row(values) for values in cursor.fetchall()]
 
     def renew_lease(
         self, owner: Owner, *, locked_until: datetime, now: datetime, event: Event
@@ -839,6 +840,10 @@ class PostgresDriver:
         row = self._fetchone("cancel_jobs", params)
         assert row is not None  # an aggregate always answers
         return CancelOutcome(cancelled=row[0], cancel_requested=row[1])
+
+
+def _listed(row: JobRow | None) -> list[JobRow]:
+    return [] if row is None else [row]
 
 
 def _still_wanting(params: dict[str, Any], claimed: list[JobRow]) -> dict[str, Any]:

@@ -35,6 +35,15 @@ LEFT JOIN LATERAL (
     ORDER BY event.id + 0 DESC LIMIT 1
 ) AS claim ON true
 
+-- fragment: succeeded_timing
+-- The queue wait and run time of the attempt the succeeded row `ended` ends, from the row
+-- itself: claimed_at (the claim's time, which completion leaves as it is) against the time
+-- the job was due and :now, in milliseconds as its claimed event counts them. NULL for an
+-- attempt claimed before claimed_at existed.
+GREATEST(floor(EXTRACT(EPOCH FROM
+    (ended.claimed_at - GREATEST(ended.available_at, ended.created_at))) * 1000), 0)::bigint,
+GREATEST(floor(EXTRACT(EPOCH FROM (:now - ended.claimed_at)) * 1000), 0)::bigint
+
 -- fragment: selection
 -- The bulk actions' selection (jobs.drivers.base.Selection): each part that is not NULL
 -- narrows it; :type_pattern is an ILIKE pattern.
@@ -125,12 +134,13 @@ WITH RECURSIVE completed AS (
     WHERE id = :id AND locked_by = :worker_id AND attempts = :attempts
     RETURNING *
 ), completed_event AS (
+    -- Not in a lean timeline (:lean): the row keeps what the event would say.
     INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
         job_type, wait_ms, run_ms)
     SELECT ended.id, 'succeeded', ended.attempts, :worker_id, :completed_message,
-        :completed_data::jsonb, :now, ended.type, claim.wait_ms, claim.run_ms
+        :completed_data::jsonb, :now, ended.type, {succeeded_timing}
     FROM completed AS ended
-    {ended_attempt_timing}
+    WHERE NOT :lean
 ), gate AS MATERIALIZED (
     -- Flow control, one probe of the primary key of jobs_queuesettings (a queue without a
     -- row has none): a paused queue is not claimed from; a queue with a rate or a
@@ -160,7 +170,8 @@ WITH RECURSIVE completed AS (
 ), claimed AS (
     UPDATE jobs_job AS job
     SET status = 'running', attempts = job.attempts + 1, locked_by = :worker_id,
-        locked_until = :locked_until, last_error = '', result = NULL, updated_at = :now
+        locked_until = :locked_until, last_error = '', result = NULL, updated_at = :now,
+        claimed_at = :now, claimed_by = :worker_id
     FROM candidate
     -- A job with a concurrency_key, while key limits exist, goes to the gated claim. The
     -- array hands the primary key the row to probe: joined to the candidate alone, over
@@ -176,6 +187,7 @@ WITH RECURSIVE completed AS (
         type, GREATEST(floor(EXTRACT(EPOCH FROM
             :now - GREATEST(available_at, created_at)) * 1000), 0)::bigint
     FROM claimed
+    WHERE NOT :lean
 )
 SELECT 'completed' AS part, * FROM completed
 UNION ALL
@@ -206,12 +218,13 @@ done AS (
         AND job.locked_by = done.worker_id AND job.attempts = done.attempt
     RETURNING job.*
 ), completed_event AS (
+    -- Not in a lean timeline (:lean): the row keeps what the event would say.
     INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
         job_type, wait_ms, run_ms)
     SELECT ended.id, 'succeeded', ended.attempts, done.worker_id, :completed_message,
-        :completed_data::jsonb, :now, ended.type, claim.wait_ms, claim.run_ms
+        :completed_data::jsonb, :now, ended.type, {succeeded_timing}
     FROM completed AS ended JOIN done ON done.id = ended.id
-    {ended_attempt_timing}
+    WHERE NOT :lean
     ORDER BY ended.id
 )
 
@@ -326,7 +339,8 @@ keyed AS MATERIALIZED (
     UPDATE jobs_job AS job
     SET status = 'running', attempts = job.attempts + 1,
         locked_by = (:worker_ids::text[])[numbered.n], locked_until = :locked_until,
-        last_error = '', result = NULL, updated_at = :now
+        last_error = '', result = NULL, updated_at = :now, claimed_at = :now,
+        claimed_by = (:worker_ids::text[])[numbered.n]
     FROM numbered
     -- The array hands the primary key the rows to probe (a join would guess the size of
     -- the batch and may scan the table).
@@ -338,7 +352,9 @@ keyed AS MATERIALIZED (
     SELECT id, 'claimed', attempts, locked_by, :claimed_message, :claimed_data::jsonb, :now,
         type, GREATEST(floor(EXTRACT(EPOCH FROM
             :now - GREATEST(available_at, created_at)) * 1000), 0)::bigint
-    FROM claimed ORDER BY locked_by
+    FROM claimed
+    WHERE NOT :lean
+    ORDER BY locked_by
 )
 
 -- name: complete_jobs
@@ -425,7 +441,7 @@ WITH owned AS (
 SELECT id, type, payload, status, priority, available_at, attempts, max_attempts,
     idempotency_key, locked_by, locked_until, last_error, result, created_at, updated_at,
     finished_at, queue, timeout_seconds, cancel_requested_at, metadata, unique_key,
-    concurrency_key
+    concurrency_key, claimed_at, claimed_by
 FROM released;
 
 -- name: complete_and_claim_call
@@ -435,7 +451,7 @@ FROM released;
 SELECT * FROM jobs_complete_and_claim(:id::uuid, :attempts::integer, :result_json::text,
     :completed_message::text, :completed_data::text, :worker_id::text, :queue::text,
     :locked_until::timestamptz, :claimed_message::text, :claimed_data::text,
-    :now::timestamptz, :keys_limited::boolean);
+    :now::timestamptz, :keys_limited::boolean, :lean::boolean);
 
 -- name: wake
 -- Wakes idle workers of :queue on commit, as create_jobs' notification does (a queue
@@ -596,6 +612,53 @@ WITH failed AS (
     {ended_attempt_timing}
 )
 SELECT * FROM failed;
+
+-- name: fail_jobs
+-- fail_job for many attempts in one statement: each attempt of the arrays (:ids,
+-- :worker_ids, :attempts, with its error, retry time and each outcome's event data) that
+-- its owner still holds ends as fail_job ends one, with the error as its event's message;
+-- the others change nothing. In id order, as every bulk write.
+WITH failure AS (
+    SELECT * FROM unnest((SELECT :ids::uuid[]), (SELECT :worker_ids::text[]),
+        (SELECT :attempts::integer[]), (SELECT :errors::text[]),
+        (SELECT :retry_ats::timestamptz[]), (SELECT :retry_data::text[]),
+        (SELECT :failed_data::text[]), (SELECT :cancelled_data::text[]))
+        AS failure(id, worker_id, attempt, error, retry_at, retry_data, failed_data,
+            cancelled_data)
+), failed AS (
+    UPDATE jobs_job AS job
+    SET status = CASE WHEN job.cancel_requested_at IS NOT NULL THEN 'cancelled'
+            WHEN job.attempts < job.max_attempts THEN 'queued' ELSE 'failed' END,
+        available_at = CASE WHEN job.cancel_requested_at IS NULL
+            AND job.attempts < job.max_attempts THEN failure.retry_at ELSE job.available_at END,
+        finished_at = CASE WHEN job.cancel_requested_at IS NULL
+            AND job.attempts < job.max_attempts THEN NULL ELSE :now END,
+        locked_by = NULL, locked_until = NULL, last_error = failure.error, updated_at = :now
+    FROM failure
+    -- The array hands the primary key the rows to probe (as in complete_jobs).
+    WHERE job.id = ANY(ARRAY(SELECT id FROM failure)) AND job.id = failure.id
+        AND job.locked_by = failure.worker_id AND job.attempts = failure.attempt
+    RETURNING job.*, failure.worker_id AS owner_id, failure.error AS error_message,
+        failure.retry_data, failure.failed_data, failure.cancelled_data
+), event AS (
+    INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
+        job_type, wait_ms, run_ms)
+    SELECT ended.id,
+        CASE ended.status WHEN 'queued' THEN 'retry_scheduled'
+            WHEN 'cancelled' THEN 'cancelled' ELSE 'failed' END,
+        ended.attempts, ended.owner_id, ended.error_message,
+        CASE ended.status WHEN 'queued' THEN ended.retry_data::jsonb
+            WHEN 'cancelled' THEN ended.cancelled_data::jsonb ELSE ended.failed_data::jsonb END,
+        :now, ended.type, claim.wait_ms, claim.run_ms
+    FROM failed AS ended
+    {ended_attempt_timing}
+    ORDER BY ended.id
+)
+SELECT id, type, payload, status, priority, available_at, attempts, max_attempts,
+    idempotency_key, locked_by, locked_until, last_error, result, created_at, updated_at,
+    finished_at, queue, timeout_seconds, cancel_requested_at, metadata, unique_key,
+    concurrency_key, claimed_at, claimed_by
+FROM failed;
 
 -- name: renew_lease
 -- Ownership guard as complete_and_claim's completion: a stale worker cannot extend a lease it lost.
@@ -835,7 +898,8 @@ LIMIT 1;
 WITH claimed AS (
     UPDATE jobs_job AS job
     SET status = 'running', attempts = job.attempts + 1, locked_by = :worker_id,
-        locked_until = :locked_until, last_error = '', result = NULL, updated_at = :now
+        locked_until = :locked_until, last_error = '', result = NULL, updated_at = :now,
+        claimed_at = :now, claimed_by = :worker_id
     -- Still queued (it is locked by this transaction since gated_candidate). The status
     -- test is an expression so that job_claim_idx cannot serve it in place of the primary
     -- key (issue 25: statistics that say `queued` is rare make the planner take it, and
@@ -849,5 +913,6 @@ WITH claimed AS (
         type, GREATEST(floor(EXTRACT(EPOCH FROM
             :now - GREATEST(available_at, created_at)) * 1000), 0)::bigint
     FROM claimed
+    WHERE NOT :lean
 )
 SELECT * FROM claimed;

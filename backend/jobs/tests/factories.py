@@ -16,8 +16,9 @@ from django.contrib.auth.models import Permission
 from django.db import transaction
 
 from jobs import services
-from jobs.drivers import JobRow
+from jobs.drivers import Completion, JobRow, Owner
 from jobs.models import Job, JobEvent
+from jobs.storable import to_storable_json
 
 WORKER = "tests:1:thread-1:0000beef"
 
@@ -53,6 +54,27 @@ def running_job(
     claimed = services.claim_next_job(worker_id=worker_id, now=now, lease_seconds=lease_seconds)
     assert claimed is not None and claimed.pk == job.pk
     return fresh(job)
+
+
+def complete_and_claim(
+    job: Job | JobRow,
+    *,
+    worker_id: str,
+    attempt: int = 1,
+    result: Any = None,
+    queue: str = "default",
+) -> tuple[JobRow | None, JobRow | None]:
+    """What a worker thread's next fetch does with its success: the attempt completed
+    (``None`` if it was no longer the worker's) and the worker's next job claimed from
+    ``queue`` (``None`` if none was due), in one statement."""
+    result_json = None if result is None else to_storable_json(result)
+    fetched = services.claim_jobs(
+        worker_ids=[worker_id],
+        queue=queue,
+        completions=[Completion(Owner(job.pk, worker_id, attempt), result_json)],
+    )
+    done = fetched.completed[0] if fetched.completed else None
+    return done, fetched.claimed[0] if fetched.claimed else None
 
 
 def succeeded_job(

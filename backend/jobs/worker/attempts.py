@@ -1,44 +1,93 @@
-"""What a worker process is running: one ``Attempt`` per handler at work, and the set of
-them (``InFlight``) that the threads add to and the maintenance thread looks after."""
+"""What a worker process is running: one ``Attempt`` per claimed job, the set of them
+(``InFlight``) that the heartbeat and the timeouts look after, and how an attempt ended
+(``Outcome``), which the executor hands to the completer."""
 
 from __future__ import annotations
 
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..drivers import JobRow, Owner
+from ..services import ErrorDetails
 from .context import AttemptState
-
-if TYPE_CHECKING:
-    from .executor import WorkerThread
 
 
 @dataclass
 class Attempt:
-    """One running attempt of this process: what the maintenance thread looks after."""
+    """One attempt of this process: claimed for ``worker_id``, held until its handler
+    starts (``started`` is then set), looked after by the heartbeat from its claim."""
 
     job: JobRow
-    thread: WorkerThread
-    timeout_seconds: int | None
+    worker_id: str
+    timeout_seconds: int | None = None
     state: AttemptState = field(default_factory=AttemptState)
     # False: its handler opted out of the heartbeat (``register(..., heartbeat=False)``):
     # the heartbeat watches the attempt but does not extend its lease.
     heartbeat: bool = True
-    started: float = field(default_factory=time.monotonic)
+    # Monotonic seconds its handler started; None while it is held (claimed, not started).
+    started: float | None = None
+    claimed: float = field(default_factory=time.monotonic)
 
     @property
     def owner(self) -> Owner:
-        return Owner(self.job.id, self.thread.worker_id, self.job.attempts)
+        return Owner(self.job.id, self.job.locked_by or self.worker_id, self.job.attempts)
 
     @property
     def deadline(self) -> float | None:
-        return None if self.timeout_seconds is None else self.started + self.timeout_seconds
+        """Its timeout's deadline, counted from its handler's start (none while held)."""
+        if self.timeout_seconds is None or self.started is None:
+            return None
+        return self.started + self.timeout_seconds
+
+    @property
+    def run_seconds(self) -> float:
+        """Seconds since its handler started (0 while held)."""
+        return 0.0 if self.started is None else time.monotonic() - self.started
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How an attempt ended, for the completer to record and announce.
+
+    ``succeeded``: the handler returned ``result_json`` (already checked storable).
+    ``failed``: it raised, or could not start or finish (``error``, ``details``).
+    ``timed_out``: it ran past its deadline (the maintenance thread saw it).
+    ``interrupted``: it ended after its attempt was timed out or lost; nothing is written.
+    """
+
+    attempt: Attempt
+    kind: str
+    result_json: str | None = None
+    error: str = ""
+    details: ErrorDetails = field(default_factory=ErrorDetails)
+
+    @classmethod
+    def succeeded(cls, attempt: Attempt, result_json: str | None) -> Outcome:
+        return cls(attempt, "succeeded", result_json=result_json)
+
+    @classmethod
+    def failed(cls, attempt: Attempt, error: str, details: ErrorDetails) -> Outcome:
+        return cls(attempt, "failed", error=error, details=details)
+
+    @classmethod
+    def timed_out(cls, attempt: Attempt) -> Outcome:
+        return cls(attempt, "timed_out")
+
+    @classmethod
+    def interrupted(cls, attempt: Attempt) -> Outcome:
+        return cls(attempt, "interrupted")
+
+
+class Recorder(Protocol):
+    """Where every outcome of every attempt goes (the completer): written, then announced."""
+
+    def record(self, outcome: Outcome) -> None: ...
 
 
 class InFlight:
-    """The attempts running in this process, shared by its threads.
+    """The attempts this process holds or runs, shared by its threads.
 
     Keyed by job and attempt: a timed-out attempt's abandoned thread may still be running
     when the job's next attempt starts in this process, and its removal must not drop that
@@ -60,7 +109,13 @@ class InFlight:
         # Only a deadline, or work arriving at an idle process, can come before the
         # maintenance thread's next wake-up (heartbeat and cleanup keep their own
         # cadence): waking it for every job cost a thread switch per job.
-        if wake or attempt.timeout_seconds is not None:
+        if wake:
+            self.changed.set()
+
+    def start(self, attempt: Attempt) -> None:
+        """Its handler starts now: its deadline counts from here."""
+        attempt.started = time.monotonic()
+        if attempt.timeout_seconds is not None:
             self.changed.set()
 
     def remove(self, attempt: Attempt) -> None:

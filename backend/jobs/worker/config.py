@@ -39,6 +39,9 @@ class WorkerConfig:
     # Maintenance vacuums jobs_job once its dead rows pass autovacuum's threshold and this
     # many; 0: never (autovacuum alone).
     vacuum_dead_rows: int = 20_000
+    # Throughput mode's lean timeline: no claimed and succeeded events on the success
+    # path (the row keeps who ran the job and when).
+    lean_timeline: bool = False
 
     @property
     def heartbeat_interval_seconds(self) -> float:
@@ -87,6 +90,7 @@ class WorkerConfig:
             complete_flush_seconds=app_settings.JOB_WORKER_COMPLETE_FLUSH_MS / 1000,
             complete_synchronous_commit=app_settings.JOB_WORKER_COMPLETE_SYNCHRONOUS_COMMIT,
             vacuum_dead_rows=app_settings.JOB_WORKER_VACUUM_DEAD_ROWS,
+            lean_timeline=app_settings.JOB_WORKER_LEAN_TIMELINE,
         )
 
 

@@ -1,15 +1,19 @@
-"""Batched fetch (issue 25): a process's idle threads claim together, in one statement.
+"""The fetcher: the one part of a worker process that claims.
 
 A thread that wants work waits here. The first one finds no fetch under way and claims
 for itself and for the threads already waiting, up to ``JOB_WORKER_CLAIM_BATCH_SIZE``
-(``services.claim_next_jobs``): never more jobs than there are idle threads, so a process
-never holds jobs another could be running. The n-th job claimed is written to the n-th
-thread's worker id, with its own ``claimed`` event and lease, and handed to that thread at
-once: nothing waits in a local buffer. Threads that arrived during a fetch fetch next, at
-once (a full batch means there may be more); a thread the fetch gave nothing goes back
-to waiting for a notification. A queue under flow control (a pause, limits, key limits)
-is claimed from the same way: the batch's claim applies them, in a transaction of its own
-under the queue's lock.
+(``services.claim_jobs``; a batch size of 1 claims for the asking thread alone, a batch of
+one): never more jobs than there are idle threads, so a process never holds jobs another
+could be running. The n-th job claimed is written to the n-th thread's worker id, with its
+own ``claimed`` event and lease, and handed to that thread at once: nothing waits in a
+local buffer. Threads that arrived during a fetch fetch next, at once (a full batch means
+there may be more); a thread the fetch gave nothing goes back to waiting for a
+notification. A queue under flow control (a pause, limits, key limits) is claimed from the
+same way: the claim applies them.
+
+Each fetch also writes the successes the completer holds for it (``Completer.take``): the
+fetching threads' own with an inline completer, any waiting with a batched one, in the
+claim's statement, one commit for both.
 
 Gathering: with handlers that return sooner than a fetch takes (no-op or near), the thread
 that finishes first would fetch alone and its peers would queue behind it, a fetch of one
@@ -19,11 +23,6 @@ batch waits for its busy peers to come back, at most one fetch's time (and
 ``GATHER_MAX_SECONDS``; twice that while a fetch under way is about to hand its threads
 their jobs), and fetches for all of them. Longer handlers (the usual case:
 anything that does I/O) never wait: a fetch is cheaper than their idle time.
-
-Single-job statement: a fetch for one thread that carries only that thread's own success,
-while handlers outlast fetches (nobody gathers), runs ``complete_and_claim`` as batch
-sizes of 1 do (``services.complete_one_and_claim_next``): PostgreSQL runs it for less than
-the batched statement with arrays of one. Gathering fetches stay on the batched one.
 
 Stopping: jobs a fetch brought back after the process began to stop are released
 (``services.release_unstarted_jobs``: queued again at once, the attempt not spent, a
@@ -66,8 +65,9 @@ class Fetcher:
         lease_seconds: int,
         queues: QueueSet,
         stopping: threading.Event,
-        successes: Callable[[], Handover | None] | None = None,
+        successes: Callable[[Sequence[str]], Handover | None] | None = None,
         parallel: int = 1,
+        lean: bool = False,
     ) -> None:
         # parallel: fetches in flight at once. A commit waits for the disk (a few ms);
         # one fetch at a time would leave the process's other idle threads waiting on it.
@@ -75,6 +75,8 @@ class Fetcher:
         # successes: the completer's take(); with it each fetch also writes the successes
         # waiting, in the same transaction (one commit for both).
         self.successes = successes
+        # No claimed and succeeded events (the rows keep who ran a job and when).
+        self.lean = lean
         self.batch_size = batch_size
         self.lease_seconds = lease_seconds
         self.queues = queues
@@ -195,21 +197,19 @@ class Fetcher:
         return any(handed > since for handed in self._running.values())
 
     def _claim(self, group: Sequence[str]) -> list[JobRow]:
-        """Up to one job per worker id of ``group``, taking the queues in turn."""
+        """Up to one job per worker id of ``group``, taking the queues in turn; the first
+        statement also writes the successes the completer holds for the group."""
         wanting = list(group)
         claimed: list[JobRow] = []
-        queues = self.queues.current()
-        handover = self.successes() if self.successes is not None and queues else None
+        handover = self.successes(group) if self.successes is not None else None
+        queues = self.queues.current(busy=handover is not None)
+        if not queues and handover is not None:
+            handover.failed()  # nothing to claim from: the completer writes them
+            return claimed
         for offset in range(len(queues)):
             queue = queues[(self._cursor + offset) % len(queues)]
-            if handover is not None:
-                # The first statement writes the successes (or gives them back on failure).
-                rows = self._write_and_claim(handover, wanting, queue)
-                handover = None
-            else:
-                rows = services.claim_next_jobs(
-                    worker_ids=wanting, queue=queue, lease_seconds=self.lease_seconds
-                )
+            rows = self._write_and_claim(handover, wanting, queue)
+            handover = None  # the first statement wrote them (or gave them back)
             if rows:
                 self._cursor = (self._cursor + offset + 1) % len(queues)
                 claimed.extend(rows)
@@ -220,45 +220,26 @@ class Fetcher:
         return claimed
 
     def _write_and_claim(
-        self, handover: Handover, wanting: Sequence[str], queue: str
+        self, handover: Handover | None, wanting: Sequence[str], queue: str
     ) -> list[JobRow]:
-        """The handover's successes written in the claim's statement, one commit for both:
-        the single-job statement for a thread alone with its own success while nobody
-        gathers (arrays of one cost PostgreSQL more), else the batched one. The handover
-        learns what was committed, or gets its successes back if the statement failed."""
+        """One statement: the handover's successes, if any, and the claims of ``wanting``.
+        The handover learns what was committed, or gets its successes back if the
+        statement failed."""
         try:
-            if self._alone_with_own_success(wanting, handover):
-                done, row = services.complete_one_and_claim_next(
-                    completion=handover.completions[0],
-                    queue=queue,
-                    lease_seconds=self.lease_seconds,
-                )
-                completed = [] if done is None else [done]
-                rows = [] if row is None else [row]
-            else:
-                completed, rows = services.complete_jobs_and_claim_next_jobs(
-                    completions=handover.completions,
-                    worker_ids=wanting,
-                    queue=queue,
-                    lease_seconds=self.lease_seconds,
-                )
+            fetched = services.claim_jobs(
+                worker_ids=wanting,
+                queue=queue,
+                completions=() if handover is None else handover.completions,
+                lease_seconds=self.lease_seconds,
+                lean=self.lean,
+            )
         except BaseException:
-            handover.failed()
+            if handover is not None:
+                handover.failed()
             raise
-        handover.committed(completed)
-        return rows
-
-    def _alone_with_own_success(self, wanting: Sequence[str], handover: Handover) -> bool:
-        """A fetch for one thread that carries only that thread's success, while handlers
-        outlast fetches (no gathering): the single-job statement does it, as with batch
-        sizes of 1 (its claim goes to the worker id its completion is guarded by). While
-        threads gather, fetches stay on the batched statement: the same one each time."""
-        if len(wanting) != 1 or len(handover.completions) != 1:
-            return False
-        with self._condition:
-            if self._handlers_outrun_fetches():
-                return False
-        return handover.completions[0].owner.worker_id == wanting[0]
+        if handover is not None:
+            handover.committed(fetched.completed)
+        return fetched.claimed
 
     def release(self, rows: Sequence[JobRow]) -> None:
         """Give back jobs claimed but not started: queued again at once, attempt not spent.

@@ -51,7 +51,9 @@ class QueueSet:
             return self.names
         max_age = self.busy_refresh_seconds if busy else self.refresh_seconds
         with self._lock:
-            if self._clock() - self._refreshed >= max_age:
+            # An empty list is looked up again at once: a job retried or created since
+            # (a thread about to stop in burst mode would otherwise miss it).
+            if not self.names or self._clock() - self._refreshed >= max_age:
                 self.names = selectors.active_queues()
                 self._refreshed = self._clock()
             return self.names

@@ -14,13 +14,14 @@ from django.db import connection
 from ..conf import app_settings
 from ..drivers import get_driver
 from .attempts import InFlight
-from .completer import Completer
+from .completer import BatchCompleter, Completer, InlineCompleter
 from .config import WorkerConfig
-from .executor import WorkerThread
+from .executor import Executor
 from .fetcher import Fetcher
 from .listener import Listener
 from .maintenance import Maintenance
 from .queues import QueueSet, Waker
+from .threads import WorkerThread
 
 logger = logging.getLogger("jobs.worker")
 
@@ -39,34 +40,53 @@ class WorkerRunner:
         self.threads: list[WorkerThread] = []
         self.in_flight = InFlight()
         self.queues = QueueSet(config.queues, refresh_seconds=config.poll_interval_seconds)
+        self.completer: Completer = (
+            BatchCompleter(
+                batch_size=config.complete_batch_size,
+                flush_seconds=config.complete_flush_seconds,
+                in_flight=self.in_flight,
+                lease_seconds=config.lease_seconds,
+                lean=config.lean_timeline,
+                synchronous_commit=config.complete_synchronous_commit,
+            )
+            if config.complete_batch_size > 1
+            else InlineCompleter(
+                in_flight=self.in_flight,
+                lease_seconds=config.lease_seconds,
+                lean=config.lean_timeline,
+            )
+        )
         self.maintenance = Maintenance(
             config,
             self.in_flight,
             stopping=self.stop_event,
             abandon=self.abandon,
+            record=self.completer.record,
             threads=lambda: [thread.worker_id for thread in self.serving()],
         )
         self.waker = Waker()
-        self.completer: Completer | None = None
-        if config.complete_batch_size > 1:
-            self.completer = Completer(
-                batch_size=config.complete_batch_size,
-                flush_seconds=config.complete_flush_seconds,
-                lease_seconds=config.lease_seconds,
-                synchronous_commit=config.complete_synchronous_commit,
-            )
-        self.fetcher: Fetcher | None = None
-        if config.claim_batch_size > 1:
-            self.fetcher = Fetcher(
-                batch_size=config.claim_batch_size,
-                lease_seconds=config.lease_seconds,
-                queues=self.queues,
-                stopping=self.stop_event,
-                # A fetch's commit holds claims: always synchronous, whatever the
-                # completions' setting (their own flushes keep it).
-                successes=None if self.completer is None else self.completer.take,
-                parallel=max(1, config.threads // 2),
-            )
+        self.fetcher = Fetcher(
+            batch_size=config.claim_batch_size,
+            lease_seconds=config.lease_seconds,
+            queues=self.queues,
+            stopping=self.stop_event,
+            # A thread's own success rides its next claim (batch sizes of 1), or waiting
+            # successes ride batched fetches; batched successes beside one-by-one claims
+            # are the completer's alone to write, in its batches.
+            successes=(
+                None
+                if config.claim_batch_size == 1 and config.complete_batch_size > 1
+                else self.completer.take
+            ),
+            # Fetches in flight at once: a commit waits for the disk (a few ms); one at a
+            # time would leave the process's other idle threads waiting on it. A batch of
+            # one is each thread's own.
+            parallel=config.threads
+            if config.claim_batch_size == 1
+            else max(1, config.threads // 2),
+            lean=config.lean_timeline,
+        )
+        self.executor = Executor(config, self.in_flight, self.completer)
         # Statements run per job: planned once, whatever the statistics say meanwhile.
         get_driver().plan_generically()
         self.listener: Listener | None = None
@@ -82,7 +102,16 @@ class WorkerRunner:
 
     def _start_thread(self) -> WorkerThread:
         with self._lock:
-            thread = WorkerThread(len(self.threads) + 1, self)
+            thread = WorkerThread(
+                len(self.threads) + 1,
+                config=self.config,
+                stopping=self.stop_event,
+                waker=self.waker,
+                fetcher=self.fetcher,
+                executor=self.executor,
+                completer=self.completer,
+                in_flight=self.in_flight,
+            )
             self.threads.append(thread)
         thread.start()
         return thread
@@ -91,12 +120,16 @@ class WorkerRunner:
         """The threads that claim jobs: alive and not abandoned."""
         return [t for t in self.threads if t.is_alive() and not t.abandoned]
 
-    def abandon(self, thread: WorkerThread) -> None:
-        """``thread`` is stuck in a timed-out handler: let a new thread take its place.
+    def abandon(self, worker_id: str) -> None:
+        """The thread of ``worker_id`` is stuck in a timed-out handler: let a new thread take
+        its place.
 
         At most ``threads`` abandoned threads at a time, so a handler that hangs on every
         job cannot grow the process without bound; past that, capacity shrinks (logged).
         """
+        thread = next((t for t in self.threads if t.worker_id == worker_id), None)
+        if thread is None:
+            return
         thread.abandoned = True
         stuck = sum(1 for t in self.threads if t.abandoned and t.is_alive())
         if self.stop_event.is_set():
@@ -148,8 +181,7 @@ class WorkerRunner:
         # burst mode the threads may otherwise drain and stop before the first sweep.
         self.maintenance.start()
         self.maintenance.first_pass.wait(timeout=self.config.lease_seconds)
-        if self.completer is not None:
-            self.completer.start()
+        self.completer.start()
         for _ in range(self.config.threads):
             self._start_thread()
         if self.listener is not None and not self.config.burst:
@@ -187,18 +219,16 @@ class WorkerRunner:
                 serving[0].join(timeout=0.5)
             elif not replaced:
                 break
-        # The threads submit no more: every success waiting for its batch is written
-        # before the heartbeat stops.
-        if self.completer is not None:
-            self.completer.stop()
-            self.completer.join(timeout=self.config.lease_seconds)
-        if self.fetcher is not None:
-            logger.info(
-                "action=fetcher_stopped fetches=%d claimed=%d gathers=%d",
-                self.fetcher.fetches,
-                self.fetcher.claimed,
-                self.fetcher.gathers,
-            )
+        # The threads record no more: every success waiting is written before the
+        # heartbeat stops.
+        self.completer.stop()
+        self.completer.join(timeout=self.config.lease_seconds)
+        logger.info(
+            "action=fetcher_stopped fetches=%d claimed=%d gathers=%d",
+            self.fetcher.fetches,
+            self.fetcher.claimed,
+            self.fetcher.gathers,
+        )
         # Abandoned threads may never return; they are daemons and die with the process.
         self.maintenance.stop()
         self.maintenance.join(timeout=self.config.lease_seconds)

@@ -137,9 +137,7 @@ def test_timeouts_and_cancels_are_counted_as_such_and_a_cancel_before_running_is
 def test_a_claim_released_before_it_started_is_counted_as_released_and_is_no_attempt(api):
     now = timezone.now()
     job, _ = services.create_job(type="demo.slow", queue="releases", now=now - timedelta(minutes=3))
-    services.claim_next_jobs(
-        worker_ids=[THREAD_1], queue="releases", now=now - timedelta(minutes=2)
-    )
+    services.claim_jobs(worker_ids=[THREAD_1], queue="releases", now=now - timedelta(minutes=2))
     services.release_unstarted_jobs(
         owners=[Owner(job.pk, THREAD_1, 1)], now=now - timedelta(minutes=2)
     )

@@ -101,9 +101,9 @@ def test_a_released_claim_reads_in_the_timeline_and_is_no_attempt(api):
     the timeline shows the claim and its release, the attempts only the claim that ran."""
     start = timezone.now() - timedelta(minutes=5)
     job = queued_job(queue="released", now=start)
-    rows = services.claim_next_jobs(
+    rows = services.claim_jobs(
         worker_ids=["worker-a"], queue="released", now=start + timedelta(seconds=1)
-    )
+    ).claimed
     assert [row.id for row in rows] == [job.pk]
     released = services.release_unstarted_jobs(
         owners=[Owner(job.pk, "worker-a", 1)], now=start + timedelta(seconds=2)
@@ -137,9 +137,9 @@ def test_a_released_claim_reads_in_the_timeline_and_is_no_attempt(api):
 def test_the_event_feed_filters_on_the_released_type(api):
     job = queued_job(queue="released")
     queued_job(queue="released")  # claimed after the release, and not released
-    services.claim_next_jobs(worker_ids=["worker-a"], queue="released")
+    services.claim_jobs(worker_ids=["worker-a"], queue="released")
     services.release_unstarted_jobs(owners=[Owner(job.pk, "worker-a", 1)])
-    services.claim_next_jobs(worker_ids=["worker-a", "worker-b"], queue="released")
+    services.claim_jobs(worker_ids=["worker-a", "worker-b"], queue="released")
     for query in ({"type": "released"}, {"type": "released", "job_id": str(job.pk)}):
         response = api.get("/api/job-events/", query)
         assert response.status_code == 200, response.content

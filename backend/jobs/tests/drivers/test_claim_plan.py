@@ -65,6 +65,7 @@ def claim_plan(queue: str) -> dict[str, Any]:
         "claimed_data": "{}",
         "now": now,
         "keys_limited": False,
+        "lean": False,
     }
     assert set(params) == QUERIES["complete_and_claim"].params
     with transaction.atomic():

@@ -156,7 +156,7 @@ def _drain_in_batches(worker: str, queue: str, *, running: list[int], lock: thre
     """Claim batches of three from ``queue`` and complete them, recording the running
     count the database shows after each claim, until the queue is empty."""
     workers = [f"{worker}-{n}" for n in range(3)]
-    while rows := services.claim_next_jobs(worker_ids=workers, queue=queue):
+    while rows := services.claim_jobs(worker_ids=workers, queue=queue).claimed:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT count(*) FROM jobs_job WHERE status = 'running' AND queue = %s", [queue]

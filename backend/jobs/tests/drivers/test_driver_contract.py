@@ -18,7 +18,7 @@ from jobs.drivers import Completion, Owner
 from jobs.drivers.orm import job_row
 from jobs.models import Job, JobEvent
 from jobs.storable import UnstorableValue
-from jobs.tests.factories import fresh, queued_job, timeline
+from jobs.tests.factories import complete_and_claim, fresh, queued_job, timeline
 
 pytestmark = pytest.mark.django_db
 
@@ -131,7 +131,7 @@ def test_a_batched_claim_gives_the_nth_job_in_claim_order_to_the_nth_worker_id()
     high = queued_job(priority=90, available_at=now)
     queued_job(available_at=now + timedelta(minutes=5))  # not due
     workers = ["worker-a", "worker-b", "worker-c"]
-    claimed = services.claim_next_jobs(worker_ids=workers, lease_seconds=30, now=now)
+    claimed = services.claim_jobs(worker_ids=workers, lease_seconds=30, now=now).claimed
     assert [(row.id, row.locked_by) for row in claimed] == [
         (high.pk, "worker-a"),
         (old.pk, "worker-b"),
@@ -145,18 +145,18 @@ def test_a_batched_claim_gives_the_nth_job_in_claim_order_to_the_nth_worker_id()
         event = job.events.get(type=Event.CLAIMED)
         assert (event.attempt, event.worker_id) == (1, worker)
         assert event.wait_ms is not None
-    rest = services.claim_next_jobs(worker_ids=workers, now=now)
+    rest = services.claim_jobs(worker_ids=workers, now=now).claimed
     assert [row.id for row in rest] == [low.pk]
 
 
 def test_a_batched_claim_of_an_empty_queue_claims_nothing():
-    assert services.claim_next_jobs(worker_ids=["worker-a", "worker-b"]) == []
+    assert services.claim_jobs(worker_ids=["worker-a", "worker-b"]).claimed == []
 
 
 def test_released_unstarted_attempts_are_queued_again_without_spending_the_attempt():
     first, second = queued_job(), queued_job()
     now = timezone.now()
-    claimed = services.claim_next_jobs(worker_ids=["worker-a", "worker-b"], now=now)
+    claimed = services.claim_jobs(worker_ids=["worker-a", "worker-b"], now=now).claimed
     assert len(claimed) == 2
     owners = [Owner(row.id, row.locked_by or "", row.attempts) for row in claimed]
     released = services.release_unstarted_jobs(owners=owners, now=now)
@@ -334,13 +334,14 @@ def test_a_fetch_completes_its_batch_but_the_stale_one_and_claims_in_the_same_co
     queued_job()
     running = claim("worker-c")
     waiting = [queued_job() for _ in range(2)]
-    completed, claimed = services.complete_jobs_and_claim_next_jobs(
+    fetched = services.claim_jobs(
         completions=[
             Completion(Owner(running.pk, "worker-c", 1), '{"n": 1}'),
             Completion(Owner(stolen_job.pk, "worker-a", 1), '{"stale": true}'),
         ],
         worker_ids=["worker-d", "worker-e"],
     )
+    completed, claimed = fetched.completed, fetched.claimed
     assert [row.id for row in completed] == [running.pk]
     assert [(row.id, row.locked_by) for row in claimed] == [
         (waiting[0].pk, "worker-d"),
@@ -360,10 +361,11 @@ def test_a_fetch_of_one_completes_its_own_success_and_claims_for_the_same_worker
     queued_job()
     running = claim("worker-c")
     waiting = queued_job()
-    completed, claimed = services.complete_one_and_claim_next(
-        completion=Completion(Owner(running.pk, "worker-c", 1), '{"n": 2}')
+    fetched = services.claim_jobs(
+        worker_ids=["worker-c"],
+        completions=[Completion(Owner(running.pk, "worker-c", 1), '{"n": 2}')],
     )
-    assert completed is not None and claimed is not None
+    ((completed,), (claimed,)) = fetched.completed, fetched.claimed
     assert (completed.id, claimed.id, claimed.locked_by) == (running.pk, waiting.pk, "worker-c")
     done = fresh(running)
     assert (done.status, done.result) == (Status.SUCCEEDED, {"n": 2})
@@ -376,11 +378,13 @@ def test_a_fetch_of_one_with_a_stale_success_changes_nothing_of_it_and_still_cla
 ):
     before = stolen_job.events.count()
     waiting = queued_job()
-    completed, claimed = services.complete_one_and_claim_next(
-        completion=Completion(Owner(stolen_job.pk, "worker-a", 1), '{"stale": true}')
+    fetched = services.claim_jobs(
+        worker_ids=["worker-a"],
+        completions=[Completion(Owner(stolen_job.pk, "worker-a", 1), '{"stale": true}')],
     )
-    assert completed is None
-    assert claimed is not None and (claimed.id, claimed.locked_by) == (waiting.pk, "worker-a")
+    assert fetched.completed == []
+    ((claimed,),) = (fetched.claimed,)
+    assert (claimed.id, claimed.locked_by) == (waiting.pk, "worker-a")
     _unchanged(stolen_job, before)
 
 
@@ -633,7 +637,7 @@ def test_state_change_is_rolled_back_when_its_event_cannot_be_written(failing_ev
         elif step == "succeeded":
             services.complete_job(job_id=job.pk, worker_id="worker-a", attempt=1)
         elif step == "fused-claimed":
-            services.complete_and_claim_next(job_id=job.pk, worker_id="worker-a", attempt=1)
+            complete_and_claim(job, worker_id="worker-a")
         else:
             services.fail_job(job_id=job.pk, worker_id="worker-a", attempt=1, error="e")
     assert list(Job.objects.values().order_by("pk")) == snapshot
@@ -1048,14 +1052,12 @@ def test_progress_refuses_data_it_cannot_store_and_escapes_its_message():
 # --- complete and claim in one go --------------------------------------------------------------
 
 
-def test_complete_and_claim_next_completes_then_claims_from_the_queue():
+def test_a_fetch_of_one_completes_then_claims_from_the_queue():
     queued_job(queue="q", priority=9)
     job = claim(queue="q")
     nxt = queued_job(queue="q")
     queued_job(queue="other")
-    done, claimed = services.complete_and_claim_next(
-        job_id=job.pk, worker_id="worker-a", attempt=1, result={"n": 1}, queue="q"
-    )
+    done, claimed = complete_and_claim(job, worker_id="worker-a", result={"n": 1}, queue="q")
     assert (done.status, done.result) == (Status.SUCCEEDED, {"n": 1})
     assert (claimed.pk, claimed.status, claimed.locked_by) == (nxt.pk, Status.RUNNING, "worker-a")
     assert done == job_row(fresh(done)) and claimed == job_row(fresh(claimed))
@@ -1063,19 +1065,17 @@ def test_complete_and_claim_next_completes_then_claims_from_the_queue():
     assert timeline(nxt) == [Event.CREATED, Event.CLAIMED]
 
 
-def test_complete_and_claim_next_with_nothing_due_only_completes():
+def test_a_fetch_of_one_with_nothing_due_only_completes():
     queued_job()
     job = claim()
-    done, claimed = services.complete_and_claim_next(job_id=job.pk, worker_id="worker-a", attempt=1)
+    done, claimed = complete_and_claim(job, worker_id="worker-a")
     assert done.status == Status.SUCCEEDED and claimed is None
 
 
 def test_a_stale_completion_writes_nothing_but_the_claim_still_happens(stolen_job):
     before = stolen_job.events.count()
     other = queued_job()
-    done, claimed = services.complete_and_claim_next(
-        job_id=stolen_job.pk, worker_id="worker-a", attempt=1, result="late"
-    )
+    done, claimed = complete_and_claim(stolen_job, worker_id="worker-a", result="late")
     assert done is None and claimed.pk == other.pk
     _unchanged(stolen_job, before)
 

@@ -9,10 +9,11 @@ from importlib import import_module
 import psycopg
 import pytest
 from django.db import OperationalError, connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from jobs import drivers, services
-from jobs.drivers import Owner, postgres, sql
+from jobs.drivers import Completion, Owner, postgres, sql
 from jobs.drivers.base import JOB_ROW_FIELDS
 from jobs.drivers.postgres import QUERIES
 from jobs.models import Job, JobEvent
@@ -164,7 +165,7 @@ def _scenario(now):
     # A lower priority orders g after f in the claim and in the comparison below: with
     # equal keys the order would come down to two ids made in the same millisecond.
     g = services.create_job(type="demo.success", queue="spare", priority=40, now=t[7])[0]
-    claimed = services.claim_next_jobs(worker_ids=["f", "g"], queue="spare", now=t[7])
+    claimed = services.claim_jobs(worker_ids=["f", "g"], queue="spare", now=t[7]).claimed
     assert sorted(row.id for row in claimed) == sorted([f.pk, g.pk])
     services.cancel_job(job_id=claimed[1].id, now=t[7])
     owners = [Owner(row.id, row.locked_by or "", 1) for row in claimed]
@@ -347,7 +348,7 @@ def test_the_complete_and_claim_function_runs_the_statement_as_written():
     assert installed == sql.plpgsql_body(QUERIES["complete_and_claim"])
     # The text of the migration that last made it is what plpgsql_function writes for
     # these arguments.
-    create = import_module("jobs.migrations.0014_queue_limits_without_slots").CREATE
+    create = import_module("jobs.migrations.0015_claimed_by_and_lean_timeline").CREATE
     columns = re.search(r"RETURNS TABLE \((.*)\)\n", create)
     assert columns is not None
     assert create.strip() == sql.plpgsql_function(
@@ -368,3 +369,48 @@ def test_the_complete_and_claim_function_returns_the_statements_columns():
         function_types = [column.type_code for column in cursor.description][1:]
         cursor.execute("SELECT * FROM jobs_job WHERE false")
         assert function_types == [column.type_code for column in cursor.description]
+
+
+def _statements_of(call) -> list[str]:
+    """The names of the driver's statements ``call()`` ran."""
+    with CaptureQueriesContext(connection) as captured:
+        call()
+    return [query["sql"].split("\n", 1)[0].removeprefix("-- ") for query in captured]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("worker_ids", "owners", "statement"),
+    [
+        (["worker-a"], [], "complete_and_claim"),
+        (["worker-a"], ["worker-a"], "complete_and_claim"),
+        (["worker-b"], ["worker-a"], "complete_and_claim_jobs"),
+        (["worker-a", "worker-b"], [], "claim_jobs"),
+        (["worker-a", "worker-b"], ["worker-a"], "complete_and_claim_jobs"),
+        ([], ["worker-a"], "complete_and_claim"),
+        ([], ["worker-a", "worker-a"], "complete_jobs"),
+    ],
+    ids=[
+        "one claim",
+        "one claim, its own success",
+        "one claim, another's success",
+        "claims",
+        "claims, a success",
+        "one success",
+        "successes",
+    ],
+)
+def test_a_fetch_runs_the_single_row_statement_for_one_thread_and_its_own_success(
+    worker_ids, owners, statement
+):
+    """The single-row statement costs PostgreSQL less than the batched one with arrays of
+    one; it claims for the worker id its completion is guarded by, so only then."""
+    queued_jobs(4)
+    running = [services.claim_next_job(worker_id=owner) for owner in owners]
+    completions = [Completion(Owner(row.id, row.locked_by, 1), None) for row in running if row]
+    assert len(completions) == len(owners)
+    ran = _statements_of(
+        lambda: services.claim_jobs(worker_ids=worker_ids, completions=completions)
+    )
+    assert ran == [statement]

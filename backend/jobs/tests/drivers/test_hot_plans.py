@@ -165,6 +165,7 @@ def _claim(now: datetime) -> dict[str, Any]:
         "queue": "default",
         "locked_until": now + timedelta(seconds=30),
         "keys_limited": False,
+        "lean": False,
         **_event("claimed_"),
     }
 
@@ -192,6 +193,7 @@ _NO_CLAIM = {
     "claimed_message": None,
     "claimed_data": None,
     "keys_limited": False,
+    "lean": False,
 }
 # The SQL types of parameters that a statement may be given as NULL.
 _NULL_TYPES = {
@@ -216,7 +218,7 @@ def _params(statement: str, now: datetime) -> dict[str, Any]:
     if statement == "plain_complete":
         return {**_completion(), **_NO_CLAIM, "worker_id": WORKER, "now": now}
     if statement == "complete_jobs":
-        return {**_batch_completion(), "now": now}
+        return {**_batch_completion(), "now": now, "lean": False}
     if statement == "claim_jobs":
         return {**_claim(now), "worker_ids": [WORKER] * 10, "now": now, **_rate()}
     if statement == "complete_and_claim_jobs":
@@ -246,6 +248,18 @@ def _params(statement: str, now: datetime) -> dict[str, Any]:
             **_event("retry_"),
             **_event("failed_"),
             **_event("cancelled_"),
+        }
+    if statement == "fail_jobs":
+        return {
+            "ids": [uuid.uuid4() for _ in range(10)],
+            "worker_ids": [WORKER] * 10,
+            "attempts": [1] * 10,
+            "errors": ["boom"] * 10,
+            "retry_ats": [now] * 10,
+            "retry_data": ["{}"] * 10,
+            "failed_data": ["{}"] * 10,
+            "cancelled_data": ["{}"] * 10,
+            "now": now,
         }
     if statement == "renew_lease":
         return {**_owner(), "locked_until": now, "now": now, **_event()}
@@ -279,6 +293,7 @@ def _params(statement: str, now: datetime) -> dict[str, Any]:
             "worker_id": WORKER,
             "locked_until": now + timedelta(seconds=30),
             "now": now,
+            "lean": False,
             **_event("claimed_"),
         }
     if statement == "running_with_key":
@@ -314,6 +329,7 @@ DESIGNED = {
     "complete_and_claim_jobs": {PK, "job_claim_idx", "job_running_queue_idx"},
     "release_jobs": {PK},
     "fail_job": {PK},
+    "fail_jobs": {PK},
     "renew_lease": {PK},
     "heartbeat": {PK},
     "record_progress": {PK},

@@ -15,7 +15,7 @@ from jobs import drivers, services
 from jobs.drivers import Completion, Owner
 from jobs.flowcontrol import RATE_BUCKETS, rate_room
 from jobs.models import ConcurrencyKeyLimit, Job, JobEvent, QueueSettings
-from jobs.tests.factories import queued_job
+from jobs.tests.factories import complete_and_claim, queued_job
 
 pytestmark = pytest.mark.django_db
 
@@ -144,9 +144,7 @@ def test_complete_and_claim_respects_the_limit():
     services.set_queue_limits(queue="emails", concurrency_limit=1)
     first = claim("emails")
     assert first is not None
-    done, following = services.complete_and_claim_next(
-        job_id=first.id, worker_id="worker-a", attempt=1, queue="emails"
-    )
+    done, following = complete_and_claim(first, worker_id="worker-a", queue="emails")
     assert done is not None and following is not None
     assert claim("emails", worker_id="worker-b") is None
 
@@ -211,7 +209,7 @@ def test_a_failed_attempt_frees_its_slot():
 
 
 def batch(queue: str, size: int = 3):
-    return services.claim_next_jobs(worker_ids=[f"worker-{n}" for n in range(size)], queue=queue)
+    return services.claim_jobs(worker_ids=[f"worker-{n}" for n in range(size)], queue=queue).claimed
 
 
 def test_a_batched_claim_takes_nothing_from_a_paused_queue():

@@ -628,7 +628,7 @@ def test_a_claim_released_before_it_started_is_no_attempt_of_the_result(settings
     settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 0
     result = example_tasks.add.enqueue(2, 3)
     now = timezone.now()
-    services.claim_next_jobs(worker_ids=["w0"], queue="default", now=now)
+    services.claim_jobs(worker_ids=["w0"], queue="default", now=now)
     services.release_unstarted_jobs(owners=[Owner(UUID(result.id), "w0", 1)], now=now)
     times = [now + timedelta(seconds=s) for s in (1, 2)]
     _attempt(result.id, "w1", times[0], error="first")

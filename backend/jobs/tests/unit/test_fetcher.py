@@ -1,6 +1,6 @@
-"""The fetcher's hand-over between threads (issue 25), without a database: every job a
-fetch claims reaches the thread it was claimed for, and no fetch claims for a thread that
-is not waiting."""
+"""The fetcher's hand-over between threads, without a database: every job a fetch claims
+reaches the thread it was claimed for, no fetch claims for a thread that is not waiting,
+and the successes a fetch carries are committed or given back."""
 
 import random
 import threading
@@ -32,8 +32,8 @@ def fetcher_claiming_four(parallel: int, successes=None) -> Fetcher:
 
 
 class Statements:
-    """Fake batched and single-job statements over a backlog of numbered jobs, and a
-    completer's pending successes: which statement each fetch ran, what it completed."""
+    """A fake ``services.claim_jobs`` over a backlog of numbered jobs, and a completer's
+    pending successes: how many threads and successes each fetch carried."""
 
     def __init__(self, monkeypatch, *, jobs: int, fetch_seconds: float = 0) -> None:
         self.remaining = iter(range(jobs))
@@ -41,23 +41,14 @@ class Statements:
         self.lock = threading.Lock()
         self.pending: list[Completion] = []
         self.completed: list[int] = []
-        self.single: list[str] = []  # the worker id each single-job statement claimed for
-        self.batched: list[tuple[int, int]] = []  # (threads claimed for, completions)
-        monkeypatch.setattr(fetcher.services, "claim_next_jobs", self.claim_next_jobs)
-        monkeypatch.setattr(
-            fetcher.services,
-            "complete_jobs_and_claim_next_jobs",
-            self.complete_jobs_and_claim_next_jobs,
-        )
-        monkeypatch.setattr(
-            fetcher.services, "complete_one_and_claim_next", self.complete_one_and_claim_next
-        )
+        self.fetches: list[tuple[int, int]] = []  # (threads claimed for, successes)
+        monkeypatch.setattr(fetcher.services, "claim_jobs", self.claim_jobs)
 
     def succeed(self, job_id: int, worker_id: str) -> None:
         with self.lock:
             self.pending.append(Completion(Owner(job_id, worker_id, 1), None))
 
-    def take(self) -> Handover | None:
+    def take(self, worker_ids) -> Handover | None:
         with self.lock:
             batch, self.pending[:] = self.pending[:10], self.pending[10:]
         if not batch:
@@ -69,30 +60,18 @@ class Statements:
 
         return Handover(completions=batch, committed=committed, failed=lambda: None)
 
-    def _claim(self, worker_ids) -> list[SimpleNamespace]:
+    def claim_jobs(self, *, worker_ids, queue, completions, lease_seconds, lean):
         with self.lock:
+            self.fetches.append((len(worker_ids), len(completions)))
             numbers = [n for _, n in zip(worker_ids, self.remaining, strict=False)]
         time.sleep(self.fetch_seconds)
-        return [
-            SimpleNamespace(id=n, locked_by=w) for n, w in zip(numbers, worker_ids, strict=False)
-        ]
-
-    def claim_next_jobs(self, *, worker_ids, queue, lease_seconds):
-        return self._claim(worker_ids)
-
-    def complete_jobs_and_claim_next_jobs(self, *, completions, worker_ids, queue, lease_seconds):
-        with self.lock:
-            self.batched.append((len(worker_ids), len(completions)))
-        done = [SimpleNamespace(id=c.owner.job_id) for c in completions]
-        return done, self._claim(worker_ids)
-
-    def complete_one_and_claim_next(self, *, completion, queue, lease_seconds):
-        # The single-job statement claims for the worker id its completion is guarded by.
-        worker_id = completion.owner.worker_id
-        with self.lock:
-            self.single.append(worker_id)
-        rows = self._claim([worker_id])
-        return SimpleNamespace(id=completion.owner.job_id), rows[0] if rows else None
+        return SimpleNamespace(
+            completed=[SimpleNamespace(id=c.owner.job_id) for c in completions],
+            claimed=[
+                SimpleNamespace(id=n, locked_by=w)
+                for n, w in zip(numbers, worker_ids, strict=False)
+            ],
+        )
 
 
 @pytest.mark.parametrize("parallel", [1, 3])
@@ -102,7 +81,7 @@ def test_every_claimed_job_reaches_its_thread_once(monkeypatch, parallel):
     claimed: list[tuple[int, str]] = []
     waiting: set[str] = set()
 
-    def claim_next_jobs(*, worker_ids, queue, lease_seconds):
+    def claim_jobs(*, worker_ids, queue, completions, lease_seconds, lean):
         with lock:
             assert set(worker_ids) <= waiting, "claimed for a thread that is not waiting"
             rows = []
@@ -113,9 +92,9 @@ def test_every_claimed_job_reaches_its_thread_once(monkeypatch, parallel):
                 rows.append(SimpleNamespace(id=number, locked_by=worker_id))
                 claimed.append((number, worker_id))
         time.sleep(random.random() / 2000)  # the round trip, during which others arrive
-        return rows
+        return SimpleNamespace(completed=[], claimed=rows)
 
-    monkeypatch.setattr(fetcher.services, "claim_next_jobs", claim_next_jobs)
+    monkeypatch.setattr(fetcher.services, "claim_jobs", claim_jobs)
     subject = fetcher_claiming_four(parallel)
     received: list[tuple[int, str]] = []
 
@@ -200,48 +179,22 @@ def test_threads_whose_handlers_run_longer_than_a_fetch_never_wait_for_each_othe
     assert subject.gathers == 0
 
 
-def test_a_thread_alone_with_its_own_success_completes_and_claims_in_the_single_job_statement(
-    monkeypatch,
-):
+def test_a_fetch_carries_the_successes_waiting_and_says_which_were_committed(monkeypatch):
     statements = Statements(monkeypatch, jobs=2)
     subject = fetcher_claiming_four(parallel=1, successes=statements.take)
     first = subject.next_job("w0")
-    time.sleep(0.01)  # the handler, longer than the fetch
-    statements.succeed(first.id, "w0")
-    second = subject.next_job("w0")
-    assert (second.id, second.locked_by) == (1, "w0")
-    assert statements.single == ["w0"]
-    assert statements.batched == []
-    assert statements.completed == [first.id]
-
-
-def test_a_fetch_carrying_another_threads_success_stays_on_the_batched_statement(monkeypatch):
-    # The single-job statement would claim for the success's owner, not the fetching thread.
-    statements = Statements(monkeypatch, jobs=2)
-    subject = fetcher_claiming_four(parallel=1, successes=statements.take)
-    first = subject.next_job("w0")
-    time.sleep(0.01)
     statements.succeed(first.id, "w0")
     second = subject.next_job("w1")
     assert (second.id, second.locked_by) == (1, "w1")
-    assert statements.single == []
-    assert statements.batched == [(1, 1)]
+    assert statements.fetches == [(1, 0), (1, 1)]
     assert statements.completed == [first.id]
 
 
-def test_handlers_that_outlast_fetches_complete_and_claim_one_job_a_statement(monkeypatch):
+def test_handlers_that_outlast_fetches_carry_each_success_in_the_next_claim(monkeypatch):
     _, statements = _drain(
         monkeypatch, jobs=60, fetch_seconds=0.001, handler_seconds=0.02, carry_successes=True
     )
-    assert len(statements.single) > len(statements.batched)
-
-
-def test_threads_that_gather_stay_on_the_batched_statement(monkeypatch):
-    subject, statements = _drain(
-        monkeypatch, jobs=200, fetch_seconds=0.02, handler_seconds=0, carry_successes=True
-    )
-    assert subject.gathers > 0
-    assert statements.single == []
+    assert sum(done for _, done in statements.fetches) == 60 - len(statements.pending)
 
 
 def recorded_handover(outcome: list[str]) -> Handover:
@@ -258,10 +211,11 @@ def test_successes_of_a_failed_statement_are_given_back_once(monkeypatch):
     def failing(**kwargs):
         raise RuntimeError("connection lost")
 
-    monkeypatch.setattr(fetcher.services, "complete_jobs_and_claim_next_jobs", failing)
+    monkeypatch.setattr(fetcher.services, "claim_jobs", failing)
     outcome: list[str] = []
     handover = recorded_handover(outcome)
-    subject = fetcher_claiming_four(1, successes=lambda: handover)
+    subject = fetcher_claiming_four(1, successes=lambda worker_ids: handover)
     with pytest.raises(RuntimeError):
         subject._claim(["w1", "w2"])
     assert outcome == ["given back"]
+

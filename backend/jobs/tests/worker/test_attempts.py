@@ -22,10 +22,11 @@ from jobs.tests.factories import fresh, queued_job, timeline
 from jobs.tests.helpers import run_workers_in_burst, worker_config
 from jobs.worker import WorkerConfig, WorkerRunner
 from jobs.worker.attempts import Attempt, InFlight
-from jobs.worker.executor import WorkerThread
+from jobs.worker.completer import Completer
 from jobs.worker.listener import LISTENER_APPLICATION_NAME
 from jobs.worker.maintenance import LeaseRescuer, Maintenance
 from jobs.worker.queues import QueueSet
+from jobs.worker.threads import WorkerThread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -347,16 +348,16 @@ class WorkerBug(BaseException):
 def test_a_thread_that_dies_fails_its_job_at_once_and_is_replaced(register_handler, monkeypatch):
     register_handler("test.ok", lambda context: "fine")
     doomed = queued_job("test.ok", priority=100, max_attempts=1)
-    original = WorkerThread._complete
+    original = Completer.record
     calls = []
 
-    def complete_once_broken(self, attempt, result):
-        calls.append(attempt.job.id)
+    def record_once_broken(self, outcome):
+        calls.append(outcome.attempt.job.id)
         if len(calls) == 1:
             raise WorkerBug("the worker's own code failed")
-        return original(self, attempt, result)
+        return original(self, outcome)
 
-    monkeypatch.setattr(WorkerThread, "_complete", complete_once_broken)
+    monkeypatch.setattr(Completer, "record", record_once_broken)
     with running(threads=1, lease_seconds=60) as runner:
         wait_until(lambda: status_of(doomed) == Status.FAILED, 10, "the job failed")
         later = queued_job("test.ok")
@@ -370,7 +371,7 @@ def test_a_process_whose_threads_keep_dying_exits_non_zero(monkeypatch):
     def broken_claim(self):
         raise WorkerBug("claim is broken")
 
-    monkeypatch.setattr(WorkerThread, "claim", broken_claim)
+    monkeypatch.setattr(WorkerThread, "run_once", broken_claim)
     runner = WorkerRunner(config(threads=2))
     assert runner.run() == 1
     assert runner.gave_up
@@ -427,12 +428,16 @@ def test_a_queue_announced_between_lookups_is_served_at_once(monkeypatch):
 
 
 @pytest.mark.parametrize(("timeout_seconds", "wakes"), [(None, False), (5, True)])
-def test_only_an_attempt_with_a_deadline_wakes_the_maintenance_thread(timeout_seconds, wakes):
+def test_only_an_attempt_with_a_deadline_wakes_the_maintenance_thread_as_it_starts(
+    timeout_seconds, wakes
+):
     job = services.claim_next_job(worker_id="w", queue=queued_job("test.ok").queue)
     assert job is not None
-    thread = WorkerThread(1, WorkerRunner(config()))
     in_flight = InFlight()
-    in_flight.add(Attempt(job=job, thread=thread, timeout_seconds=timeout_seconds))
+    attempt = Attempt(job=job, worker_id="w", timeout_seconds=timeout_seconds)
+    in_flight.add(attempt)
+    assert not in_flight.changed.is_set()  # held: no deadline yet
+    in_flight.start(attempt)
     assert in_flight.changed.is_set() is wakes
     assert [attempt.job.id for attempt in in_flight.snapshot()] == [job.id]
 
@@ -453,7 +458,8 @@ def test_a_stop_asked_during_a_maintenance_pass_ends_the_thread_at_once(monkeypa
         config(cleanup_interval_seconds=5),
         in_flight,
         stopping=threading.Event(),
-        abandon=lambda thread: None,
+        abandon=lambda worker_id: None,
+        record=lambda outcome: None,
     )
     maintenance.start()
     assert in_pass.wait(10)

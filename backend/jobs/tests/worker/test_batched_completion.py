@@ -1,12 +1,14 @@
-"""Batched completion (issue 25): a process's successes written together by its completer
-(``JOB_WORKER_COMPLETE_BATCH_SIZE`` > 1), each under its own ownership guard."""
+"""Completion: a process's successes written together by its completer
+(``JOB_WORKER_COMPLETE_BATCH_SIZE`` > 1), each under its own ownership guard, or each with
+its thread's next claim (a batch size of 1)."""
 
 import pytest
 
 from jobs import signals
 from jobs.models import Job, JobEvent
-from jobs.tests.factories import queued_job, timeline
+from jobs.tests.factories import fresh, queued_job, timeline
 from jobs.tests.helpers import run_workers_in_burst
+from jobs.worker.completer import InlineCompleter
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -63,9 +65,18 @@ def test_an_unstorable_result_still_fails_its_job_when_batching(register_handler
     assert good.status == Status.SUCCEEDED
 
 
-def test_a_batch_size_of_one_starts_no_completer():
+def test_a_batch_size_of_one_completes_each_success_with_its_threads_next_claim(
+    register_handler,
+):
+    register_handler("test.noop", lambda context: None)
+    jobs = [queued_job("test.noop") for _ in range(6)]
     runner = run_workers_in_burst(threads=1)
-    assert runner.completer is None
+    assert isinstance(runner.completer, InlineCompleter)
+    assert [fresh(job).status for job in jobs] == [Status.SUCCEEDED] * 6
+    # Each success but the last was written by the claim of the next job; the last, alone,
+    # once the thread found nothing more to claim.
+    assert runner.fetcher.fetches == 7
+    assert runner.completer.batches == 6
 
 
 @pytest.mark.postgres

@@ -38,13 +38,13 @@ def test_a_fetch_claims_for_the_waiting_threads_only(register_handler, monkeypat
     register_handler("test.noop", lambda context: time.sleep(0.01))
     queued_jobs(60, "test.noop")
     asked: list[list[str]] = []
-    claim = services.claim_next_jobs
+    claim = services.claim_jobs
 
     def recording(*, worker_ids, **kwargs):
         asked.append(list(worker_ids))
         return claim(worker_ids=worker_ids, **kwargs)
 
-    monkeypatch.setattr(fetcher.services, "claim_next_jobs", recording)
+    monkeypatch.setattr(fetcher.services, "claim_jobs", recording)
     runner = run_workers_in_burst(threads=3, claim_batch_size=8)
     assert Job.objects.filter(status=Status.SUCCEEDED).count() == 60
     threads = {thread.worker_id for thread in runner.threads}
@@ -60,16 +60,16 @@ def test_a_stop_releases_jobs_claimed_but_not_started(register_handler, monkeypa
     register_handler("test.noop", lambda context: ran.append(str(context.job_id)))
     jobs = queued_jobs(4, "test.noop")
     runner = worker_runner(4, claim_batch_size=4)
-    claim = services.claim_next_jobs
+    claim = services.claim_jobs
     claimed: list[object] = []
 
     def claim_then_stop(**kwargs):
-        rows = claim(**kwargs)
-        claimed.extend(row.id for row in rows)
+        fetched = claim(**kwargs)
+        claimed.extend(row.id for row in fetched.claimed)
         runner.stop()  # SIGTERM arrives while the batch is on its way to the threads
-        return rows
+        return fetched
 
-    monkeypatch.setattr(fetcher.services, "claim_next_jobs", claim_then_stop)
+    monkeypatch.setattr(fetcher.services, "claim_jobs", claim_then_stop)
     started = time.monotonic()
     runner.start()
     runner.wait()
@@ -87,7 +87,7 @@ def test_a_stop_releases_jobs_claimed_but_not_started(register_handler, monkeypa
         else:
             assert timeline(row) == [Event.CREATED]
     # Due at once, and each runs exactly once.
-    monkeypatch.setattr(fetcher.services, "claim_next_jobs", claim)
+    monkeypatch.setattr(fetcher.services, "claim_jobs", claim)
     run_workers_in_burst(threads=2, claim_batch_size=4)
     assert sorted(ran) == sorted(str(job.id) for job in jobs)
     for job in jobs:
@@ -123,14 +123,14 @@ def test_a_job_cancelled_before_its_handler_starts_never_starts(register_handler
 def test_a_timeout_counts_from_the_handler_start_not_from_the_claim(register_handler, monkeypatch):
     register_handler("test.quick", lambda context: time.sleep(0.2))
     job = queued_job("test.quick", timeout_seconds=1)
-    claim = services.claim_next_jobs
+    claim = services.claim_jobs
 
     def slow_handoff(**kwargs):
-        rows = claim(**kwargs)
+        fetched = claim(**kwargs)
         time.sleep(1.5)  # claimed, not started, for longer than the job's timeout
-        return rows
+        return fetched
 
-    monkeypatch.setattr(fetcher.services, "claim_next_jobs", slow_handoff)
+    monkeypatch.setattr(fetcher.services, "claim_jobs", slow_handoff)
     run_workers_in_burst(threads=1, claim_batch_size=4)
     job.refresh_from_db()
     assert (job.status, job.attempts) == (Status.SUCCEEDED, 1)

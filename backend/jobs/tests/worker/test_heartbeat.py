@@ -3,7 +3,6 @@ lease the process holds, and the answer marks the attempts lost or asked to canc
 
 import time
 from datetime import timedelta
-from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
@@ -16,8 +15,7 @@ from jobs.worker.maintenance.heartbeat import HeartbeatPass
 
 pytestmark = pytest.mark.django_db
 
-THREAD = SimpleNamespace(worker_id=WORKER)
-OTHER_THREAD = SimpleNamespace(worker_id="tests:1:thread-2:0000cafe")
+OTHER_WORKER = "tests:1:thread-2:0000cafe"
 
 
 def in_flight(*attempts: Attempt) -> InFlight:
@@ -28,7 +26,7 @@ def in_flight(*attempts: Attempt) -> InFlight:
 
 
 def attempt_of(job, **kwargs) -> Attempt:
-    return Attempt(job=job, thread=THREAD, timeout_seconds=None, **kwargs)
+    return Attempt(job=job, worker_id=WORKER, timeout_seconds=None, **kwargs)
 
 
 def test_one_beat_renews_every_lease_without_an_event():
@@ -74,7 +72,7 @@ def test_a_cancel_request_is_seen_at_the_next_beat_and_counted_once():
 
 def test_an_attempt_past_its_deadline_or_timed_out_is_not_renewed():
     overdue, timed_out = running_job(), running_job()
-    late = Attempt(job=overdue, thread=THREAD, timeout_seconds=1, started=time.monotonic() - 10)
+    late = Attempt(job=overdue, worker_id=WORKER, timeout_seconds=1, started=time.monotonic() - 10)
     ended = attempt_of(timed_out)
     ended.state.timed_out = True
     locked = [fresh(overdue).locked_until, fresh(timed_out).locked_until]
@@ -93,11 +91,9 @@ def lost_and_retaken():
     first = attempt_of(fresh(job))
     later = timezone.now() + timedelta(minutes=1)
     services.cleanup_expired_jobs(now=later, worker_id="other")
-    claimed = services.claim_next_job(
-        worker_id=OTHER_THREAD.worker_id, now=later + timedelta(minutes=1)
-    )
+    claimed = services.claim_next_job(worker_id=OTHER_WORKER, now=later + timedelta(minutes=1))
     assert claimed is not None and claimed.attempts == 2
-    second = Attempt(job=claimed, thread=OTHER_THREAD, timeout_seconds=None)
+    second = Attempt(job=claimed, worker_id=OTHER_WORKER, timeout_seconds=None)
     return first, second
 
 

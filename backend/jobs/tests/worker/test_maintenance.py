@@ -6,7 +6,6 @@ import itertools
 import logging
 import threading
 import time
-from types import SimpleNamespace
 
 import pytest
 from django.db import OperationalError
@@ -49,8 +48,7 @@ def one_attempt():
     """A running job and the in-flight set of the process that runs it."""
     job = running_job(lease_seconds=LEASE_SECONDS)
     in_flight = InFlight()
-    thread = SimpleNamespace(worker_id=WORKER)
-    in_flight.add(Attempt(job=job, thread=thread, timeout_seconds=None))
+    in_flight.add(Attempt(job=job, worker_id=WORKER, timeout_seconds=None))
     return job, in_flight
 
 
@@ -62,7 +60,8 @@ def run_maintenance(
         worker_config(lease_seconds=LEASE_SECONDS, cleanup_interval_seconds=0.2),
         in_flight,
         stopping=threading.Event(),
-        abandon=lambda thread: None,
+        abandon=lambda worker_id: None,
+        record=lambda outcome: None,
     )
     maintenance.start()
     try:

@@ -55,15 +55,15 @@ def test_a_thread_whose_claims_meet_a_read_only_server_retries_and_then_runs_the
 ):
     job = queued_job("demo.success", payload={"sleep_seconds": 0})
     refusals = []
-    claim = services.claim_next_job
+    claim = services.claim_jobs
 
     def refused_twice(**kwargs):
         if len(refusals) < 2:
-            refusals.append(kwargs["worker_id"])
+            refusals.append(kwargs["worker_ids"])
             raise read_only_error()
         return claim(**kwargs)
 
-    monkeypatch.setattr(services, "claim_next_job", refused_twice)
+    monkeypatch.setattr(services, "claim_jobs", refused_twice)
     runner = worker_runner(threads=1, claim_batch_size=1)
     with caplog.at_level(logging.INFO, logger="jobs.worker"):
         runner.start()

@@ -1,14 +1,15 @@
-"""Timeout enforcement alone (jobs/worker/maintenance/timeouts.py): an attempt past its
-deadline is recorded as timed out, announced, and its thread handed over to be replaced."""
+"""Timeout enforcement (jobs/worker/maintenance/timeouts.py) with the completer that records
+it: an attempt past its deadline is recorded as timed out, announced, and its thread handed
+over to be replaced."""
 
 import time
-from types import SimpleNamespace
 
 import pytest
 
 from jobs import services, signals
 from jobs.tests.factories import WORKER, fresh, running_job
 from jobs.worker.attempts import Attempt, InFlight
+from jobs.worker.completer import InlineCompleter
 from jobs.worker.maintenance import TimeoutEnforcer
 
 pytestmark = pytest.mark.django_db
@@ -32,9 +33,8 @@ def finished():
 
 
 def started_ago(job, seconds: float, timeout: int | None) -> Attempt:
-    thread = SimpleNamespace(worker_id=WORKER)
     return Attempt(
-        job=job, thread=thread, timeout_seconds=timeout, started=time.monotonic() - seconds
+        job=job, worker_id=WORKER, timeout_seconds=timeout, started=time.monotonic() - seconds
     )
 
 
@@ -42,7 +42,8 @@ def enforcer(*attempts: Attempt, abandoned: list) -> TimeoutEnforcer:
     running = InFlight()
     for attempt in attempts:
         running.add(attempt)
-    return TimeoutEnforcer(running, abandon=abandoned.append)
+    completer = InlineCompleter(in_flight=running, lease_seconds=30)
+    return TimeoutEnforcer(running, record=completer.record, abandon=abandoned.append)
 
 
 def test_an_attempt_past_its_deadline_is_failed_as_timed_out_and_its_thread_abandoned(
@@ -54,8 +55,8 @@ def test_an_attempt_past_its_deadline_is_failed_as_timed_out_and_its_thread_aban
     job = fresh(job)
     assert (job.status, job.last_error) == ("queued", "Timed out after 5 s")  # retried
     assert attempt.state.timed_out
-    assert abandoned == [attempt.thread]
-    assert finished == [(TimeoutEnforcer, "timeout", "queued")]
+    assert abandoned == [WORKER]
+    assert finished == [(InlineCompleter, "timeout", "queued")]
 
 
 def test_an_attempt_before_its_deadline_or_without_one_is_left_alone(abandoned, finished):

@@ -99,7 +99,8 @@ def _one_maintenance_pass(dead_rows: int) -> None:
         worker_config(vacuum_dead_rows=dead_rows),
         InFlight(),
         stopping=threading.Event(),
-        abandon=lambda thread: None,
+        abandon=lambda worker_id: None,
+        record=lambda outcome: None,
     )
     maintenance.start()
     try:
@@ -231,7 +232,8 @@ def _maintenance_checking(monkeypatch, in_flight: InFlight, *, cleanup_interval_
         worker_config(vacuum_dead_rows=100, cleanup_interval_seconds=cleanup_interval_seconds),
         in_flight,
         stopping=threading.Event(),
-        abandon=lambda thread: None,
+        abandon=lambda worker_id: None,
+        record=lambda outcome: None,
     )
     maintenance.start()
     try:

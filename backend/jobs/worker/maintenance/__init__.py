@@ -25,9 +25,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from ..attempts import InFlight
+from ..attempts import InFlight, Outcome
 from ..config import WorkerConfig, make_worker_id
 from ..recovery import DB_RETRY_MAX_SECONDS
 from .heartbeat import Heartbeat
@@ -37,9 +36,6 @@ from .rescuer import LeaseRescuer
 from .scheduler import ScheduleTicker
 from .timeouts import TimeoutEnforcer
 from .vacuum import HotTableVacuum, StaleEstimateCheck
-
-if TYPE_CHECKING:
-    from ..executor import WorkerThread
 
 logger = logging.getLogger("jobs.worker")
 
@@ -70,7 +66,8 @@ class Maintenance:
         in_flight: InFlight,
         *,
         stopping: threading.Event,
-        abandon: Callable[[WorkerThread], None],
+        abandon: Callable[[str], None],
+        record: Callable[[Outcome], None],
         threads: Callable[[], list[str]] = list,
     ) -> None:
         self.config = config
@@ -83,7 +80,7 @@ class Maintenance:
             lease_seconds=config.lease_seconds,
             interval_seconds=config.heartbeat_interval_seconds,
         )
-        self.timeouts = TimeoutEnforcer(in_flight, abandon=abandon)
+        self.timeouts = TimeoutEnforcer(in_flight, record=record, abandon=abandon)
         self.rescuer = LeaseRescuer(
             batch_size=config.cleanup_batch_size,
             worker_id=self.worker_id,

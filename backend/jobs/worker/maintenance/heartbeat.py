@@ -70,7 +70,7 @@ class Heartbeat(Periodic):
         latest: dict[Any, Attempt] = {}
         for attempt in live:
             seen = latest.get(attempt.job.id)
-            if seen is None or attempt.started > seen.started:
+            if seen is None or attempt.claimed > seen.claimed:
                 latest[attempt.job.id] = attempt
         renewing = [attempt for attempt in latest.values() if attempt.heartbeat]
         beats = {
@@ -94,7 +94,7 @@ class Heartbeat(Periodic):
                     "action=cancel_requested job_id=%s attempt=%d worker_id=%s",
                     attempt.job.id,
                     attempt.job.attempts,
-                    attempt.thread.worker_id,
+                    attempt.owner.worker_id,
                 )
         renewed = sum(1 for attempt in renewing if attempt.job.id in beats)
         return HeartbeatPass(renewed=renewed, lost=lost, cancel_requested=cancelled)

@@ -12,14 +12,8 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from ... import services
-from ...signals import attempt_finished
-from ..attempts import InFlight
-
-if TYPE_CHECKING:
-    from ..executor import WorkerThread
+from ..attempts import InFlight, Outcome
 
 logger = logging.getLogger("jobs.worker")
 
@@ -30,8 +24,15 @@ class TimeoutEnforcer:
     name = "timeouts"
     while_stopping = True
 
-    def __init__(self, in_flight: InFlight, *, abandon: Callable[[WorkerThread], None]) -> None:
+    def __init__(
+        self,
+        in_flight: InFlight,
+        *,
+        record: Callable[[Outcome], None],
+        abandon: Callable[[str], None],
+    ) -> None:
         self.in_flight = in_flight
+        self.record = record
         self.abandon = abandon
 
     def next_due(self, now: float) -> float:
@@ -49,41 +50,18 @@ class TimeoutEnforcer:
         ]
 
     def run_once(self, now: float) -> int:
-        """End every attempt whose deadline has passed by ``now`` (monotonic seconds) and
-        abandon its thread; return how many were ended. An attempt that finished or was
-        lost meanwhile is left alone (the ownership guard refuses the write)."""
+        """Hand every attempt whose deadline has passed by ``now`` (monotonic seconds) to the
+        completer as timed out, and abandon its thread; return how many were ended. An
+        attempt that finished or was lost meanwhile is left alone (the ownership guard
+        refuses the write)."""
         ended = 0
         for attempt in self.in_flight.snapshot():
             deadline = attempt.deadline
             if deadline is None or deadline > now or attempt.state.timed_out:
                 continue
-            owner = attempt.owner
-            row = services.time_out_job(
-                job_id=owner.job_id,
-                worker_id=owner.worker_id,
-                attempt=owner.attempt,
-                timeout_seconds=attempt.timeout_seconds or 0,
-            )
-            if row is None:
-                continue
-            attempt.state.timed_out = True
-            ended += 1
-            logger.warning(
-                "action=timed_out job_id=%s attempt=%d worker_id=%s timeout_seconds=%s outcome=%s",
-                attempt.job.id,
-                attempt.job.attempts,
-                owner.worker_id,
-                attempt.timeout_seconds,
-                row.status,
-            )
-            attempt_finished.send_robust(
-                type(self),
-                job=attempt.job,
-                outcome="timeout",
-                row=row,
-                error=row.last_error,
-                run_seconds=now - attempt.started,
-                worker_id=owner.worker_id,
-            )
-            self.abandon(attempt.thread)
+            self.record(Outcome.timed_out(attempt))
+            state = attempt.state  # the completer marks it timed out once recorded
+            if state.timed_out:
+                ended += 1
+                self.abandon(attempt.worker_id)
         return ended
