@@ -202,7 +202,12 @@ class Fetcher:
         wanting = list(group)
         claimed: list[JobRow] = []
         handover = self.successes(group) if self.successes is not None else None
-        queues = self.queues.current(busy=handover is not None)
+        try:
+            queues = self.queues.current(busy=handover is not None)
+        except BaseException:
+            if handover is not None:
+                handover.failed()  # taken, never sent: the completer must have them back
+            raise
         if not queues and handover is not None:
             handover.failed()  # nothing to claim from: the completer writes them
             return claimed

@@ -219,3 +219,21 @@ def test_successes_of_a_failed_statement_are_given_back_once(monkeypatch):
         subject._claim(["w1", "w2"])
     assert outcome == ["given back"]
 
+
+def test_successes_are_given_back_when_the_queues_cannot_be_listed(monkeypatch):
+    def unreachable():
+        raise RuntimeError("connection lost")
+
+    monkeypatch.setattr("jobs.worker.queues.selectors.active_queues", unreachable)
+    outcome: list[str] = []
+    handover = recorded_handover(outcome)
+    subject = Fetcher(
+        batch_size=4,
+        lease_seconds=30,
+        queues=QueueSet(("*",), refresh_seconds=1),
+        stopping=threading.Event(),
+        successes=lambda worker_ids: handover,
+    )
+    with pytest.raises(RuntimeError):
+        subject._claim(["w1"])
+    assert outcome == ["given back"]
