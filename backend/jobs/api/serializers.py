@@ -177,6 +177,11 @@ class JobSerializer(serializers.ModelSerializer[Any]):
         # The spec's job shape: every column, in the table's order.
         fields = [field.name for field in Job._meta.concrete_fields]
         read_only_fields = fields
+        # Extensions of the spec's shape: kept when the attempt ends, unlike locked_by.
+        extra_kwargs = {
+            "claimed_at": {"help_text": "When its latest attempt was claimed; null if never."},
+            "claimed_by": {"help_text": "The worker id that claimed its latest attempt."},
+        }
 
 
 # One JobSerializer per process for the single-job responses: a ModelSerializer builds

@@ -672,6 +672,13 @@ export interface components {
             };
             readonly unique_key: string | null;
             readonly concurrency_key: string | null;
+            /**
+             * Format: date-time
+             * @description When its latest attempt was claimed; null if never.
+             */
+            readonly claimed_at: string | null;
+            /** @description The worker id that claimed its latest attempt. */
+            readonly claimed_by: string | null;
         };
         /**
          * @description The body of `POST /api/jobs/bulk/`: up to BULK_CREATE_MAX jobs, validated as a
@@ -765,6 +772,13 @@ export interface components {
             readonly unique_key: string | null;
             readonly concurrency_key: string | null;
             /**
+             * Format: date-time
+             * @description When its latest attempt was claimed; null if never.
+             */
+            readonly claimed_at: string | null;
+            /** @description The worker id that claimed its latest attempt. */
+            readonly claimed_by: string | null;
+            /**
              * @description Which rule returned an existing job: idempotency_key (permanent), unique_key (a queued or running job holds it); null: the job was created.
              *
              *     * `idempotency_key` - idempotency_key
@@ -809,6 +823,13 @@ export interface components {
             };
             readonly unique_key: string | null;
             readonly concurrency_key: string | null;
+            /**
+             * Format: date-time
+             * @description When its latest attempt was claimed; null if never.
+             */
+            readonly claimed_at: string | null;
+            /** @description The worker id that claimed its latest attempt. */
+            readonly claimed_by: string | null;
             /**
              * Format: date-time
              * @description When its current attempt was claimed; null while queued.
@@ -904,6 +925,13 @@ export interface components {
             };
             readonly unique_key: string | null;
             readonly concurrency_key: string | null;
+            /**
+             * Format: date-time
+             * @description When its latest attempt was claimed; null if never.
+             */
+            readonly claimed_at: string | null;
+            /** @description The worker id that claimed its latest attempt. */
+            readonly claimed_by: string | null;
             /**
              * Format: date-time
              * @description When its current attempt was claimed; null while it is queued.

@@ -51,6 +51,8 @@ export function makeJob(overrides: Partial<JobListItem> = {}): JobListItem {
     started_at: null,
     unique_key: null,
     concurrency_key: null,
+    claimed_at: null,
+    claimed_by: null,
     ...overrides,
   };
 }
