@@ -35,6 +35,7 @@ from django.db.models import (
     When,
 )
 from django.db.models.expressions import Combinable
+from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.utils import timezone
 
 from . import registry, rollups
@@ -46,6 +47,7 @@ from .models import (
     ACTIVITY_EVENT_TYPES,
     ATTEMPT_END_EVENT_TYPES,
     DEFAULT_QUEUE,
+    FAILURE_EVENT_TYPES,
     FINISHED_STATUSES,
     Job,
     JobEvent,
@@ -115,6 +117,24 @@ def started_at_expression() -> Any:
     )
 
 
+def last_exception_expression() -> Any:
+    """The exception class of the job's latest failed attempt (its newest failure event's
+    ``data.exception_class``), null while it has no error or was cancelled: one probe of
+    ``job_event_job_id_idx`` per listed job."""
+    failures = JobEvent.objects.filter(
+        job_id=OuterRef("pk"), type__in=FAILURE_EVENT_TYPES
+    ).order_by("-id")
+    return Case(
+        # An operator's cancel is no error to triage (its attempt's exception is the
+        # cancellation itself).
+        When(Q(last_error="") | Q(status=JobStatus.CANCELLED), then=Value(None)),
+        default=Subquery(
+            failures.annotate(name=KeyTextTransform("exception_class", "data")).values("name")[:1]
+        ),
+        output_field=CharField(),
+    )
+
+
 def job_list(
     *,
     status: str | None = None,
@@ -124,11 +144,22 @@ def job_list(
     ordering: str = DEFAULT_JOB_ORDERING,
     unique_key: str | None = None,
     concurrency_key: str | None = None,
+    key: str | None = None,
+    metadata: str | None = None,
+    error: str | None = None,
+    due: bool | None = None,
+    lease_expired: bool | None = None,
+    now: datetime | None = None,
 ) -> QuerySet[Job]:
-    """Jobs in ``ordering`` (newest first by default), each with ``started_at``; ``status``
-    and ``queue`` exact, ``type`` a case-insensitive substring (the same selection the bulk
-    actions take); ``idempotency_key`` exact, served by its unique index; ``unique_key`` and
-    ``concurrency_key`` exact."""
+    """Jobs in ``ordering`` (newest first by default), each with ``started_at`` and
+    ``last_exception_class``; ``status`` and ``queue`` exact, ``type`` a case-insensitive
+    substring (the same selection the bulk actions take); ``idempotency_key`` exact, served
+    by its unique index; ``unique_key`` and ``concurrency_key`` exact; ``key`` any of the
+    three keys, exact; ``metadata`` a ``name=value`` pair (exact) or a name the metadata
+    has; ``error`` a case-insensitive substring of ``last_error``; ``due`` queued jobs due
+    now (true) or scheduled for later (false), by ``available_at``; ``lease_expired``
+    running jobs whose lease ran out (true) or not (false)."""
+    now = timezone.now() if now is None else now
     jobs = Job.objects.matching(status=status, type=type, queue=queue)
     if idempotency_key:
         jobs = jobs.filter(idempotency_key=idempotency_key)
@@ -136,7 +167,28 @@ def job_list(
         jobs = jobs.filter(unique_key=unique_key)
     if concurrency_key:
         jobs = jobs.filter(concurrency_key=concurrency_key)
-    jobs = jobs.annotate(started_at=started_at_expression())
+    if key:
+        jobs = jobs.filter(Q(idempotency_key=key) | Q(unique_key=key) | Q(concurrency_key=key))
+    if metadata:
+        name, sep, value = metadata.partition("=")
+        name = name.strip()
+        if sep:
+            jobs = jobs.alias(metadata_value=KeyTransform(name, "metadata")).filter(
+                metadata_value=value.strip()
+            )
+        else:
+            jobs = jobs.filter(metadata__has_key=name)
+    if error:
+        jobs = jobs.filter(last_error__icontains=error)
+    if due is not None:
+        due_filter = Q(available_at__lte=now) if due else Q(available_at__gt=now)
+        jobs = jobs.filter(due_filter, status=JobStatus.QUEUED)
+    if lease_expired is not None:
+        lease_filter = Q(locked_until__lt=now) if lease_expired else Q(locked_until__gte=now)
+        jobs = jobs.filter(lease_filter, status=JobStatus.RUNNING)
+    jobs = jobs.annotate(
+        started_at=started_at_expression(), last_exception_class=last_exception_expression()
+    )
     field = ordering.removeprefix("-")
     if field not in JOB_ORDERINGS:
         raise ValueError(f"unknown ordering {ordering!r}")
@@ -824,38 +876,49 @@ def live_workers(*, minutes: int = 60, now: datetime | None = None) -> dict[str,
 
 
 def _queue_document(
-    name: str, row: QueueSettings | None, counts: dict[str, int], oldest: datetime | None
+    name: str, row: QueueSettings | None, counts: dict[str, int], backlog: dict[str, Any]
 ) -> dict[str, Any]:
     running = counts.get(JobStatus.RUNNING, 0)
     limit = row.concurrency_limit if row is not None else None
+    scheduled = backlog.get("scheduled", 0)
     return {
         "name": name,
         "paused": row is not None and row.paused_at is not None,
         "paused_at": row.paused_at if row is not None else None,
         "counts": {status: counts.get(status, 0) for status in JobStatus.values},
+        "due": counts.get(JobStatus.QUEUED, 0) - scheduled,
+        "scheduled": scheduled,
+        "oldest_due_at": backlog.get("oldest_due_at"),
         "concurrency_limit": limit,
         "rate_limit": row.rate_limit if row is not None else None,
         "rate_period_seconds": row.rate_period_seconds if row is not None else None,
         "running": running,
         "saturation": None if not limit else round(running / limit, 4),
-        "oldest_queued_at": oldest,
+        "oldest_queued_at": backlog.get("oldest_queued_at"),
     }
 
 
 def queue_list(names: list[str] | None = None) -> list[dict[str, Any]]:
     """Every known queue (it has jobs, a settings row, or is the default or a configured
-    one), by name: counts by status, pause, limits and how full the concurrency limit is.
-    With ``names``, just those."""
+    one), by name: counts by status, its queued jobs split into due and scheduled by
+    ``available_at``, its backlog age (``oldest_due_at``, as the stats'), pause, limits and
+    how full the concurrency limit is. With ``names``, just those."""
     by_queue: dict[str, dict[str, int]] = defaultdict(dict)
     jobs = Job.objects.all() if names is None else Job.objects.filter(queue__in=names)
     for queue, status, count in jobs.values_list("queue", "status").annotate(n=Count("id")):
         by_queue[queue][status] = count
-    oldest = dict(
-        jobs.filter(status=JobStatus.QUEUED)
-        .values_list("queue")
-        .annotate(oldest=Min("created_at"))
-        .values_list("queue", "oldest")
-    )
+    now = timezone.now()
+    backlog: dict[str, dict[str, Any]] = {
+        row["queue"]: dict(row)
+        for row in jobs.filter(status=JobStatus.QUEUED)
+        .values("queue")
+        .annotate(
+            scheduled=Count("pk", filter=Q(available_at__gt=now)),
+            oldest_due_at=Min("available_at", filter=Q(available_at__lte=now)),
+            oldest_queued_at=Min("created_at"),
+        )
+        .order_by()
+    }
     rows = (
         QueueSettings.objects.all()
         if names is None
@@ -868,7 +931,9 @@ def queue_list(names: list[str] | None = None) -> list[dict[str, Any]]:
     else:
         known = set(names)
     return [
-        _queue_document(name, settings_rows.get(name), by_queue.get(name, {}), oldest.get(name))
+        _queue_document(
+            name, settings_rows.get(name), by_queue.get(name, {}), backlog.get(name, {})
+        )
         for name in sorted(known)
     ]
 

@@ -197,6 +197,13 @@ def job_representation(job: Any) -> dict[str, Any]:
     return data
 
 
+class ExceptionNameField(serializers.CharField):
+    """An exception class path as the job page names it (``selectors.exception_name``)."""
+
+    def to_representation(self, value: Any) -> str | None:  # type: ignore[override]
+        return selectors.exception_name(value)
+
+
 class JobListItemSerializer(JobSerializer):
     """A job of the list: the spec's shape and when its current attempt started."""
 
@@ -205,9 +212,15 @@ class JobListItemSerializer(JobSerializer):
         read_only=True,
         help_text="When its current attempt was claimed; null while it is queued.",
     )
+    last_exception_class = ExceptionNameField(
+        allow_null=True,
+        read_only=True,
+        help_text="Exception class of its latest failed attempt (builtins unprefixed), beside "
+        "last_error's message; null without an error, or when it was cancelled.",
+    )
 
     class Meta(JobSerializer.Meta):
-        fields = [*JobSerializer.Meta.fields, "started_at"]
+        fields = [*JobSerializer.Meta.fields, "started_at", "last_exception_class"]
         read_only_fields = fields
 
 
@@ -536,6 +549,10 @@ class JobFilterSerializer(serializers.Serializer[Any]):
     queue = QueueNameField(required=False, allow_blank=True, help_text="Exact queue name.")
 
 
+METADATA_FILTER_MAX_LENGTH = 1000
+ERROR_FILTER_MAX_LENGTH = 1000
+
+
 class JobListQuerySerializer(JobFilterSerializer):
     # A lookup, not a selection: a key names at most one job, so the bulk actions (which
     # act on the filters) do not take it.
@@ -571,6 +588,44 @@ class JobListQuerySerializer(JobFilterSerializer):
         max_length=UNIQUE_KEY_MAX_LENGTH,
         help_text="Exact concurrency key.",
     )
+    key = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=max(IDEMPOTENCY_KEY_MAX_LENGTH, UNIQUE_KEY_MAX_LENGTH),
+        help_text="Exact idempotency, unique or concurrency key: jobs with any of the three.",
+    )
+    metadata = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=METADATA_FILTER_MAX_LENGTH,
+        help_text="`name=value`: jobs whose metadata has that value under that name "
+        "(exact); `name`: jobs whose metadata has that name.",
+    )
+    error = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=ERROR_FILTER_MAX_LENGTH,
+        help_text="Case-insensitive substring of last_error (exception message).",
+    )
+    due = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="true: queued jobs due now; false: queued jobs scheduled for later "
+        "(by available_at).",
+    )
+    lease_expired = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="true: running jobs whose lease has expired (their worker is gone or "
+        "frozen); false: running jobs whose lease holds.",
+    )
+
+    def validate_metadata(self, value: str) -> str:
+        if value and not value.partition("=")[0].strip():
+            raise serializers.ValidationError("Give a metadata name: `name` or `name=value`.")
+        return value
 
 
 class JobSelectionSerializer(StrictBodySerializer, JobFilterSerializer):
@@ -1117,7 +1172,22 @@ class QueueSerializer(serializers.Serializer[dict[str, Any]]):
     saturation = serializers.FloatField(
         allow_null=True, help_text="running / concurrency_limit; null without a limit."
     )
-    oldest_queued_at = serializers.DateTimeField(allow_null=True)
+    due = serializers.IntegerField(
+        help_text="Queued jobs due now (available_at reached): claimable unless paused."
+    )
+    scheduled = serializers.IntegerField(
+        help_text="Queued jobs scheduled for later (available_at in the future)."
+    )
+    oldest_due_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="available_at of the oldest due job: the queue's backlog age, as the "
+        "stats' oldest_due_at; null when none is due.",
+    )
+    oldest_queued_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="created_at of the oldest queued job, due or not: not a backlog age "
+        "(see oldest_due_at).",
+    )
 
 
 class QueueLimitsSerializer(StrictBodySerializer):

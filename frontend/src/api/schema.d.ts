@@ -937,6 +937,8 @@ export interface components {
              * @description When its current attempt was claimed; null while it is queued.
              */
             readonly started_at: string | null;
+            /** @description Exception class of its latest failed attempt (builtins unprefixed), beside last_error's message; null without an error, or when it was cancelled. */
+            readonly last_exception_class: string | null;
         };
         JobLookup: {
             /**
@@ -1220,7 +1222,19 @@ export interface components {
              * @description running / concurrency_limit; null without a limit.
              */
             saturation: number | null;
-            /** Format: date-time */
+            /** @description Queued jobs due now (available_at reached): claimable unless paused. */
+            due: number;
+            /** @description Queued jobs scheduled for later (available_at in the future). */
+            scheduled: number;
+            /**
+             * Format: date-time
+             * @description available_at of the oldest due job: the queue's backlog age, as the stats' oldest_due_at; null when none is due.
+             */
+            oldest_due_at: string | null;
+            /**
+             * Format: date-time
+             * @description created_at of the oldest queued job, due or not: not a backlog age (see oldest_due_at).
+             */
             oldest_queued_at: string | null;
         };
         QueueCounts: {
@@ -1707,10 +1721,20 @@ export interface operations {
             query?: {
                 /** @description Exact concurrency key. */
                 concurrency_key?: string;
+                /** @description true: queued jobs due now; false: queued jobs scheduled for later (by available_at). */
+                due?: boolean | null;
+                /** @description Case-insensitive substring of last_error (exception message). */
+                error?: string;
                 /** @description Exact idempotency key: the one job created with it, if any. */
                 idempotency_key?: string;
+                /** @description Exact idempotency, unique or concurrency key: jobs with any of the three. */
+                key?: string;
+                /** @description true: running jobs whose lease has expired (their worker is gone or frozen); false: running jobs whose lease holds. */
+                lease_expired?: boolean | null;
                 /** @description Jobs per page (default 25, at most 100). */
                 limit?: number;
+                /** @description `name=value`: jobs whose metadata has that value under that name (exact); `name`: jobs whose metadata has that name. */
+                metadata?: string;
                 /** @description The initial index from which to return the results. */
                 offset?: number;
                 /**

@@ -1,0 +1,127 @@
+"""What the dashboard's attention, triage and search read: the job list's filters by due
+time, expired lease, error text, key and metadata; its last exception class; and each
+queue's backlog split into due and scheduled, aged from ``available_at``."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from jobs import services
+from jobs.models import Job
+from jobs.tests.factories import WORKER, cancelled_job, queued_job, running_job
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def api() -> APIClient:
+    return APIClient()
+
+
+def listed(api: APIClient, query: str) -> list[str]:
+    response = api.get(f"/api/jobs/?{query}")
+    assert response.status_code == 200, response.content
+    return [job["id"] for job in response.json()["results"]]
+
+
+def failed_with(error: str, exception_class: str, **kwargs) -> Job:
+    job = running_job("demo.fail", max_attempts=1, **kwargs)
+    services.fail_job(
+        job_id=job.pk,
+        worker_id=WORKER,
+        attempt=job.attempts,
+        error=error,
+        details=services.ErrorDetails(exception_class=exception_class, traceback="Traceback"),
+    )
+    return Job.objects.get(pk=job.pk)
+
+
+def test_list_splits_queued_jobs_into_due_and_scheduled_by_available_at(api):
+    now = timezone.now()
+    due = queued_job(available_at=now - timedelta(minutes=1))
+    later = queued_job(available_at=now + timedelta(hours=1))
+    running_job()
+    assert listed(api, "due=true") == [str(due.pk)]
+    assert listed(api, "due=false") == [str(later.pk)]
+    assert len(listed(api, "")) == 3
+    assert api.get("/api/jobs/?due=maybe").status_code == 400
+
+
+def test_list_finds_running_jobs_whose_lease_expired(api):
+    past = timezone.now() - timedelta(minutes=5)
+    expired = running_job(now=past, lease_seconds=30)
+    holding = running_job(worker_id="tests:1:thread-2:0000cafe")
+    queued_job()
+    assert listed(api, "lease_expired=true") == [str(expired.pk)]
+    assert listed(api, "lease_expired=false") == [str(holding.pk)]
+
+
+def test_list_filters_by_error_text_and_names_the_last_exception_class(api):
+    value = failed_with("amount must be positive", "builtins.ValueError")
+    failed_with("connection refused", "ConnectionRefusedError")
+    queued_job()
+    assert listed(api, "error=MUST BE") == [str(value.pk)]
+    assert listed(api, "error=nothing-like-it") == []
+    rows = {job["id"]: job for job in api.get("/api/jobs/").json()["results"]}
+    assert rows[str(value.pk)]["last_exception_class"] == "ValueError"
+    assert rows[str(value.pk)]["last_error"] == "amount must be positive"
+    assert sum(1 for job in rows.values() if job["last_exception_class"] is None) == 1
+
+
+def test_a_cancelled_job_has_no_exception_class_to_triage(api):
+    job = running_job()
+    services.cancel_job(job_id=job.pk)
+    services.fail_job(
+        job_id=job.pk,
+        worker_id=WORKER,
+        attempt=1,
+        error="Cancelled",
+        details=services.ErrorDetails(
+            exception_class="jobs.errors.JobCancelled", traceback="Traceback", reason="cancelled"
+        ),
+    )
+    assert Job.objects.get(pk=job.pk).status == "cancelled"
+    (row,) = api.get("/api/jobs/").json()["results"]
+    assert row["last_exception_class"] is None
+
+
+def test_list_finds_jobs_by_any_key_exactly(api):
+    by_concurrency = queued_job(concurrency_key="customer:7")
+    by_unique = queued_job(unique_key="customer:7")
+    by_idempotency = queued_job(idempotency_key="customer:7")
+    queued_job(concurrency_key="customer:70")
+    assert set(listed(api, "key=customer:7")) == {
+        str(by_concurrency.pk),
+        str(by_unique.pk),
+        str(by_idempotency.pk),
+    }
+
+
+def test_list_finds_jobs_by_metadata_name_or_value(api):
+    tagged = queued_job(metadata={"request_id": "r-1"})
+    queued_job(metadata={"request_id": "r-2"})
+    queued_job()
+    assert listed(api, "metadata=request_id=r-1") == [str(tagged.pk)]
+    assert len(listed(api, "metadata=request_id")) == 2
+    response = api.get("/api/jobs/?metadata==r-1")
+    assert response.status_code == 400
+    assert list(response.json()) == ["metadata"]
+
+
+def test_a_queue_ages_its_backlog_from_its_oldest_due_job_and_splits_due_from_scheduled(api):
+    now = timezone.now()
+    # Created first but scheduled for later: no backlog, however long ago it was created.
+    queued_job(queue="split", now=now - timedelta(hours=2), available_at=now + timedelta(hours=1))
+    due = queued_job(queue="split", available_at=now - timedelta(minutes=3))
+    queued_job(queue="split")
+    cancelled_job(queue="split")
+    queues = {queue["name"]: queue for queue in api.get("/api/queues/").json()}
+    body = queues["split"]
+    assert body["counts"]["queued"] == 3
+    assert body["due"] == 2
+    assert body["scheduled"] == 1
+    assert body["oldest_due_at"] == timezone.localtime(due.available_at).isoformat()
+    idle = queues["default"]
+    assert (idle["due"], idle["scheduled"], idle["oldest_due_at"]) == (0, 0, None)
