@@ -5,7 +5,8 @@
 # driving the system Chromium, in two phases:
 #  1. the open local demo: nginx in front of `runserver` with DEBUG=true
 #     (e2e/dashboard.spec.ts, then e2e/operator.spec.ts: issue 27's operator checks, then
-#     e2e/flow-control.spec.ts: issue 24's queues and schedules);
+#     e2e/flow-control.spec.ts: issue 24's queues and schedules, then e2e/attention.spec.ts:
+#     what the dashboard says unasked: frozen workers, backlog age, failure triage);
 #  2. production: nginx in front of gunicorn with DEBUG=false, signed in with a session
 #     (e2e/front-door.spec.ts).
 # Every process started here is stopped on exit.
@@ -124,6 +125,8 @@ PIDS+=($!)
 say "worker"
 (cd "$BACKEND" && exec "$PY" manage.py run_job_workers) >"$LOGS/worker.log" 2>&1 &
 PIDS+=($!)
+# e2e/attention.spec.ts freezes this process (SIGSTOP) to show what a dead worker looks like.
+export E2E_WORKER_PID=$!
 
 say "build the dashboard for /api on its own origin"
 (cd "$FRONTEND" && VITE_API_BASE_URL=/api VITE_POLL_INTERVAL_MS=500 \
@@ -163,7 +166,8 @@ say "playwright with $CHROMIUM ($("$CHROMIUM" --version 2>/dev/null | head -n1))
 cd "$FRONTEND"
 E2E_BASE_URL="$WEB_URL" E2E_API_URL="$API_URL" CHROMIUM_PATH="$CHROMIUM" \
   SCREENSHOT_DIR="${SCREENSHOT_DIR:-$ROOT/assets/screenshots}" \
-  node node_modules/@playwright/test/cli.js test e2e/dashboard.spec.ts e2e/operator.spec.ts e2e/flow-control.spec.ts --pass-with-no-tests "$@"
+  node node_modules/@playwright/test/cli.js test e2e/dashboard.spec.ts e2e/operator.spec.ts e2e/flow-control.spec.ts \
+  e2e/attention.spec.ts --pass-with-no-tests "$@"
 
 # --- Phase 2: production behind nginx -----------------------------------------------------
 PROD_API_PORT="$(free_port)"

@@ -114,7 +114,7 @@ export interface ClientOptions {
 
 export interface RequestOptions {
   method?: 'GET' | 'POST' | 'PATCH';
-  query?: Record<string, string | number | undefined | null>;
+  query?: Record<string, string | number | boolean | undefined | null>;
   body?: unknown;
   signal?: AbortSignal | undefined;
 }
@@ -263,6 +263,11 @@ export function createApiClient(options: ClientOptions) {
           limit: params.limit,
           offset: params.offset,
           ordering: params.ordering,
+          key: params.key?.trim() || undefined,
+          metadata: params.metadata?.trim() || undefined,
+          error: params.error?.trim() || undefined,
+          due: params.due,
+          lease_expired: params.leaseExpired,
         } satisfies QueryParams<'jobs_list'>,
         signal,
       ),

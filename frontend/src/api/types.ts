@@ -163,6 +163,16 @@ export interface JobListParams {
   offset: number;
   /** Omitted: the API's default order (newest first). */
   ordering?: JobOrdering | undefined;
+  /** Any of the idempotency, unique or concurrency key, exact. */
+  key?: string | undefined;
+  /** `name=value` (exact) or `name` (has it). */
+  metadata?: string | undefined;
+  /** Substring of the last error, any case. */
+  error?: string | undefined;
+  /** Queued jobs due now (true) or scheduled for later (false). */
+  due?: boolean | undefined;
+  /** Running jobs whose lease expired (true). */
+  leaseExpired?: boolean | undefined;
 }
 
 /** The filters of a job count: one status, with the list's type and queue filters. */

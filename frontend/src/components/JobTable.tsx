@@ -16,6 +16,26 @@ function Duration({ job }: { job: JobListItem }) {
   return <>{formatMs(Date.parse(job.finished_at) - start)}</>;
 }
 
+/** A running job whose lease has run out: its worker is gone or frozen. */
+function leaseExpired(job: JobListItem, now: number): boolean {
+  return job.status === 'running' && job.locked_until !== null && Date.parse(job.locked_until) < now;
+}
+
+/** The last error's class and first line; a cancelled job's is no error. */
+function LastError({ job }: { job: JobListItem }) {
+  if (!job.last_error || job.status === 'cancelled' || job.status === 'succeeded')
+    return <span className="muted">—</span>;
+  const message = job.last_error.split('\n')[0] ?? '';
+  const name = job.last_exception_class?.split('.').pop();
+  return (
+    <span className="last-error-text" title={job.last_exception_class ? `${job.last_exception_class}: ${job.last_error}` : job.last_error}>
+      {name && <span className="last-error-text__class mono">{name}</span>}
+      {name && ': '}
+      {message}
+    </span>
+  );
+}
+
 /** A column header that sorts the list by `field` (the API's `ordering`), or plain text without `onSort`. */
 function SortableHeader({
   field,
@@ -64,6 +84,7 @@ export function JobTable({
   onSelectAll,
   sort,
   onSort,
+  showErrors = false,
 }: {
   jobs: readonly JobListItem[];
   caption: string;
@@ -73,7 +94,10 @@ export function JobTable({
   onSelectAll: (checked: boolean) => void;
   sort?: JobSort | undefined;
   onSort?: ((field: JobOrderingField) => void) | undefined;
+  /** A last-error column: exception class and message. */
+  showErrors?: boolean;
 }) {
+  const now = useNow();
   const selectedHere = jobs.filter((job) => selected.has(job.id)).length;
   const all = jobs.length > 0 && selectedHere === jobs.length;
   return (
@@ -108,6 +132,7 @@ export function JobTable({
               Duration
             </th>
             <SortableHeader field="finished_at" label="Finished" sort={sort} onSort={onSort} />
+            {showErrors && <th scope="col">Last error</th>}
           </tr>
         </thead>
         <tbody>
@@ -135,6 +160,15 @@ export function JobTable({
                     cancelling
                   </span>
                 )}
+                {leaseExpired(job, now) && (
+                  <span
+                    className="cell-note cell-note--warning"
+                    data-lease-expired=""
+                    title="Its lease ran out: its worker is gone or frozen; cleanup requeues it"
+                  >
+                    lease expired
+                  </span>
+                )}
               </td>
               <td className="num">{job.priority}</td>
               <td className="num">
@@ -156,6 +190,11 @@ export function JobTable({
               <td>
                 <RelativeTime value={job.finished_at} />
               </td>
+              {showErrors && (
+                <td className="last-error-cell">
+                  <LastError job={job} />
+                </td>
+              )}
             </tr>
           ))}
         </tbody>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { makeQueue, makeSchedule, makeTypeHealth, stats } from '../test/fixtures';
+import { makeProcess, makeQueue, makeSchedule, makeThread, makeTypeHealth, stats } from '../test/fixtures';
 import {
   attentionItems,
   BACKLOG_AGE_THRESHOLD_MS,
@@ -59,7 +59,7 @@ describe('attentionItems', () => {
     expect(broken!.to).toBe('/jobs?type=broken');
     expect(half!.title).toContain('50%');
     expect(overdue!.title).toBe('2 running jobs have an expired lease');
-    expect(overdue!.to).toBe('/workers');
+    expect(overdue!.to).toBe('/jobs?status=running&lease_expired=true');
     expect(backlog!.title).toBe('The backlog is growing: the oldest due job has waited 6m 00s');
     expect(backlog!.detail).toContain('queues with jobs: emails');
   });
@@ -98,25 +98,69 @@ describe('attentionItems', () => {
     expect(items[0]!.detail).toBe('Job abcdef12 (demo.fail), created 2m 00s ago, failed after its last attempt.');
   });
 
-  it('lists paused queues holding queued jobs, largest backlog first', () => {
+  it('lists paused queues holding queued jobs, largest backlog first, aged from the oldest due job', () => {
     const counts = (queued: number) => ({ queued, running: 0, succeeded: 0, failed: 0, cancelled: 0 });
     const queues = [
-      makeQueue({ name: 'small', paused: true, paused_at: ago(60_000), counts: counts(2) }),
-      makeQueue({ name: 'big', paused: true, paused_at: ago(600_000), counts: counts(40), oldest_queued_at: ago(900_000) }),
+      makeQueue({ name: 'small', paused: true, paused_at: ago(60_000), counts: counts(2), due: 2 }),
+      makeQueue({
+        name: 'big',
+        paused: true,
+        paused_at: ago(600_000),
+        counts: counts(40),
+        due: 30,
+        scheduled: 10,
+        // Created long ago but scheduled: not what the backlog's age is read from.
+        oldest_queued_at: ago(3_600_000),
+        oldest_due_at: ago(900_000),
+      }),
       makeQueue({ name: 'paused-empty', paused: true, paused_at: ago(60_000) }),
-      makeQueue({ name: 'busy-but-active', counts: counts(500) }),
+      makeQueue({ name: 'busy-but-active', counts: counts(500), due: 500 }),
     ];
     const items = attentionItems(stats, [], NOW, { queues });
     expect(items.map((i) => i.key)).toEqual(['queue:big', 'queue:small']);
     expect(items[0]).toMatchObject({
       kind: 'paused_queue',
-      title: 'Queue big is paused with 40 jobs waiting',
+      title: 'Queue big is paused with 30 due jobs waiting (and 10 scheduled for later)',
       detail:
         'No worker claims from it, paused 10m 00s ago, so every new job adds to its backlog until it is resumed. ' +
         'The oldest has waited 15m 00s.',
-      to: '/queues',
+      to: '/jobs?status=queued&queue=big',
     });
-    expect(items[1]!.title).toBe('Queue small is paused with 2 jobs waiting');
+    expect(items[1]!.title).toBe('Queue small is paused with 2 due jobs waiting');
+  });
+
+  it('says at once when no worker is live, linking to the jobs waiting for one', () => {
+    const items = attentionItems({ ...stats, due: 128, oldest_due_at: ago(30_000) }, [], NOW, { workers: [] });
+    expect(items[0]).toMatchObject({
+      kind: 'no_worker',
+      title: 'No live worker',
+      to: '/jobs?status=queued&due=true',
+    });
+    expect(items[0]!.detail).toContain('128 due jobs wait');
+    expect(items[0]!.detail).toContain('The oldest has waited 30s');
+    // Unknown (loading or failed) is not "none".
+    expect(attentionItems(stats, [], NOW, {}).map((i) => i.kind)).toEqual([]);
+  });
+
+  it('names a queue with due jobs that no live worker serves', () => {
+    const workers = [makeProcess([makeThread(1)], { queues: ['default', 'emails'] })];
+    const queues = [
+      makeQueue({ name: 'default', due: 3 }),
+      makeQueue({ name: 'reports', due: 5, oldest_due_at: ago(120_000) }),
+      makeQueue({ name: 'later', scheduled: 4 }),
+      makeQueue({ name: 'held', paused: true, due: 2 }),
+    ];
+    const items = attentionItems(stats, [], NOW, { workers, queues }).filter((i) => i.kind === 'unserved_queue');
+    expect(items).toEqual([
+      expect.objectContaining({
+        title: 'Queue reports has 5 due jobs and no worker serving it',
+        to: '/jobs?status=queued&due=true&queue=reports',
+      }),
+    ]);
+    const everyQueue = [makeProcess([makeThread(1)], { queues: ['*'] })];
+    expect(attentionItems(stats, [], NOW, { workers: everyQueue, queues }).map((i) => i.kind)).not.toContain(
+      'unserved_queue',
+    );
   });
 
   it('puts failed schedules after failing types and paused queues before the backlog', () => {

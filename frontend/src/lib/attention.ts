@@ -3,7 +3,7 @@
  * per-type health. Thresholds are named here (and in the README) so they can be found
  * and argued about.
  */
-import type { JobStats, JobTypeHealth, Queue, Schedule } from '../api/types';
+import type { JobStats, JobTypeHealth, LiveWorkerProcess, Queue, Schedule } from '../api/types';
 import { failuresOf, formatRate } from './jobTypes';
 import { formatDuration } from './time';
 
@@ -16,12 +16,21 @@ export const FAILING_TYPE_MIN_ATTEMPTS = 3;
 /** The backlog is growing when the oldest due job has waited longer than this. */
 export const BACKLOG_AGE_THRESHOLD_MS = 5 * 60_000;
 
-export type AttentionKind = 'failing_type' | 'overdue_leases' | 'backlog' | 'paused_queue' | 'failed_schedule';
+export type AttentionKind =
+  | 'no_worker'
+  | 'unserved_queue'
+  | 'failing_type'
+  | 'overdue_leases'
+  | 'backlog'
+  | 'paused_queue'
+  | 'failed_schedule';
 
 /** The queues and schedules the flow-control rules read; undefined while they load (or failed). */
 export interface FlowState {
   queues?: readonly Queue[] | undefined;
   schedules?: readonly Schedule[] | undefined;
+  /** The live worker processes (`/workers/`); undefined while they load (or failed). */
+  workers?: readonly LiveWorkerProcess[] | undefined;
 }
 
 export interface AttentionItem {
@@ -54,13 +63,24 @@ export function hasPausedBacklog(queue: Queue): boolean {
   return queue.paused && queue.counts.queued > 0;
 }
 
+/** Whether a live process serves `queue` (`*` serves every queue). */
+export function isServed(queue: string, workers: readonly LiveWorkerProcess[]): boolean {
+  return workers.some((worker) => worker.queues.includes('*') || worker.queues.includes(queue));
+}
+
+/** "for 4m 25s" from a backlog's oldest due time, or nothing without one. */
+function waitedFor(oldestDueAt: string | null, now: number): string {
+  return oldestDueAt ? ` The oldest has waited ${formatDuration(now - Date.parse(oldestDueAt))}.` : '';
+}
+
 /** A schedule whose most recent job failed (for good: a job being retried is still queued). */
 export function lastRunFailed(schedule: Schedule): boolean {
   return schedule.last_job?.status === 'failed';
 }
 
 /**
- * What needs attention, most specific first: failing types (worst rate first), schedules
+ * What needs attention, most specific first: no live worker (or queues with due jobs that
+ * no live worker serves), failing types (worst rate first), schedules
  * whose last job failed, running jobs whose lease expired, paused queues with a backlog
  * (largest first), then a backlog older than the threshold. Empty when all is fine.
  * `types`, `flow.queues` and `flow.schedules` are undefined while they load (their rules
@@ -73,6 +93,38 @@ export function attentionItems(
   flow: FlowState = {},
 ): AttentionItem[] {
   const items: AttentionItem[] = [];
+  const workers = flow.workers;
+  if (workers !== undefined && workers.length === 0) {
+    // The facts say so at once: no process has checked in within its heartbeat interval.
+    const due = stats.due;
+    const running = stats.by_status.running;
+    items.push({
+      kind: 'no_worker',
+      key: 'no-worker',
+      title: 'No live worker',
+      detail:
+        'No worker process has checked in within its heartbeat interval: they are stopped, frozen or cut off ' +
+        `from the database. ${plural(due, 'due job waits', 'due jobs wait')}` +
+        `${running > 0 ? ` and ${plural(running, 'running job', 'running jobs')} will lose ${running === 1 ? 'its' : 'their'} lease` : ''}.` +
+        waitedFor(stats.oldest_due_at, now),
+      to: due > 0 || running === 0 ? '/jobs?status=queued&due=true' : '/jobs?status=running&lease_expired=true',
+      linkLabel: due > 0 || running === 0 ? 'Due jobs' : 'Running jobs with an expired lease',
+    });
+  } else if (workers !== undefined) {
+    const unserved = (flow.queues ?? [])
+      .filter((queue) => !queue.paused && queue.due > 0 && !isServed(queue.name, workers))
+      .sort((a, b) => b.due - a.due);
+    for (const queue of unserved) {
+      items.push({
+        kind: 'unserved_queue',
+        key: `unserved:${queue.name}`,
+        title: `Queue ${queue.name} has ${plural(queue.due, 'due job', 'due jobs')} and no worker serving it`,
+        detail: `No live worker process lists ${queue.name} among its queues, so nothing claims from it.${waitedFor(queue.oldest_due_at, now)}`,
+        to: `/jobs?status=queued&due=true&queue=${encodeURIComponent(queue.name)}`,
+        linkLabel: `Due jobs in ${queue.name}`,
+      });
+    }
+  }
   const failing = (types ?? []).filter(isFailing).sort((a, b) => (b.failure_rate ?? 0) - (a.failure_rate ?? 0));
   for (const type of failing) {
     const error = type.last_error ? ` Last error: ${type.last_error.message}` : '';
@@ -106,24 +158,24 @@ export function attentionItems(
       kind: 'overdue_leases',
       key: 'overdue',
       title: `${plural(stats.overdue_running, 'running job has', 'running jobs have')} an expired lease`,
-      detail: 'Its worker is gone or stuck; cleanup requeues the job (or fails it on its last attempt).',
-      to: '/workers',
-      linkLabel: 'Workers',
+      detail:
+        `${stats.overdue_running === 1 ? 'Its worker is' : 'Their workers are'} gone or frozen; ` +
+        'a live worker\'s cleanup requeues each (or fails it on its last attempt).',
+      to: '/jobs?status=running&lease_expired=true',
+      linkLabel: 'Running jobs with an expired lease',
     });
   }
   const paused = (flow.queues ?? []).filter(hasPausedBacklog).sort((a, b) => b.counts.queued - a.counts.queued);
   for (const queue of paused) {
     const since = queue.paused_at ? `, paused ${formatDuration(now - Date.parse(queue.paused_at))} ago` : '';
-    const oldest = queue.oldest_queued_at
-      ? ` The oldest has waited ${formatDuration(now - Date.parse(queue.oldest_queued_at))}.`
-      : '';
+    const scheduled = queue.scheduled > 0 ? ` (and ${queue.scheduled.toLocaleString()} scheduled for later)` : '';
     items.push({
       kind: 'paused_queue',
       key: `queue:${queue.name}`,
-      title: `Queue ${queue.name} is paused with ${queue.counts.queued.toLocaleString()} ${queue.counts.queued === 1 ? 'job' : 'jobs'} waiting`,
-      detail: `No worker claims from it${since}, so every new job adds to its backlog until it is resumed.${oldest}`,
-      to: '/queues',
-      linkLabel: 'Queues',
+      title: `Queue ${queue.name} is paused with ${plural(queue.due, 'due job', 'due jobs')} waiting${scheduled}`,
+      detail: `No worker claims from it${since}, so every new job adds to its backlog until it is resumed.${waitedFor(queue.oldest_due_at, now)}`,
+      to: `/jobs?status=queued&queue=${encodeURIComponent(queue.name)}`,
+      linkLabel: `Queued jobs in ${queue.name}`,
     });
   }
   if (stats.oldest_due_at) {
@@ -136,8 +188,8 @@ export function attentionItems(
         detail:
           `Over the ${formatDuration(BACKLOG_AGE_THRESHOLD_MS)} threshold: the workers are not keeping up, ` +
           `or none serves its queue${stats.queues.length > 0 ? ` (queues with jobs: ${stats.queues.join(', ')})` : ''}.`,
-        to: '/jobs?status=queued',
-        linkLabel: 'Queued jobs',
+        to: '/jobs?status=queued&due=true',
+        linkLabel: 'Due jobs',
       });
     }
   }

@@ -106,8 +106,12 @@ export function describeCadence(schedule: Pick<Schedule, 'cron' | 'interval_seco
   return '—';
 }
 
-/** How long the oldest queued job has waited, or null when nothing is queued. */
-export function oldestWait(queue: Pick<Queue, 'oldest_queued_at'>, now: number): string | null {
-  if (!queue.oldest_queued_at) return null;
-  return formatDuration(now - Date.parse(queue.oldest_queued_at));
+/**
+ * The queue's backlog age: how long its oldest due job has waited since its available_at
+ * (the overview's definition), or null when nothing is due. Jobs scheduled for later are
+ * no backlog, however long ago they were created.
+ */
+export function oldestWait(queue: Pick<Queue, 'oldest_due_at'>, now: number): string | null {
+  if (!queue.oldest_due_at) return null;
+  return formatDuration(now - Date.parse(queue.oldest_due_at));
 }

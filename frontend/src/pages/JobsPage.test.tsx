@@ -44,6 +44,7 @@ describe('Jobs page', () => {
       'Started↕',
       'Duration',
       'Finished↕',
+      'Last error',
     ]);
     expect(within(table).getByRole('checkbox', { name: 'Select all jobs on this page' })).not.toBeChecked();
     const row = within(table).getAllByRole('row')[1]!;

@@ -29,11 +29,32 @@ const ACTIONS: readonly BulkAction[] = ['retry', 'cancel'];
 const ACTIONABLE_STATUSES: readonly JobStatus[] = [...RETRYABLE_STATUSES, ...CANCELLABLE_STATUSES];
 const NOTHING_SELECTED: ReadonlySet<string> = new Set();
 
+/** The list's refinements of a status: queued jobs due or scheduled, running jobs with an expired lease. */
+type When = 'due' | 'scheduled' | 'lease_expired';
+const WHENS: readonly When[] = ['due', 'scheduled', 'lease_expired'];
+const WHEN_STATUS: Record<When, JobStatus> = { due: 'queued', scheduled: 'queued', lease_expired: 'running' };
+const WHEN_LABELS: Record<When, string> = {
+  due: 'queued, due now',
+  scheduled: 'queued, scheduled for later',
+  lease_expired: 'running, lease expired',
+};
+
+function parseWhen(due: string | null, leaseExpired: string | null): When | undefined {
+  if (leaseExpired === 'true') return 'lease_expired';
+  if (due === 'true') return 'due';
+  if (due === 'false') return 'scheduled';
+  return undefined;
+}
+
 export function JobsPage() {
   const [params, setParams] = useSearchParams();
   const status = parseStatus(params.get('status'));
   const type = params.get('type') ?? '';
   const queue = params.get('queue') ?? '';
+  const error = params.get('error') ?? '';
+  const key = params.get('key') ?? '';
+  const metadata = params.get('metadata') ?? '';
+  const when = parseWhen(params.get('due'), params.get('lease_expired'));
   const sort = parseOrdering(params.get('ordering'));
   const ordering = sort && formatOrdering(sort);
   const config = useConfig().data;
@@ -49,6 +70,12 @@ export function JobsPage() {
   const [queueInput, setQueueInput] = useState(queue);
   const debouncedQueue = useDebounced(queueInput.trim(), 300);
   const queueProblem = queueInput.trim() === '' ? null : queueNameProblem(queueInput.trim(), queueMax);
+  const [errorInput, setErrorInput] = useState(error);
+  const debouncedError = useDebounced(errorInput.trim(), 300);
+  const [keyInput, setKeyInput] = useState(key);
+  const debouncedKey = useDebounced(keyInput.trim(), 300);
+  const [metadataInput, setMetadataInput] = useState(metadata);
+  const debouncedMetadata = useDebounced(metadataInput.trim(), 300);
 
   function update(changes: Record<string, string | number | undefined>) {
     setParams(
@@ -60,7 +87,8 @@ export function JobsPage() {
         }
         return next;
       },
-      { replace: true },
+      // Pushed, not replaced: Back undoes a filter, a sort or a page change.
+      { replace: false },
     );
   }
 
@@ -76,13 +104,56 @@ export function JobsPage() {
     // eslint-disable-next-line react-hooks/exhaustive-deps -- only react to the debounced input
   }, [debouncedQueue]);
 
+  useEffect(() => {
+    if (debouncedError !== error) update({ error: debouncedError, offset: 0 });
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- only react to the debounced input
+  }, [debouncedError]);
+
+  useEffect(() => {
+    if (debouncedKey !== key) update({ key: debouncedKey, offset: 0 });
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- only react to the debounced input
+  }, [debouncedKey]);
+
+  useEffect(() => {
+    if (debouncedMetadata !== metadata) update({ metadata: debouncedMetadata, offset: 0 });
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- only react to the debounced input
+  }, [debouncedMetadata]);
+
+  // Back undoes a filter: the URL holds the filters, so the history does; the inputs
+  // follow the URL when it changes under them.
+  const urlFilters = JSON.stringify([type, queue, error, key, metadata]);
+  const [shownFilters, setShownFilters] = useState(urlFilters);
+  if (shownFilters !== urlFilters) {
+    setShownFilters(urlFilters);
+    const follow = (value: string) => (input: string) => (input.trim() === value ? input : value);
+    setTypeInput(follow(type));
+    setQueueInput(follow(queue));
+    setErrorInput(follow(error));
+    setKeyInput(follow(key));
+    setMetadataInput(follow(metadata));
+  }
+
   const filters: ListFilters = { status, type: type || undefined, queue: queue || undefined };
-  const filtered = hasFilter(filters);
-  const jobs = useJobs({ status, type: type || undefined, queue: queue || undefined, limit, offset, ordering });
+  // Filters the bulk actions cannot take: with any of them the actions act on selected rows only.
+  const listOnly = Boolean(error || key || metadata || when);
+  const filtered = hasFilter(filters) || listOnly;
+  const jobs = useJobs({
+    status: when ? WHEN_STATUS[when] : status,
+    type: type || undefined,
+    queue: queue || undefined,
+    error: error || undefined,
+    key: key || undefined,
+    metadata: metadata || undefined,
+    due: when === 'due' ? true : when === 'scheduled' ? false : undefined,
+    leaseExpired: when === 'lease_expired' ? true : undefined,
+    limit,
+    offset,
+    ordering,
+  });
   const rows = jobs.data?.results ?? [];
 
   // Selected rows belong to one view: another filter or page starts with none.
-  const view = JSON.stringify([status, type, queue, limit, offset, ordering]);
+  const view = JSON.stringify([status, type, queue, error, key, metadata, when, limit, offset, ordering]);
   const [selection, setSelection] = useState<{ view: string; ids: ReadonlySet<string> }>({
     view,
     ids: NOTHING_SELECTED,
@@ -108,7 +179,7 @@ export function JobsPage() {
     selectedCount > 0
       ? planForSelection(action, rows, selected, config?.limits.bulk_ids_max ?? Number.POSITIVE_INFINITY)
       : planForFilters(action, filters, counts),
-  ).filter((plan) => plan.statuses.length > 0);
+  ).filter((plan) => plan.statuses.length > 0 && (selectedCount > 0 || !listOnly));
 
   const retry = useBulkRetry();
   const cancel = useBulkCancel();
@@ -143,8 +214,10 @@ export function JobsPage() {
   const activeQueues = useActiveQueues().data;
   const choices = queueChoices(config?.worker.queues ?? [], activeQueues ?? [], queue);
   const caption =
-    `Jobs${status ? ` with status ${status}` : ''}` +
-    `${type ? ` whose type contains “${type}”` : ''}${queue ? ` in queue ${queue}` : ''}`;
+    `Jobs${when ? ` ${WHEN_LABELS[when]}` : status ? ` with status ${status}` : ''}` +
+    `${type ? ` whose type contains “${type}”` : ''}${queue ? ` in queue ${queue}` : ''}` +
+    `${error ? ` whose error contains “${error}”` : ''}${key ? ` with key ${key}` : ''}` +
+    `${metadata ? ` with metadata ${metadata}` : ''}`;
 
   return (
     <div className="page">
@@ -157,6 +230,28 @@ export function JobsPage() {
             {JOB_STATUSES.map((s) => (
               <option key={s} value={s}>
                 {s}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label className="field field--inline">
+          <span>State</span>
+          <select
+            value={when ?? ''}
+            onChange={(e) => {
+              const next = e.target.value as When | '';
+              update({
+                due: next === 'due' ? 'true' : next === 'scheduled' ? 'false' : undefined,
+                lease_expired: next === 'lease_expired' ? 'true' : undefined,
+                status: next ? WHEN_STATUS[next] : status,
+                offset: 0,
+              });
+            }}
+          >
+            <option value="">Any</option>
+            {WHENS.map((w) => (
+              <option key={w} value={w}>
+                {WHEN_LABELS[w]}
               </option>
             ))}
           </select>
@@ -197,6 +292,37 @@ export function JobsPage() {
             </span>
           )}
         </div>
+        <label className="field field--inline">
+          <span>Error contains</span>
+          <input
+            type="search"
+            value={errorInput}
+            placeholder="e.g. timeout"
+            onChange={(e) => setErrorInput(e.target.value)}
+          />
+        </label>
+        <label className="field field--inline">
+          <span>Key</span>
+          <input
+            type="search"
+            className="mono"
+            value={keyInput}
+            placeholder="idempotency, unique or concurrency"
+            spellCheck={false}
+            onChange={(e) => setKeyInput(e.target.value)}
+          />
+        </label>
+        <label className="field field--inline">
+          <span>Metadata</span>
+          <input
+            type="search"
+            className="mono"
+            value={metadataInput}
+            placeholder="name=value"
+            spellCheck={false}
+            onChange={(e) => setMetadataInput(e.target.value)}
+          />
+        </label>
         {filtered && (
           <button
             type="button"
@@ -204,7 +330,20 @@ export function JobsPage() {
             onClick={() => {
               setTypeInput('');
               setQueueInput('');
-              update({ status: undefined, type: undefined, queue: undefined, offset: 0 });
+              setErrorInput('');
+              setKeyInput('');
+              setMetadataInput('');
+              update({
+                status: undefined,
+                type: undefined,
+                queue: undefined,
+                error: undefined,
+                key: undefined,
+                metadata: undefined,
+                due: undefined,
+                lease_expired: undefined,
+                offset: 0,
+              });
             }}
           >
             Clear filters
@@ -240,6 +379,7 @@ export function JobsPage() {
             ) : (
               <JobTable
                 jobs={rows}
+                showErrors
                 caption={caption}
                 busy={jobs.isPlaceholderData}
                 sort={sort}

@@ -150,8 +150,9 @@ describe('Overview page', () => {
             paused: true,
             paused_at: new Date(Date.now() - 60_000).toISOString(),
             counts: { queued: 12, running: 0, succeeded: 0, failed: 0, cancelled: 0 },
+            due: 12,
           }),
-          makeQueue({ name: 'default', counts: { queued: 3, running: 1, succeeded: 0, failed: 0, cancelled: 0 } }),
+          makeQueue({ name: 'default', counts: { queued: 3, running: 1, succeeded: 0, failed: 0, cancelled: 0 }, due: 3 }),
         ]),
       ),
       http.get(`${API}/schedules/`, () =>
@@ -166,8 +167,11 @@ describe('Overview page', () => {
     );
     renderApp('/');
     const list = await screen.findByRole('list', { name: 'Needs attention' });
-    const paused = await within(list).findByText('Queue emails is paused with 12 jobs waiting');
-    expect(within(paused.closest('li')!).getByRole('link', { name: 'Queues' })).toHaveAttribute('href', '/queues');
+    const paused = await within(list).findByText('Queue emails is paused with 12 due jobs waiting');
+    expect(within(paused.closest('li')!).getByRole('link', { name: 'Queued jobs in emails' })).toHaveAttribute(
+      'href',
+      '/jobs?status=queued&queue=emails',
+    );
     const failed = within(list).getByText('Schedule nightly-report: its last job failed');
     expect(within(failed.closest('li')!).getByRole('link')).toHaveAttribute('href', `/jobs/${JOB_ID}`);
     expect(within(list).getAllByRole('listitem')).toHaveLength(2);

@@ -1,5 +1,5 @@
 import { Link } from 'react-router';
-import { useJobTypes, useQueues, useSchedules, useStats, useThroughput } from '../api/hooks';
+import { useJobTypes, useQueues, useSchedules, useStats, useThroughput, useWorkers } from '../api/hooks';
 import type { JobStats, JobTypeHealth } from '../api/types';
 import { StatCard } from '../components/StatCard';
 import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
@@ -63,6 +63,7 @@ export function OverviewPage() {
   const types = useJobTypes(ATTENTION_WINDOW_MINUTES);
   const queues = useQueues();
   const schedules = useSchedules();
+  const workers = useWorkers();
 
   return (
     <div className="page">
@@ -85,8 +86,11 @@ export function OverviewPage() {
                   Failing job types are unknown: {errorMessage(types.error)}
                 </p>
               ))}
-            {((queues.isError && !queues.data) || (schedules.isError && !schedules.data)) && (
+            {((queues.isError && !queues.data) ||
+              (schedules.isError && !schedules.data) ||
+              (workers.isError && !workers.data)) && (
               <p className="stale-note" role="status">
+                {workers.isError && !workers.data ? `Live workers are unknown: ${errorMessage(workers.error)}. ` : ''}
                 {queues.isError && !queues.data ? `Paused queues are unknown: ${errorMessage(queues.error)}. ` : ''}
                 {schedules.isError && !schedules.data
                   ? `Failed schedules are unknown: ${errorMessage(schedules.error)}.`
@@ -97,7 +101,7 @@ export function OverviewPage() {
               stats={stats.data}
               types={types.data?.types}
               typesFailed={types.isError}
-              flow={{ queues: queues.data, schedules: schedules.data }}
+              flow={{ queues: queues.data, schedules: schedules.data, workers: workers.data?.processes }}
             />
           </>
         ) : null}
@@ -124,14 +128,14 @@ export function OverviewPage() {
                 value={stats.data.due}
                 tone="neutral"
                 hint="due now, waiting for a worker"
-                to="/jobs?status=queued"
+                to="/jobs?status=queued&due=true"
               />
               <StatCard
                 label="Scheduled"
                 value={stats.data.scheduled}
                 tone="neutral"
                 hint="queued to run later"
-                to="/jobs?status=queued"
+                to="/jobs?status=queued&due=false"
               />
               <StatCard label="Running" value={stats.data.by_status.running} tone="running" to="/jobs?status=running" />
               <StatCard
@@ -157,6 +161,7 @@ export function OverviewPage() {
                 value={stats.data.overdue_running}
                 tone={stats.data.overdue_running > 0 ? 'warning' : 'neutral'}
                 hint="lease expired, awaiting cleanup"
+                to="/jobs?status=running&lease_expired=true"
               />
               <StatCard
                 label="Retries pending"

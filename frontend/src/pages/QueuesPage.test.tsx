@@ -32,7 +32,11 @@ const REPORTS = makeQueue({
   paused: true,
   paused_at: new Date(Date.now() - 120_000).toISOString(),
   counts: counts(7),
-  oldest_queued_at: new Date(Date.now() - 300_000).toISOString(),
+  due: 5,
+  scheduled: 2,
+  // The scheduled ones were created first: the backlog's age is the oldest due job's.
+  oldest_queued_at: new Date(Date.now() - 3_600_000).toISOString(),
+  oldest_due_at: new Date(Date.now() - 300_000).toISOString(),
 });
 
 /** Serve `queues`; pause/resume/PATCH change them as the API would, and are recorded. */
@@ -93,7 +97,8 @@ describe('Queues page', () => {
     const reports = row('reports');
     expect(within(reports).getByText('paused')).toBeInTheDocument();
     expect(reports).toHaveTextContent('since 2m ago');
-    expect(reports).toHaveTextContent(/oldest queued: 5m 0\ds/);
+    expect(reports).toHaveTextContent(/oldest due job waited 5m 0\ds/);
+    expect(reports).toHaveTextContent('7 queued (5 due, 2 scheduled)');
     expect(reports).toHaveTextContent('0 running, no limit');
     expect(reports).toHaveTextContent('no limit');
   });
@@ -124,7 +129,7 @@ describe('Queues page', () => {
     renderApp('/queues');
     await userEvent.click(await screen.findByRole('button', { name: 'Resume queue reports' }, LOAD));
     const dialog = screen.getByRole('dialog', { name: 'Resume queue reports?' });
-    expect(dialog).toHaveTextContent('its 7 queued jobs');
+    expect(dialog).toHaveTextContent('its 5 due jobs again at once, within its limits, and its 2 scheduled for later when they are due');
     await userEvent.click(within(dialog).getByRole('button', { name: 'Resume queue' }));
     await waitFor(() => expect(seen.posts).toEqual(['resume reports']));
     expect(await within(row('reports')).findByText('active')).toBeInTheDocument();

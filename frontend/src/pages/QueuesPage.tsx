@@ -58,7 +58,11 @@ function PausedState({ queue }: { queue: Queue }) {
           since <RelativeTime value={queue.paused_at} />
         </span>
       )}
-      {wait && <span className="cell-detail">oldest queued: {wait}</span>}
+      {wait && (
+        <span className="cell-detail" data-backlog-age="">
+          oldest due job waited {wait}
+        </span>
+      )}
     </>
   );
 }
@@ -229,6 +233,25 @@ function QueueTable({
                         <span data-count={status}>0</span>
                       )}{' '}
                       {status}
+                      {status === 'queued' && queue.counts.queued > 0 && (
+                        <span className="muted" data-split="">
+                          {' ('}
+                          <Link
+                            to={`/jobs?status=queued&due=true&queue=${encodeURIComponent(queue.name)}`}
+                            data-count="due"
+                          >
+                            {queue.due.toLocaleString()}
+                          </Link>{' '}
+                          due,{' '}
+                          <Link
+                            to={`/jobs?status=queued&due=false&queue=${encodeURIComponent(queue.name)}`}
+                            data-count="scheduled"
+                          >
+                            {queue.scheduled.toLocaleString()}
+                          </Link>{' '}
+                          scheduled)
+                        </span>
+                      )}
                     </li>
                   ))}
                 </ul>
@@ -371,8 +394,12 @@ export function QueuesPage() {
       >
         {confirming?.paused ? (
           <p>
-            Workers start claiming its {confirming.counts.queued.toLocaleString()} queued jobs again at once, within its
-            limits.
+            Workers start claiming its {confirming.due.toLocaleString()} due {confirming.due === 1 ? 'job' : 'jobs'} again
+            at once, within its limits
+            {confirming.scheduled > 0
+              ? `, and its ${confirming.scheduled.toLocaleString()} scheduled for later when they are due`
+              : ''}
+            .
           </p>
         ) : (
           <p>

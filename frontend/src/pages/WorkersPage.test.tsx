@@ -32,6 +32,7 @@ describe('Workers page', () => {
   });
 
   it('says when no worker is running', async () => {
+    server.use(http.get(`${API}/workers/`, () => HttpResponse.json(makeWorkers([]))));
     renderApp('/workers');
     expect(await screen.findByText(/No worker is running/)).toBeInTheDocument();
   });

@@ -53,6 +53,7 @@ export function makeJob(overrides: Partial<JobListItem> = {}): JobListItem {
     concurrency_key: null,
     claimed_at: null,
     claimed_by: null,
+    last_exception_class: null,
     ...overrides,
   };
 }
@@ -275,6 +276,9 @@ export function makeQueue(overrides: Partial<Queue> = {}): Queue {
     rate_period_seconds: null,
     running: 0,
     saturation: null,
+    due: 0,
+    scheduled: 0,
+    oldest_due_at: null,
     oldest_queued_at: null,
     ...overrides,
   };

@@ -1,9 +1,19 @@
 import { http, HttpResponse } from 'msw';
 import { setupServer } from 'msw/node';
 import type { JobEvent } from '../api/types';
-import { API, config, makeJobTypes, makeThroughput, makeWorkers, openSession, stats } from './fixtures';
+import {
+  API,
+  config,
+  makeJobTypes,
+  makeProcess,
+  makeThread,
+  makeThroughput,
+  makeWorkers,
+  openSession,
+  stats,
+} from './fixtures';
 
-/** Default handlers: a healthy, empty API. Tests override what they exercise. */
+/** Default handlers: a healthy, empty API with one idle worker. Tests override what they exercise. */
 export const defaultHandlers = [
   http.get(`${API}/health/`, () => HttpResponse.json({ ok: true, database: 'ok' })),
   http.get(`${API}/config/`, () => HttpResponse.json(config)),
@@ -11,7 +21,7 @@ export const defaultHandlers = [
   http.get(`${API}/jobs/stats/`, () => HttpResponse.json(stats)),
   http.get(`${API}/jobs/throughput/`, () => HttpResponse.json(makeThroughput([[0, 0]]))),
   http.get(`${API}/jobs/types/`, () => HttpResponse.json(makeJobTypes([]))),
-  http.get(`${API}/workers/`, () => HttpResponse.json(makeWorkers([]))),
+  http.get(`${API}/workers/`, () => HttpResponse.json(makeWorkers([makeProcess([makeThread(1)])]))),
   http.get(`${API}/jobs/:id/attempts/`, () => HttpResponse.json([])),
   http.get(`${API}/queues/`, () => HttpResponse.json([])),
   http.get(`${API}/schedules/`, () => HttpResponse.json([])),
