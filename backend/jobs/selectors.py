@@ -36,6 +36,7 @@ from django.db.models import (
 )
 from django.db.models.expressions import Combinable
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
+from django.db.models.functions import Substr
 from django.utils import timezone
 
 from . import registry, rollups
@@ -529,7 +530,50 @@ def type_health(*, minutes: int = 60, now: datetime | None = None) -> dict[str, 
         "bucket_seconds": bucket_minutes * 60,
         "sample_size_max": TYPE_SAMPLE_SIZE,
         "types": types,
+        "error_groups": error_groups(start=start, end=now),
     }
+
+
+# The failure triage's groups: at most this many (the most frequent), each message cut to
+# this many characters (a message with a per-job number in it otherwise makes one group
+# per job).
+ERROR_GROUPS_MAX = 50
+ERROR_GROUP_MESSAGE_CHARS = 200
+
+
+def error_groups(*, start: datetime, end: datetime) -> list[dict[str, Any]]:
+    """The failed attempts between ``start`` and ``end`` grouped by job type, exception
+    class and message (its first ``ERROR_GROUP_MESSAGE_CHARS`` characters), most frequent
+    first: how many attempts and jobs, and the latest one's time. One query over the
+    failure events of the window."""
+    rows = (
+        JobEvent.objects.filter(
+            type__in=FAILURE_EVENT_TYPES,
+            created_at__gte=start,
+            created_at__lte=end,
+            job_type__isnull=False,
+        )
+        .annotate(
+            exception=KeyTextTransform("exception_class", "data"),
+            text=Substr("message", 1, ERROR_GROUP_MESSAGE_CHARS),
+        )
+        .values("job_type", "exception", "text")
+        .annotate(
+            attempts=Count("pk"), jobs=Count("job_id", distinct=True), last_at=Max("created_at")
+        )
+        .order_by("-attempts", "-last_at")[:ERROR_GROUPS_MAX]
+    )
+    return [
+        {
+            "type": row["job_type"],
+            "exception_class": exception_name(row["exception"]),
+            "message": row["text"],
+            "attempts": row["attempts"],
+            "jobs": row["jobs"],
+            "last_at": row["last_at"],
+        }
+        for row in rows
+    ]
 
 
 def _activity_by_worker(start: datetime, end: datetime) -> rollups.MinuteRows:

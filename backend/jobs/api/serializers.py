@@ -918,6 +918,17 @@ class JobTypeHealthSerializer(serializers.Serializer[dict[str, Any]]):
     )
 
 
+class ErrorGroupSerializer(serializers.Serializer[dict[str, Any]]):
+    type = serializers.CharField(help_text="The job type.")
+    exception_class = serializers.CharField(
+        allow_null=True, help_text="Exception class (builtins unprefixed); null: none raised."
+    )
+    message = serializers.CharField(help_text="The error message, its first 200 characters.")
+    attempts = serializers.IntegerField(help_text="Failed attempts with this error.")
+    jobs = serializers.IntegerField(help_text="Distinct jobs among them.")
+    last_at = serializers.DateTimeField(help_text="The latest of them.")
+
+
 class JobTypesSerializer(serializers.Serializer[dict[str, Any]]):
     minutes = serializers.IntegerField()
     start = serializers.DateTimeField(help_text="Start of the window's oldest minute.")
@@ -928,6 +939,11 @@ class JobTypesSerializer(serializers.Serializer[dict[str, Any]]):
     )
     types = JobTypeHealthSerializer(
         many=True, help_text="Registered types and any other type seen, by name."
+    )
+    error_groups = ErrorGroupSerializer(
+        many=True,
+        help_text="Failed attempts in the window grouped by type, exception class and "
+        "message, most frequent first (at most 50).",
     )
 
 

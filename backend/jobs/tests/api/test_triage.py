@@ -125,3 +125,29 @@ def test_a_queue_ages_its_backlog_from_its_oldest_due_job_and_splits_due_from_sc
     assert body["oldest_due_at"] == timezone.localtime(due.available_at).isoformat()
     idle = queues["default"]
     assert (idle["due"], idle["scheduled"], idle["oldest_due_at"]) == (0, 0, None)
+
+
+def test_job_types_group_failed_attempts_by_type_class_and_message(api):
+    for _ in range(3):
+        failed_with("amount must be positive", "builtins.ValueError")
+    failed_with("connection refused", "ConnectionRefusedError")
+    # A manual retry that fails again is a second attempt of the same job.
+    job = failed_with("amount must be positive", "builtins.ValueError")
+    services.retry_job(job_id=job.pk)
+    services.claim_next_job(worker_id=WORKER)
+    services.fail_job(
+        job_id=job.pk,
+        worker_id=WORKER,
+        attempt=1,
+        error="amount must be positive",
+        details=services.ErrorDetails(exception_class="builtins.ValueError"),
+    )
+    body = api.get("/api/jobs/types/?minutes=15").json()
+    groups = [
+        (g["type"], g["exception_class"], g["message"], g["attempts"], g["jobs"])
+        for g in body["error_groups"]
+    ]
+    assert groups == [
+        ("demo.fail", "ValueError", "amount must be positive", 5, 4),
+        ("demo.fail", "ConnectionRefusedError", "connection refused", 1, 1),
+    ]
