@@ -752,7 +752,16 @@ def job_detail(job_id: UUID | str) -> tuple[Job, dict[str, Any]]:
     job = get_job(job_id)
     attempts = _attempts_from(job, _attempt_events(job.pk))
     rounds = JobEvent.objects.filter(job_id=job.pk, type=JobEventType.MANUAL_RETRY).count()
-    failure = next((attempt for attempt in reversed(attempts) if attempt["exception_class"]), None)
+    # An operator's cancel is no failure: the exception its handler raised as it stopped is
+    # the cancellation itself.
+    failure = next(
+        (
+            attempt
+            for attempt in reversed(attempts)
+            if attempt["exception_class"] and attempt["outcome"] != "cancelled"
+        ),
+        None,
+    )
     timeout, source = effective_timeout(job)
     current = attempts[-1] if attempts and job.status != JobStatus.QUEUED else None
     return job, {

@@ -97,3 +97,62 @@ test("a queue's backlog is aged from its oldest due job; jobs scheduled for late
     await cancelViaApi(request, scheduled);
   }
 });
+
+test('why a type fails: failures grouped by error on Job types, each leading to its jobs with their last error', async ({
+  page,
+  request,
+}) => {
+  const tag = Date.now().toString(36);
+  const declined = `e2e card declined ${tag}`;
+  const gateway = `e2e gateway timeout ${tag}`;
+  const fail = (error: string) => createViaApi(request, { type: 'demo.fail', payload: { error }, max_attempts: 1 });
+  const jobs = [await fail(declined), await fail(declined), await fail(gateway)];
+  for (const id of jobs) await expect.poll(() => jobStatus(request, id), { timeout: 30_000 }).toBe('failed');
+  // A manual retry that fails again: a second failed attempt of the same job.
+  expect((await request.post(`${API}/jobs/${jobs[0]}/retry/`)).ok()).toBe(true);
+  await expect.poll(() => jobStatus(request, jobs[0]!), { timeout: 30_000 }).toBe('failed');
+
+  await page.goto('/job-types');
+  const groups = page.getByRole('table', { name: 'Failures by error' });
+  const declinedRow = groups.locator('tr', { hasText: declined });
+  await expect(declinedRow).toContainText(`RuntimeError: ${declined}`);
+  await expect(declinedRow.locator('[data-attempts]')).toHaveText('3');
+  await expect(declinedRow.locator('[data-jobs]')).toHaveText('2');
+  await expect(groups.locator('tr', { hasText: gateway }).locator('[data-attempts]')).toHaveText('1');
+
+  await declinedRow.getByRole('link', { name: new RegExp(declined) }).click();
+  await expect(page).toHaveURL(/\/jobs\?type=demo\.fail&error=/);
+  const rows = page.locator('tbody tr[data-job-id]');
+  await expect(rows).toHaveCount(2);
+  for (const id of jobs.slice(0, 2)) {
+    await expect(page.locator(`tr[data-job-id="${id}"] .last-error-text`)).toHaveText(`RuntimeError: ${declined}`);
+  }
+
+  // The error filter typed by hand; Back restores the previous one.
+  await page.getByRole('searchbox', { name: 'Error contains' }).fill(gateway);
+  await expect(rows).toHaveCount(1);
+  await expect(page.locator(`tr[data-job-id="${jobs[2]}"]`)).toBeVisible();
+  await page.goBack();
+  await expect(rows).toHaveCount(2);
+  await expect(page.getByRole('searchbox', { name: 'Error contains' })).toHaveValue(declined);
+});
+
+test("an operator's cancel of a running job is no error: no red text, no traceback", async ({ page, request }) => {
+  const id = await createViaApi(request, { type: 'demo.slow', payload: { sleep_seconds: 120 } });
+  await expect.poll(() => jobStatus(request, id), { timeout: 30_000 }).toBe('running');
+  await page.goto(`/jobs/${id}`);
+  await page.getByRole('button', { name: 'Cancel job' }).click();
+  await page.getByRole('dialog', { name: `Cancel job ${id.slice(0, 8)}?` }).getByRole('button', { name: 'Cancel job' }).click();
+  await expect(page.locator('.page__title-row [data-status]')).toHaveAttribute('data-status', 'cancelled', {
+    timeout: 30_000,
+  });
+
+  const lastError = page.getByRole('region', { name: 'Last error' });
+  await expect(lastError).toContainText('Cancelled as requested; nothing failed.');
+  await expect(lastError.locator('.error-text, .last-error__class')).toHaveCount(0);
+  await expect(page.getByLabel('Traceback of the last error')).toHaveCount(0);
+  const attempt = page.getByRole('table', { name: 'Attempts' }).locator('tr[data-attempt="1"]');
+  await expect(attempt).toHaveAttribute('data-outcome', 'cancelled');
+  await expect(attempt).toContainText('stopped as asked');
+  await expect(page.getByText('Traceback of attempt 1')).toHaveCount(0);
+});

@@ -617,6 +617,23 @@ export interface components {
         Error: {
             detail: string;
         };
+        ErrorGroup: {
+            /** @description The job type. */
+            type: string;
+            /** @description Exception class (builtins unprefixed); null: none raised. */
+            exception_class: string | null;
+            /** @description The error message, its first 200 characters. */
+            message: string;
+            /** @description Failed attempts with this error. */
+            attempts: number;
+            /** @description Distinct jobs among them. */
+            jobs: number;
+            /**
+             * Format: date-time
+             * @description The latest of them.
+             */
+            last_at: string;
+        };
         Health: {
             ok: boolean;
             database: components["schemas"]["DatabaseEnum"];
@@ -1069,6 +1086,8 @@ export interface components {
             sample_size_max: number;
             /** @description Registered types and any other type seen, by name. */
             types: components["schemas"]["JobTypeHealth"][];
+            /** @description Failed attempts in the window grouped by type, exception class and message, most frequent first (at most 50). */
+            error_groups: components["schemas"]["ErrorGroup"][];
         };
         /**
          * @description * `type` - type

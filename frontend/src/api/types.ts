@@ -96,6 +96,7 @@ export type Throughput = Schema['Throughput'];
 /** Per-type health over a window (`GET /api/jobs/types/`). */
 export type JobTypes = Schema['JobTypes'];
 export type JobTypeHealth = Schema['JobTypeHealth'];
+export type ErrorGroup = Schema['ErrorGroup'];
 
 export type JobTypeInfo = Narrow<Schema['JobType'], { example_payload: JsonObject }>;
 export type WorkerSettings = Schema['WorkerConfig'];

@@ -59,12 +59,18 @@ export function AttemptsTable({ attempts }: { attempts: readonly JobAttempt[] })
                     <span className={`badge badge--${OUTCOME_TONE[a.outcome]}`}>{outcomeLabel(a.outcome)}</span>
                   </td>
                   <td>
-                    {a.exception_class ? <span className="mono">{a.exception_class}</span> : null}
-                    {a.error && <span className="cell-detail">{a.error}</span>}
-                    {!a.exception_class && !a.error && <span className="muted">—</span>}
+                    {a.outcome === 'cancelled' ? (
+                      <span className="muted">stopped as asked</span>
+                    ) : (
+                      <>
+                        {a.exception_class ? <span className="mono">{a.exception_class}</span> : null}
+                        {a.error && <span className="cell-detail">{a.error}</span>}
+                        {!a.exception_class && !a.error && <span className="muted">—</span>}
+                      </>
+                    )}
                   </td>
                 </tr>
-                {a.traceback && (
+                {a.traceback && a.outcome !== 'cancelled' && (
                   <tr className="attempts__traceback">
                     <td colSpan={7}>
                       <details>

@@ -231,6 +231,22 @@ function JobActions({ job, worker }: { job: Job; worker: WorkerSettings | undefi
 
 /** The latest failure: its exception class, message and traceback, readable as code. */
 function LastError({ job }: { job: JobDetail }) {
+  if (job.status === 'cancelled') {
+    // Stopping as asked is not an error: no red text, no traceback of the cancellation.
+    return (
+      <>
+        <p className="muted" data-cancelled="">
+          Cancelled as requested; nothing failed.
+        </p>
+        {job.last_traceback && (
+          <details>
+            <summary>An earlier attempt failed: {job.last_exception_class}</summary>
+            <Traceback text={job.last_traceback} label="Traceback of the last error" />
+          </details>
+        )}
+      </>
+    );
+  }
   if (!job.last_error && !job.last_traceback) return <p className="muted">No error recorded.</p>;
   return (
     <>

@@ -36,6 +36,44 @@ function windowsAskedFor(): string[] {
 }
 
 describe('Job types page', () => {
+  it('groups failures by error with counts, each linking to the jobs with that error', async () => {
+    server.use(
+      http.get(`${API}/jobs/types/`, () =>
+        HttpResponse.json(
+          makeJobTypes(TYPES, 60, [
+            {
+              type: 'demo.fail',
+              exception_class: 'ValueError',
+              message: 'amount must be positive',
+              attempts: 30,
+              jobs: 12,
+              last_at: new Date().toISOString(),
+            },
+            {
+              type: 'demo.fail',
+              exception_class: null,
+              message: 'Lease expired; job requeued',
+              attempts: 2,
+              jobs: 2,
+              last_at: new Date().toISOString(),
+            },
+          ]),
+        ),
+      ),
+    );
+    renderApp('/job-types');
+    const groups = await screen.findByRole('table', { name: 'Failures by error' });
+    const rows = within(groups).getAllByRole('row').slice(1);
+    expect(rows.map((row) => row.textContent)).toEqual([
+      expect.stringContaining('ValueError: amount must be positive3012'),
+      expect.stringContaining('Lease expired; job requeued22'),
+    ]);
+    expect(within(rows[0]!).getByRole('link')).toHaveAttribute(
+      'href',
+      '/jobs?type=demo.fail&error=amount+must+be+positive',
+    );
+  });
+
   it('lists each type worst first, linking to its jobs, with its numbers and sparkline', async () => {
     const seen = windowsAskedFor();
     renderApp('/job-types');

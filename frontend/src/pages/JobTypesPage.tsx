@@ -1,6 +1,6 @@
 import { Link, useSearchParams } from 'react-router';
 import { useJobTypes } from '../api/hooks';
-import type { JobTypeHealth } from '../api/types';
+import type { ErrorGroup, JobTypeHealth } from '../api/types';
 import { RelativeTime } from '../components/RelativeTime';
 import { Sparkline } from '../components/Sparkline';
 import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
@@ -122,6 +122,70 @@ function TypeRow({ type, bucketSeconds }: { type: JobTypeHealth; bucketSeconds: 
   );
 }
 
+/** Where the jobs of one error group are listed: its type, and its message in their last error. */
+function groupJobsLink(group: ErrorGroup): string {
+  const params = new URLSearchParams({ type: group.type, error: group.message.split('\n')[0] ?? '' });
+  return `/jobs?${params.toString()}`;
+}
+
+/** The window's failed attempts grouped by type, exception class and message: what fails, how often. */
+function ErrorGroups({ groups, windowLabel }: { groups: readonly ErrorGroup[]; windowLabel: string }) {
+  return (
+    <section aria-labelledby="error-groups-heading" className="error-groups">
+      <h2 id="error-groups-heading">Failures by error</h2>
+      {groups.length === 0 ? (
+        <p className="muted">No attempt failed in the last {windowLabel}.</p>
+      ) : (
+        <div className="table-wrap">
+          <table className="table" aria-labelledby="error-groups-heading">
+            <thead>
+              <tr>
+                <th scope="col">Type</th>
+                <th scope="col">Error</th>
+                <th scope="col" className="num">
+                  Attempts
+                </th>
+                <th scope="col" className="num">
+                  Jobs
+                </th>
+                <th scope="col">Latest</th>
+              </tr>
+            </thead>
+            <tbody>
+              {groups.map((group) => (
+                <tr
+                  key={`${group.type}|${group.exception_class ?? ''}|${group.message}`}
+                  data-error-group={group.type}
+                >
+                  <td className="mono">{group.type}</td>
+                  <td className="last-error-cell">
+                    <Link to={groupJobsLink(group)} className="last-error-text" title={group.message}>
+                      {group.exception_class && (
+                        <span className="last-error-text__class mono">{group.exception_class}</span>
+                      )}
+                      {group.exception_class && ': '}
+                      {group.message}
+                    </Link>
+                  </td>
+                  <td className="num" data-attempts={group.attempts}>
+                    {group.attempts.toLocaleString()}
+                  </td>
+                  <td className="num" data-jobs={group.jobs}>
+                    {group.jobs.toLocaleString()}
+                  </td>
+                  <td>
+                    <RelativeTime value={group.last_at} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}
+
 export function JobTypesPage() {
   const [params, setParams] = useSearchParams();
   const minutes = parseIntParam(params.get('minutes'), DEFAULT_MINUTES, 1, 1440);
@@ -233,6 +297,7 @@ export function JobTypesPage() {
                 </table>
               </div>
             )}
+            <ErrorGroups groups={types.data.error_groups} windowLabel={windowLabel} />
             <p className="muted small">
               Attempts are the attempts that ended in the window; percentiles are over each type&apos;s newest{' '}
               {types.data.sample_size_max.toLocaleString()} of them. Each type links to its jobs.

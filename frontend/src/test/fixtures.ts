@@ -18,6 +18,7 @@ import type {
   LiveWorkerProcess,
   LiveWorkerThread,
   LiveWorkers,
+  ErrorGroup,
   Throughput,
 } from '../api/types';
 
@@ -192,7 +193,7 @@ export function makeTypeHealth(type: string, overrides: Partial<Omit<JobTypeHeal
   };
 }
 
-export function makeJobTypes(types: JobTypeHealth[], minutes = 60): JobTypes {
+export function makeJobTypes(types: JobTypeHealth[], minutes = 60, errorGroups: ErrorGroup[] = []): JobTypes {
   return {
     minutes,
     start: '2026-06-21T10:00:00Z',
@@ -200,6 +201,7 @@ export function makeJobTypes(types: JobTypeHealth[], minutes = 60): JobTypes {
     bucket_seconds: 60,
     sample_size_max: 1000,
     types,
+    error_groups: errorGroups,
   };
 }
 

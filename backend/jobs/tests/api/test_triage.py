@@ -151,3 +151,22 @@ def test_job_types_group_failed_attempts_by_type_class_and_message(api):
         ("demo.fail", "ValueError", "amount must be positive", 5, 4),
         ("demo.fail", "ConnectionRefusedError", "connection refused", 1, 1),
     ]
+
+
+def test_a_cancelled_attempt_is_not_the_job_pages_last_error(api):
+    job = running_job()
+    services.cancel_job(job_id=job.pk)
+    services.fail_job(
+        job_id=job.pk,
+        worker_id=WORKER,
+        attempt=1,
+        error="Cancelled",
+        details=services.ErrorDetails(
+            exception_class="jobs.errors.JobCancelled", traceback="Traceback", reason="cancelled"
+        ),
+    )
+    body = api.get(f"/api/jobs/{job.pk}/").json()
+    assert body["status"] == "cancelled"
+    assert (body["last_exception_class"], body["last_traceback"]) == (None, None)
+    (attempt,) = api.get(f"/api/jobs/{job.pk}/attempts/").json()
+    assert attempt["outcome"] == "cancelled"
