@@ -110,6 +110,28 @@ class QueueCollector(Collector):
             value=1 if stats["estimated"] else 0,
         )
         yield from flow_control_metrics(live, now)
+        yield from worker_metrics(now)
+
+
+def worker_metrics(now: datetime) -> Iterator[Metric]:
+    """Live worker processes and their serving and abandoned threads, from presence: the
+    same facts as the workers page, so an alert needs no worker's own metrics port."""
+    processes = selectors.live_workers(minutes=1, now=now)["processes"]
+    yield GaugeMetricFamily(
+        f"{PREFIX}_workers_live",
+        "Worker processes that checked in within their heartbeat interval (0: none serves).",
+        value=len(processes),
+    )
+    threads = GaugeMetricFamily(
+        f"{PREFIX}_worker_process_threads",
+        "Threads per live worker process: serving, or abandoned (still in a handler whose "
+        "attempt timed out).",
+        labels=["worker", "state"],
+    )
+    for process in processes:
+        threads.add_metric([process["worker_id"], "serving"], process["threads_live"])
+        threads.add_metric([process["worker_id"], "abandoned"], len(process["threads_abandoned"]))
+    yield threads
 
 
 def flow_control_metrics(live: list[dict[str, Any]], now: datetime) -> Iterator[Metric]:

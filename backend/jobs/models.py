@@ -364,6 +364,9 @@ class WorkerPresence(models.Model):
     threads_configured = models.IntegerField()
     # The worker ids of its live, serving threads (host:pid:thread-N:random).
     threads = models.JSONField(default=list)
+    # Its abandoned threads still in a timed-out handler: [{"worker_id", "job_id", "type",
+    # "attempt", "abandoned_at"}] (migration 0016).
+    abandoned = models.JSONField(default=list, db_default=[], blank=True)
     heartbeat_interval_seconds = models.FloatField()
     started_at = models.DateTimeField()
     last_seen_at = models.DateTimeField()

@@ -851,9 +851,10 @@ def live_workers(*, minutes: int = 60, now: datetime | None = None) -> dict[str,
     (``WorkerPresence``): live while its ``last_seen_at`` is within one heartbeat interval
     of ``now`` (its maintenance thread writes it every half interval, so a process killed
     without a word drops out within one interval). Each with its serving threads and the
-    job each runs, and the attempt endings its threads wrote in the last ``minutes``. Three
-    queries however many workers: the presence rows, the running jobs, and the unsettled
-    minutes' rollup."""
+    job each runs, the attempt endings its threads wrote in the last ``minutes``, and its
+    abandoned threads (stuck in a handler whose attempt timed out) with the job each still
+    runs and that job's status now. Four queries however many workers: the presence rows,
+    the running jobs, the abandoned threads' jobs, and the unsettled minutes' rollup."""
     now = timezone.now() if now is None else now
     first, start = _window(now, minutes)
     present = [
@@ -880,6 +881,17 @@ def live_workers(*, minutes: int = 60, now: datetime | None = None) -> dict[str,
         else {}
     )
     finished = _finished_by_thread(first, now) if present else {}
+    abandoned_ids = [
+        entry["job_id"]
+        for row in present
+        for entry in _abandoned_entries(row)
+        if entry.get("job_id")
+    ]
+    abandoned_status = (
+        dict(Job.objects.filter(pk__in=abandoned_ids).values_list("id", "status"))
+        if abandoned_ids
+        else {}
+    )
     processes = []
     for row in present:
         entries = []
@@ -920,9 +932,35 @@ def live_workers(*, minutes: int = 60, now: datetime | None = None) -> dict[str,
                     count for thread, count in finished.items() if thread.startswith(prefix)
                 ),
                 "threads": entries,
+                "threads_abandoned": [
+                    {
+                        "worker_id": entry.get("worker_id"),
+                        "job": None
+                        if not entry.get("job_id")
+                        else {
+                            "id": entry["job_id"],
+                            "type": entry.get("type"),
+                            "attempt": entry.get("attempt"),
+                            "status": abandoned_status.get(UUID(str(entry["job_id"]))),
+                        },
+                        "abandoned_at": _parsed_time(entry.get("abandoned_at")),
+                    }
+                    for entry in _abandoned_entries(row)
+                ],
             }
         )
     return {"minutes": minutes, "start": start, "end": now, "processes": processes}
+
+
+def _parsed_time(value: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def _abandoned_entries(row: WorkerPresence) -> list[dict[str, Any]]:
+    return [entry for entry in row.abandoned or [] if isinstance(entry, dict)]
 
 
 # --- Flow control (issue 24) ------------------------------------------------------------

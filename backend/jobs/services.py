@@ -19,7 +19,7 @@ per transition on PostgreSQL, one ORM transaction elsewhere.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -819,10 +819,12 @@ def record_worker_presence(
     threads: Sequence[str],
     heartbeat_interval_seconds: float,
     started_at: datetime,
+    abandoned: Sequence[Mapping[str, Any]] = (),
     now: datetime | None = None,
 ) -> None:
     """Say that the worker process ``worker_id`` (host:pid) is alive at ``now``, with these
-    serving threads: one row per process, written whole (insert or update). It is read as
+    serving threads and its abandoned ones (stuck in a timed-out handler, each with the job
+    it still runs): one row per process, written whole (insert or update). It is read as
     live while ``now`` is within ``heartbeat_interval_seconds`` of its last write, so the
     process writes it more often than that. Rows of processes silent for
     ``PRESENCE_SWEEP_AFTER`` are deleted in passing. No job's state is read or written."""
@@ -836,6 +838,7 @@ def record_worker_presence(
                 "queues": list(queues),
                 "threads_configured": threads_configured,
                 "threads": list(threads),
+                "abandoned": [dict(entry) for entry in abandoned],
                 "heartbeat_interval_seconds": heartbeat_interval_seconds,
                 "started_at": started_at,
                 "last_seen_at": now,

@@ -156,3 +156,24 @@ test("an operator's cancel of a running job is no error: no red text, no traceba
   await expect(attempt).toContainText('stopped as asked');
   await expect(page.getByText('Traceback of attempt 1')).toHaveCount(0);
 });
+
+test('a hung demo.hang: its abandoned thread is on the process card with the job it still runs', async ({
+  page,
+  request,
+}) => {
+  const id = await createViaApi(request, {
+    type: 'demo.hang',
+    payload: { sleep_seconds: 30 },
+    timeout_seconds: 2,
+    max_attempts: 1,
+  });
+  // The attempt times out: the job fails, but its thread is still in the handler.
+  await expect.poll(() => jobStatus(request, id), { timeout: 30_000 }).toBe('failed');
+  await page.goto('/workers');
+  const thread = page.locator(`[data-abandoned-thread]`, { has: page.locator(`a[href="/jobs/${id}"]`) });
+  await expect(thread).toContainText(`${id.slice(0, 8)} demo.hang · attempt 1 · the job is failed now · abandoned`);
+  const group = page.getByRole('group', { name: /^Abandoned threads of / }).filter({ has: thread });
+  await expect(group).toContainText(/\d+ abandoned threads? still runs? (its|their) handlers?/);
+  const card = page.getByRole('region').filter({ has: thread });
+  await expect(card.locator('.process__head')).toContainText(/· \d+ abandoned threads? still in a handler/);
+});

@@ -966,6 +966,28 @@ class WorkerThreadSerializer(serializers.Serializer[dict[str, Any]]):
     job = ThreadJobSerializer(allow_null=True, help_text="What it runs now; null: idle.")
 
 
+class AbandonedJobSerializer(serializers.Serializer[dict[str, Any]]):
+    id = serializers.UUIDField()
+    type = serializers.CharField(allow_null=True)
+    attempt = serializers.IntegerField(allow_null=True, help_text="The attempt that timed out.")
+    status = serializers.ChoiceField(
+        choices=JobStatus.choices,
+        allow_null=True,
+        help_text="The job's status now (it moved on when the attempt timed out); null if "
+        "it was deleted.",
+    )
+
+
+class AbandonedThreadSerializer(serializers.Serializer[dict[str, Any]]):
+    worker_id = serializers.CharField(help_text="The thread's worker id.")
+    job = AbandonedJobSerializer(
+        allow_null=True, help_text="The job whose handler it is still in; null if unknown."
+    )
+    abandoned_at = serializers.DateTimeField(
+        allow_null=True, help_text="When its attempt timed out and it was replaced."
+    )
+
+
 class WorkerProcessSerializer(serializers.Serializer[dict[str, Any]]):
     worker_id = serializers.CharField(help_text="host:pid, the process part of its threads' ids.")
     hostname = serializers.CharField()
@@ -989,6 +1011,11 @@ class WorkerProcessSerializer(serializers.Serializer[dict[str, Any]]):
         help_text="Attempt endings its threads wrote in the window."
     )
     threads = WorkerThreadSerializer(many=True, help_text="Its live threads, by thread number.")
+    threads_abandoned = AbandonedThreadSerializer(
+        many=True,
+        help_text="Threads it gave up on: still running a handler whose attempt timed out "
+        "(replaced by new threads; not in threads).",
+    )
 
 
 class WorkersSerializer(serializers.Serializer[dict[str, Any]]):

@@ -8,8 +8,10 @@ import signal
 import threading
 import time
 from types import FrameType
+from typing import Any
 
 from django.db import connection
+from django.utils import timezone
 
 from ..conf import app_settings
 from ..drivers import get_driver
@@ -63,6 +65,7 @@ class WorkerRunner:
             abandon=self.abandon,
             record=self.completer.record,
             threads=lambda: [thread.worker_id for thread in self.serving()],
+            abandoned=self.abandoned_threads,
         )
         self.waker = Waker()
         self.fetcher = Fetcher(
@@ -120,6 +123,27 @@ class WorkerRunner:
         """The threads that claim jobs: alive and not abandoned."""
         return [t for t in self.threads if t.is_alive() and not t.abandoned]
 
+    def abandoned_threads(self) -> list[dict[str, Any]]:
+        """The abandoned threads still in their handler, each with the job it still runs
+        (its attempt timed out: the job itself has moved on), for the presence row."""
+        entries = []
+        for thread in self.threads:
+            attempt = thread.current
+            if not thread.abandoned or not thread.is_alive():
+                continue
+            entries.append(
+                {
+                    "worker_id": thread.worker_id,
+                    "job_id": None if attempt is None else str(attempt.job.id),
+                    "type": None if attempt is None else attempt.job.type,
+                    "attempt": None if attempt is None else attempt.job.attempts,
+                    "abandoned_at": None
+                    if thread.abandoned_at is None
+                    else thread.abandoned_at.isoformat(),
+                }
+            )
+        return entries
+
     def abandon(self, worker_id: str) -> None:
         """The thread of ``worker_id`` is stuck in a timed-out handler: let a new thread take
         its place.
@@ -131,6 +155,7 @@ class WorkerRunner:
         if thread is None:
             return
         thread.abandoned = True
+        thread.abandoned_at = timezone.now()
         stuck = sum(1 for t in self.threads if t.abandoned and t.is_alive())
         if self.stop_event.is_set():
             return

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from datetime import datetime
 
 from django.db import DatabaseError, InterfaceError
 
@@ -54,6 +55,8 @@ class WorkerThread(threading.Thread):
         # Set when its attempt timed out and a replacement took its place: it finishes
         # the handler it is stuck in, then exits instead of claiming again.
         self.abandoned = False
+        # When it was abandoned (for the workers page: how long its handler has hung).
+        self.abandoned_at: datetime | None = None
         self.died: BaseException | None = None
         self.current: Attempt | None = None
 

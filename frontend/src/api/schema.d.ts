@@ -540,6 +540,34 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        AbandonedJob: {
+            /** Format: uuid */
+            id: string;
+            type: string | null;
+            /** @description The attempt that timed out. */
+            attempt: number | null;
+            /**
+             * @description The job's status now (it moved on when the attempt timed out); null if it was deleted.
+             *
+             *     * `queued` - Queued
+             *     * `running` - Running
+             *     * `succeeded` - Succeeded
+             *     * `failed` - Failed
+             *     * `cancelled` - Cancelled
+             */
+            status: (components["schemas"]["JobStatusEnum"] | components["schemas"]["NullEnum"]) | null;
+        };
+        AbandonedThread: {
+            /** @description The thread's worker id. */
+            worker_id: string;
+            /** @description The job whose handler it is still in; null if unknown. */
+            job: components["schemas"]["AbandonedJob"] | null;
+            /**
+             * Format: date-time
+             * @description When its attempt timed out and it was replaced.
+             */
+            abandoned_at: string | null;
+        };
         Attempt: {
             /** @description Manual-retry round, 1-based. */
             round: number;
@@ -1486,6 +1514,8 @@ export interface components {
             finished: number;
             /** @description Its live threads, by thread number. */
             threads: components["schemas"]["WorkerThread"][];
+            /** @description Threads it gave up on: still running a handler whose attempt timed out (replaced by new threads; not in threads). */
+            threads_abandoned: components["schemas"]["AbandonedThread"][];
         };
         WorkerThread: {
             /** @description host:pid:thread-N:random, as in locked_by. */

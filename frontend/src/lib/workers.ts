@@ -2,13 +2,13 @@
 import type { LiveWorkerProcess, LiveWorkerThread } from '../api/types';
 
 /** The thread number a worker id names (host:pid:thread-N:random), or null. */
-export function threadNumber(thread: LiveWorkerThread): number | null {
+export function threadNumber(thread: Pick<LiveWorkerThread, 'worker_id'>): number | null {
   const match = /:thread-(\d+)(?::|$)/.exec(thread.worker_id);
   return match ? Number(match[1]) : null;
 }
 
 /** "thread 3", or the worker id when it names no thread number. */
-export function threadLabel(thread: LiveWorkerThread): string {
+export function threadLabel(thread: Pick<LiveWorkerThread, 'worker_id'>): string {
   const n = threadNumber(thread);
   return n === null ? thread.worker_id : `thread ${n}`;
 }
@@ -31,9 +31,13 @@ export function processTitle(process: LiveWorkerProcess): string {
  */
 export function describeThreads(process: LiveWorkerProcess): string {
   const busy = `${process.threads_busy} of ${process.threads_live} threads busy`;
+  const abandoned = process.threads_abandoned.length;
+  // Abandoned threads were replaced: without saying so, "6 of 6 busy" hides them and the
+  // thread numbers seem to jump.
+  const stuck = abandoned > 0 ? ` · ${abandoned} abandoned ${abandoned === 1 ? 'thread' : 'threads'} still in a handler` : '';
   return process.threads_live === process.threads_configured
-    ? busy
-    : `${busy} · ${process.threads_live} of ${process.threads_configured} configured threads live`;
+    ? `${busy}${stuck}`
+    : `${busy} · ${process.threads_live} of ${process.threads_configured} configured threads live${stuck}`;
 }
 
 /** "all queues" for `*`, else the names. */

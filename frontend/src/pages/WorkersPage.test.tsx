@@ -31,6 +31,35 @@ describe('Workers page', () => {
     expect(rows[1]).toHaveTextContent('idle');
   });
 
+  it('names the abandoned threads still in a handler, with the job each runs', async () => {
+    server.use(
+      http.get(`${API}/workers/`, () =>
+        HttpResponse.json(
+          makeWorkers([
+            makeProcess([makeThread(5)], {
+              threads_configured: 1,
+              threads_abandoned: [
+                {
+                  worker_id: 'box:4242:thread-1:00c0ffee',
+                  job: { id: JOB_ID, type: 'demo.hang', attempt: 1, status: 'failed' },
+                  abandoned_at: new Date(Date.now() - 30_000).toISOString(),
+                },
+              ],
+            }),
+          ]),
+        ),
+      ),
+    );
+    renderApp('/workers');
+    const group = await screen.findByRole('group', { name: 'Abandoned threads of box · pid 4242' });
+    expect(group).toHaveTextContent('1 abandoned thread still runs its handler');
+    expect(group).toHaveTextContent('thread 1: 8421aca2 demo.hang · attempt 1 · the job is failed now · abandoned');
+    expect(within(group).getByRole('link')).toHaveAttribute('href', `/jobs/${JOB_ID}`);
+    expect(screen.getByRole('region', { name: 'box · pid 4242' })).toHaveTextContent(
+      '0 of 1 threads busy · 1 abandoned thread still in a handler',
+    );
+  });
+
   it('says when no worker is running', async () => {
     server.use(http.get(`${API}/workers/`, () => HttpResponse.json(makeWorkers([]))));
     renderApp('/workers');

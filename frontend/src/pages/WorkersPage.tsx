@@ -61,7 +61,51 @@ function ProcessPanel({ process, minutes }: { process: LiveWorkerProcess; minute
           </tbody>
         </table>
       </div>
+      <AbandonedThreads process={process} title={title} />
     </section>
+  );
+}
+
+/** Threads given up on when their attempt timed out: still in the handler, each with its job. */
+function AbandonedThreads({ process, title }: { process: LiveWorkerProcess; title: string }) {
+  const threads = process.threads_abandoned;
+  if (threads.length === 0) return null;
+  return (
+    <div className="abandoned" role="group" aria-label={`Abandoned threads of ${title}`}>
+      <p>
+        <strong>
+          {threads.length} abandoned {threads.length === 1 ? 'thread' : 'threads'}
+        </strong>{' '}
+        still {threads.length === 1 ? 'runs its handler' : 'run their handlers'} after the attempt timed out. Each was
+        replaced by a new thread and holds no lease; it ends when its handler returns, or with the process.
+      </p>
+      <ul>
+        {threads.map((thread) => (
+          <li key={thread.worker_id} data-abandoned-thread={thread.worker_id}>
+            <span className="mono" title={thread.worker_id}>
+              {threadLabel(thread)}
+            </span>
+            {thread.job ? (
+              <>
+                {': '}
+                <Link to={`/jobs/${thread.job.id}`} className="mono" title={thread.job.id}>
+                  {thread.job.id.slice(0, 8)}
+                </Link>{' '}
+                <span className="mono">{thread.job.type}</span>
+                {thread.job.attempt !== null && <> · attempt {thread.job.attempt}</>}
+                {thread.job.status && <> · the job is {thread.job.status} now</>}
+              </>
+            ) : null}
+            {thread.abandoned_at && (
+              <>
+                {' '}
+                · abandoned <RelativeTime value={thread.abandoned_at} />
+              </>
+            )}
+          </li>
+        ))}
+      </ul>
+    </div>
   );
 }
 

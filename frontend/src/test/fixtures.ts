@@ -239,6 +239,7 @@ export function makeProcess(threads: LiveWorkerThread[], overrides: Partial<Live
     heartbeat_interval_seconds: 10,
     finished: 0,
     threads,
+    threads_abandoned: [],
     ...overrides,
   };
 }

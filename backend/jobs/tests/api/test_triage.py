@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from harness import metric_samples
 from jobs import services
 from jobs.models import Job
 from jobs.tests.factories import WORKER, cancelled_job, queued_job, running_job
@@ -170,3 +171,49 @@ def test_a_cancelled_attempt_is_not_the_job_pages_last_error(api):
     assert (body["last_exception_class"], body["last_traceback"]) == (None, None)
     (attempt,) = api.get(f"/api/jobs/{job.pk}/attempts/").json()
     assert attempt["outcome"] == "cancelled"
+
+
+def test_workers_list_each_process_abandoned_threads_with_the_job_each_still_runs(api):
+    hung = running_job("demo.hang")
+    services.time_out_job(job_id=hung.pk, worker_id=WORKER, attempt=1, timeout_seconds=10)
+    since = timezone.now() - timedelta(seconds=20)
+    services.record_worker_presence(
+        worker_id="box:77",
+        hostname="box",
+        pid=77,
+        queues=["*"],
+        threads_configured=1,
+        threads=["box:77:thread-2:0000cafe"],
+        abandoned=[
+            {
+                "worker_id": WORKER,
+                "job_id": str(hung.pk),
+                "type": "demo.hang",
+                "attempt": 1,
+                "abandoned_at": since.isoformat(),
+            }
+        ],
+        heartbeat_interval_seconds=30,
+        started_at=timezone.now() - timedelta(minutes=1),
+    )
+    (process,) = api.get("/api/workers/").json()["processes"]
+    assert process["threads_live"] == 1
+    (thread,) = process["threads_abandoned"]
+    assert thread["worker_id"] == WORKER
+    assert thread["job"] == {
+        "id": str(hung.pk),
+        "type": "demo.hang",
+        "attempt": 1,
+        "status": Job.objects.get(pk=hung.pk).status,
+    }
+    assert thread["abandoned_at"] == timezone.localtime(since).isoformat()
+
+    got = metric_samples(api.get("/metrics").content)
+    assert got[("jobqueue_workers_live", ())] == 1
+    assert (
+        got[("jobqueue_worker_process_threads", (("state", "abandoned"), ("worker", "box:77")))]
+        == 1
+    )
+    assert (
+        got[("jobqueue_worker_process_threads", (("state", "serving"), ("worker", "box:77")))] == 1
+    )

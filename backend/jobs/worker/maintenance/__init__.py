@@ -25,6 +25,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from ..attempts import InFlight, Outcome
 from ..config import WorkerConfig, make_worker_id
@@ -69,6 +70,7 @@ class Maintenance:
         abandon: Callable[[str], None],
         record: Callable[[Outcome], None],
         threads: Callable[[], list[str]] = list,
+        abandoned: Callable[[], list[dict[str, Any]]] = list,
     ) -> None:
         self.config = config
         self.in_flight = in_flight
@@ -91,6 +93,7 @@ class Maintenance:
             threads_configured=config.threads,
             heartbeat_interval_seconds=config.heartbeat_interval_seconds,
             threads=threads,
+            abandoned=abandoned,
         )
         self.ticker = ScheduleTicker(worker_id=self.worker_id)
         self.vacuum = (

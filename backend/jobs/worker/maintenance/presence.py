@@ -13,6 +13,7 @@ import logging
 import os
 import socket
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from django.utils import timezone
 
@@ -40,6 +41,7 @@ class Presence(Periodic):
         threads_configured: int,
         heartbeat_interval_seconds: float,
         threads: Callable[[], list[str]],
+        abandoned: Callable[[], list[dict[str, Any]]] = list,
     ) -> None:
         super().__init__(heartbeat_interval_seconds / 2)
         self.worker_id = process_id()
@@ -47,6 +49,7 @@ class Presence(Periodic):
         self.threads_configured = threads_configured
         self.heartbeat_interval_seconds = heartbeat_interval_seconds
         self.threads = threads
+        self.abandoned = abandoned
         self.started_at = timezone.now()
         self.written = False
 
@@ -60,6 +63,7 @@ class Presence(Periodic):
             queues=self.queues,
             threads_configured=self.threads_configured,
             threads=threads,
+            abandoned=self.abandoned(),
             heartbeat_interval_seconds=self.heartbeat_interval_seconds,
             started_at=self.started_at,
         )
