@@ -32,6 +32,11 @@ from . import services
 from .models import ConcurrencyKeyLimit, Job, JobEvent, JobStatus, QueueSettings, ScheduleState
 
 
+def admin_actor(request: HttpRequest) -> services.Actor:
+    """The signed-in staff user, for the event of the action they take here."""
+    return services.Actor(user=request.user.get_username(), via="admin")
+
+
 def zoned(value: datetime | None) -> str:
     """A time as the admin shows it: in the current time zone (``TIME_ZONE``), with its
     offset and name, so nobody has to guess which clock it is on."""
@@ -180,7 +185,7 @@ class JobAdmin(ZonedJobTimes, ReadOnlyAdminMixin, ModelAdmin):
         if page is not None:
             return page
         selected = list(queryset.values_list("pk", flat=True))
-        outcome = services.retry_jobs(ids=selected)
+        outcome = services.retry_jobs(ids=selected, actor=admin_actor(request))
         retried, held = outcome.retried, outcome.held_count
         level = messages.SUCCESS if retried == len(selected) else messages.WARNING
         text = f"Retried {retried} job(s); skipped {len(selected) - retried - held} that were "
@@ -209,7 +214,7 @@ class JobAdmin(ZonedJobTimes, ReadOnlyAdminMixin, ModelAdmin):
         if page is not None:
             return page
         selected = list(queryset.values_list("pk", flat=True))
-        outcome = services.cancel_jobs(ids=selected)
+        outcome = services.cancel_jobs(ids=selected, actor=admin_actor(request))
         self.message_user(
             request,
             f"Cancelled {outcome.cancelled} queued job(s); asked {outcome.cancel_requested} "
@@ -273,18 +278,19 @@ class QueueSettingsAdmin(JobPermissionsMixin, ModelAdmin):
             concurrency_limit=obj.concurrency_limit,
             rate_limit=obj.rate_limit,
             rate_period_seconds=obj.rate_period_seconds,
+            actor=admin_actor(request),
         )
 
     @action(description="Pause selected queues", permissions=["change_jobs"])
     def pause_queues(self, request: HttpRequest, queryset: QuerySet[QueueSettings]) -> None:
         for queue in queryset:
-            services.pause_queue(queue=queue.name)
+            services.pause_queue(queue=queue.name, actor=admin_actor(request))
         self.message_user(request, f"Paused {queryset.count()} queue(s).", messages.SUCCESS)
 
     @action(description="Resume selected queues", permissions=["change_jobs"])
     def resume_queues(self, request: HttpRequest, queryset: QuerySet[QueueSettings]) -> None:
         for queue in queryset:
-            services.resume_queue(queue=queue.name)
+            services.resume_queue(queue=queue.name, actor=admin_actor(request))
         self.message_user(request, f"Resumed {queryset.count()} queue(s).", messages.SUCCESS)
 
 
@@ -319,19 +325,19 @@ class ScheduleStateAdmin(JobPermissionsMixin, ModelAdmin):
     @action(description="Pause selected schedules", permissions=["change_jobs"])
     def pause_schedules(self, request: HttpRequest, queryset: QuerySet[ScheduleState]) -> None:
         for schedule in queryset:
-            services.pause_schedule(name=schedule.name)
+            services.pause_schedule(name=schedule.name, actor=admin_actor(request))
         self.message_user(request, f"Paused {queryset.count()} schedule(s).", messages.SUCCESS)
 
     @action(description="Resume selected schedules", permissions=["change_jobs"])
     def resume_schedules(self, request: HttpRequest, queryset: QuerySet[ScheduleState]) -> None:
         for schedule in queryset:
-            services.resume_schedule(name=schedule.name)
+            services.resume_schedule(name=schedule.name, actor=admin_actor(request))
         self.message_user(request, f"Resumed {queryset.count()} schedule(s).", messages.SUCCESS)
 
     @action(description="Trigger selected schedules now", permissions=["change_jobs"])
     def trigger_schedules(self, request: HttpRequest, queryset: QuerySet[ScheduleState]) -> None:
         for schedule in queryset:
-            services.trigger_schedule(name=schedule.name)
+            services.trigger_schedule(name=schedule.name, actor=admin_actor(request))
         self.message_user(
             request, f"Enqueued one job of {queryset.count()} schedule(s).", messages.SUCCESS
         )

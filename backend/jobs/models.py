@@ -49,6 +49,9 @@ class JobEventType(models.TextChoices):
     # Added in issue 25: a claimed attempt whose handler never started went back to queued
     # (graceful shutdown), its attempt not spent.
     RELEASED = "released", "Released"
+    # Added with the dashboard's "Run now": an operator made a job scheduled for later (or
+    # waiting out a retry's backoff) due at once.
+    RUN_NOW = "run_now", "Run now"
 
 
 # Events that end a running attempt (they carry run_ms), the failures among them, and

@@ -19,6 +19,7 @@ per transition on PostgreSQL, one ORM transaction elsewhere.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -74,6 +75,7 @@ MESSAGES = {
     JobEventType.SUCCEEDED: "Job succeeded",
     JobEventType.LEASE_RENEWED: "Lease renewed",
     JobEventType.MANUAL_RETRY: "Manual retry",
+    JobEventType.RUN_NOW: "Run now: due at once",
     JobEventType.CANCEL_REQUESTED: "Cancel requested; the running attempt will stop",
     JobEventType.CANCELLED: "Cancelled before it ran",
     JobEventType.RELEASED: "Released before it started; the attempt is not spent",
@@ -103,6 +105,34 @@ class ErrorDetails:
         if self.reason:
             data["reason"] = self.reason
         return data
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who asked for an operator action: kept in its event's ``data.actor``."""
+
+    user: str | None  # the username; None: nobody signed in (the open local demo)
+    via: str  # "api" (the dashboard and any client) or "admin"
+
+    def as_data(self) -> dict[str, Any]:
+        return {"user": self.user, "via": self.via}
+
+
+def _with_actor(data: dict[str, Any], actor: Actor | None) -> dict[str, Any]:
+    return data if actor is None else {**data, "actor": actor.as_data()}
+
+
+# Queues and schedules have no event table: their operator actions are told here, with who.
+audit = logging.getLogger("jobs.audit")
+
+
+def _audit(action: str, actor: Actor | None, **fields: Any) -> None:
+    if actor is None:
+        return
+    details = " ".join(f"{key}={value}" for key, value in fields.items())
+    audit.info(
+        "action=%s %s actor=%s via=%s", action, details, actor.user or "anonymous", actor.via
+    )
 
 
 @dataclass(frozen=True)
@@ -714,6 +744,7 @@ def retry_jobs(
     type: str | None = None,
     queue: str | None = None,
     now: datetime | None = None,
+    actor: Actor | None = None,
 ) -> RetryOutcome:
     """Send every selected failed or cancelled job back to the queue; say how many, and
     which were left alone for their ``unique_key``.
@@ -726,7 +757,7 @@ def retry_jobs(
     active: a job whose key a queued or running job holds is not retried, nor are the
     older ones when several selected jobs share a key (the newest is); each is reported
     with the job that holds its key (the first ``HELD_KEYS_REPORTED``). One statement on
-    PostgreSQL: all of it or nothing.
+    PostgreSQL: all of it or nothing. ``actor`` is recorded in each event.
     """
     selection = _selection(ids=ids, status=status, type=type, queue=queue)
     return get_driver().retry_jobs(
@@ -734,10 +765,13 @@ def retry_jobs(
         now=_now(now),
         message=MESSAGES[JobEventType.MANUAL_RETRY],
         held_max=HELD_KEYS_REPORTED,
+        data=_with_actor({}, actor),
     )
 
 
-def retry_job(*, job_id: UUID | str, now: datetime | None = None) -> JobRow:
+def retry_job(
+    *, job_id: UUID | str, now: datetime | None = None, actor: Actor | None = None
+) -> JobRow:
     """Manually send a failed or cancelled job back to the queue with a fresh budget.
 
     As ``retry_jobs`` for one job. Raises ``JobNotFound``; ``UniqueKeyHeld`` (naming the
@@ -745,7 +779,7 @@ def retry_job(*, job_id: UUID | str, now: datetime | None = None) -> JobRow:
     ``InvalidTransition`` (carrying the current status) when the job is neither failed
     nor cancelled. Nothing is written in those cases.
     """
-    outcome = retry_jobs(ids=[job_id], now=now)
+    outcome = retry_jobs(ids=[job_id], now=now, actor=actor)
     if not outcome:
         status = Job.objects.by_id(job_id).status
         if outcome.held:
@@ -767,6 +801,7 @@ def cancel_jobs(
     type: str | None = None,
     queue: str | None = None,
     now: datetime | None = None,
+    actor: Actor | None = None,
 ) -> CancelOutcome:
     """Cancel every selected job that has not finished; say how many changed and how.
 
@@ -775,30 +810,56 @@ def cancel_jobs(
     ``cancel_requested``), its worker learns it at the next heartbeat and the attempt ends
     as ``cancelled``. A running job already asked, and finished jobs, are left alone, so
     each job changes once, also when a worker claims it meanwhile. One statement on
-    PostgreSQL.
+    PostgreSQL. ``actor`` is recorded in each event.
     """
     selection = _selection(ids=ids, status=status, type=type, queue=queue)
     return get_driver().cancel_jobs(
         selection,
         now=_now(now),
-        cancelled=Event(MESSAGES[JobEventType.CANCELLED], {}),
-        requested=Event(MESSAGES[JobEventType.CANCEL_REQUESTED], {}),
+        cancelled=Event(MESSAGES[JobEventType.CANCELLED], _with_actor({}, actor)),
+        requested=Event(MESSAGES[JobEventType.CANCEL_REQUESTED], _with_actor({}, actor)),
     )
 
 
-def cancel_job(*, job_id: UUID | str, now: datetime | None = None) -> JobRow:
+def cancel_job(
+    *, job_id: UUID | str, now: datetime | None = None, actor: Actor | None = None
+) -> JobRow:
     """Cancel one job: queued -> cancelled now; running -> cancel requested.
 
     As ``cancel_jobs`` for one job; asking again while it runs changes nothing. Raises
     ``JobNotFound``, or ``InvalidTransition`` (carrying the status) for a finished job.
     """
-    if not cancel_jobs(ids=[job_id], now=now):
+    if not cancel_jobs(ids=[job_id], now=now, actor=actor):
         status = Job.objects.by_id(job_id).status
         if status != JobStatus.RUNNING:
             raise InvalidTransition(
                 f"Only queued or running jobs can be cancelled; job is {status}.",
                 current_status=status,
             )
+    return _current_row(job_id)
+
+
+def run_job_now(
+    *, job_id: UUID | str, now: datetime | None = None, actor: Actor | None = None
+) -> JobRow:
+    """Make a queued job that is not yet due (scheduled for later, or waiting out a retry's
+    backoff) due now, with a ``run_now`` event naming ``actor`` and the time it was due;
+    workers of its queue are woken. The job and its event commit together. Raises
+    ``JobNotFound``, or ``InvalidTransition`` (carrying the status) when the job is not
+    queued or already due: nothing is written then."""
+    now = _now(now)
+    job = Job.objects.by_id(job_id)
+    data = _with_actor({"previous_available_at": event_time(job.available_at)}, actor)
+    if not get_driver().run_job_now(
+        job.pk, now=now, event=Event(MESSAGES[JobEventType.RUN_NOW], data)
+    ):
+        current = Job.objects.by_id(job_id)
+        raise InvalidTransition(
+            "Only a queued job that is not yet due can be run now; job is "
+            f"{current.status}{' and due' if current.status == JobStatus.QUEUED else ''}.",
+            current_status=current.status,
+        )
+    get_driver().wake(job.queue)
     return _current_row(job_id)
 
 
@@ -866,7 +927,9 @@ def _queue_row(queue: str, now: datetime) -> QueueSettings:
     return QueueSettings.objects.select_for_update().get(name=queue)
 
 
-def pause_queue(*, queue: str, now: datetime | None = None) -> QueueSettings:
+def pause_queue(
+    *, queue: str, now: datetime | None = None, actor: Actor | None = None
+) -> QueueSettings:
     """Pause ``queue`` cluster-wide: from the commit on, no worker claims from it (every
     claim reads the queue's row, under its lock when the queue is gated); running jobs
     finish. Pausing a paused queue keeps its ``paused_at``."""
@@ -877,10 +940,13 @@ def pause_queue(*, queue: str, now: datetime | None = None) -> QueueSettings:
             row.paused_at = now
             row.updated_at = now
             row.save(update_fields=["paused_at", "updated_at"])
+    _audit("queue_paused", actor, queue=queue)
     return row
 
 
-def resume_queue(*, queue: str, now: datetime | None = None) -> QueueSettings:
+def resume_queue(
+    *, queue: str, now: datetime | None = None, actor: Actor | None = None
+) -> QueueSettings:
     """Resume ``queue``: claims start again, and idle workers are woken at once (the
     notification a create sends, on commit)."""
     now = _now(now)
@@ -891,6 +957,7 @@ def resume_queue(*, queue: str, now: datetime | None = None) -> QueueSettings:
             row.updated_at = now
             row.save(update_fields=["paused_at", "updated_at"])
         get_driver().wake(queue)
+    _audit("queue_resumed", actor, queue=queue)
     return row
 
 
@@ -901,6 +968,7 @@ def set_queue_limits(
     rate_limit: int | None = _UNSET,
     rate_period_seconds: int | None = _UNSET,
     now: datetime | None = None,
+    actor: Actor | None = None,
 ) -> QueueSettings:
     """Set the limits given (``None`` removes one; omitted ones stay). At most
     ``concurrency_limit`` jobs of the queue run at once, and at most ``rate_limit`` are
@@ -925,6 +993,14 @@ def set_queue_limits(
         row.updated_at = now
         row.save()
         get_driver().wake(queue)
+    _audit(
+        "queue_limits_changed",
+        actor,
+        queue=queue,
+        concurrency_limit=row.concurrency_limit,
+        rate_limit=row.rate_limit,
+        rate_period_seconds=row.rate_period_seconds,
+    )
     return row
 
 
@@ -964,7 +1040,9 @@ def _locked_schedule_row(name: str, now: datetime) -> ScheduleState:
     return row
 
 
-def pause_schedule(*, name: str, now: datetime | None = None) -> ScheduleState:
+def pause_schedule(
+    *, name: str, now: datetime | None = None, actor: Actor | None = None
+) -> ScheduleState:
     """Pause a declared schedule: no tick is enqueued while it is paused (also one that
     cannot run as declared, which then stops failing)."""
     _declared(name)
@@ -975,10 +1053,13 @@ def pause_schedule(*, name: str, now: datetime | None = None) -> ScheduleState:
             row.paused_at = now
             row.updated_at = now
             row.save(update_fields=["paused_at", "updated_at"])
+    _audit("schedule_paused", actor, schedule=name)
     return row
 
 
-def resume_schedule(*, name: str, now: datetime | None = None) -> ScheduleState:
+def resume_schedule(
+    *, name: str, now: datetime | None = None, actor: Actor | None = None
+) -> ScheduleState:
     """Resume a schedule: the ticks that fell while it was paused are not run; the next
     tick after now is."""
     _declared(name)
@@ -990,30 +1071,44 @@ def resume_schedule(*, name: str, now: datetime | None = None) -> ScheduleState:
             row.last_tick_at = max(row.last_tick_at, now)
             row.updated_at = now
             row.save(update_fields=["paused_at", "last_tick_at", "updated_at"])
+    _audit("schedule_resumed", actor, schedule=name)
     return row
 
 
-def _schedule_job(spec: ScheduleSpec, *, key: str | None, tick: str) -> NewJobSpec:
+def _schedule_job(
+    spec: ScheduleSpec, *, key: str | None, tick: str, actor: Actor | None = None
+) -> NewJobSpec:
+    # A job triggered by hand says who asked in its metadata (string values only).
+    by = (
+        {}
+        if actor is None
+        else {"triggered_by": actor.user or "anonymous", "triggered_via": actor.via}
+    )
     return NewJobSpec(
         type=spec.target,
         payload=spec.payload,
         priority=spec.priority,
         queue=spec.queue,
         idempotency_key=key,
-        metadata={"schedule": spec.name, "schedule_tick": tick},
+        metadata={"schedule": spec.name, "schedule_tick": tick, **by},
     )
 
 
-def trigger_schedule(*, name: str, now: datetime | None = None) -> tuple[ScheduleState, JobRow]:
+def trigger_schedule(
+    *, name: str, now: datetime | None = None, actor: Actor | None = None
+) -> tuple[ScheduleState, JobRow]:
     """Enqueue one job of the schedule now, outside its ticks (paused or not); it becomes
     the schedule's last job. The job and the schedule's row commit together, inside the
     caller's transaction when there is one. ``ScheduleInvalid`` for a schedule that cannot
-    run as declared: nothing is written."""
+    run as declared: nothing is written. ``actor`` goes into the job's metadata
+    (``triggered_by``, ``triggered_via``)."""
     spec = _schedule_spec(name)
     now = _now(now)
     with transaction.atomic():
         row = _locked_schedule_row(name, now)
-        ((job, _),) = create_jobs([_schedule_job(spec, key=None, tick="manual")], now=now)
+        ((job, _),) = create_jobs(
+            [_schedule_job(spec, key=None, tick="manual", actor=actor)], now=now
+        )
         row.last_job_id = job.id
         row.updated_at = now
         row.save(update_fields=["last_job_id", "updated_at"])

@@ -47,3 +47,37 @@ test('signs in with a session, creates a job under CSP and signs out', async ({ 
   await expect(page.getByRole('heading', { name: 'Sign in' })).toBeVisible();
   expect(refused).toEqual([]);
 });
+
+test('who did what: Run now and Cancel record the signed-in operator, shown in the timeline and the events feed', async ({
+  page,
+}) => {
+  await page.goto('/');
+  await page.getByLabel('Username').fill(USER);
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await expect(page.getByRole('heading', { name: 'Overview' })).toBeVisible();
+
+  // A job scheduled an hour ahead, made due at once from its page.
+  await page.goto('/create');
+  await page.getByLabel('Type').selectOption('demo.slow');
+  await page.getByRole('radio', { name: 'After a delay' }).check();
+  await page.getByLabel('Delay in seconds').fill('3600');
+  await page.getByRole('button', { name: 'Create job' }).click();
+  await page.getByTestId('created-job-link').click();
+  await page.getByRole('button', { name: 'Run now' }).click();
+  const timeline = page.getByRole('list', { name: 'Event timeline' });
+  const runNow = timeline.locator('li[data-event-type="run_now"]');
+  await expect(runNow).toContainText(`by ${USER} (dashboard or API)`);
+  await expect(page.getByRole('button', { name: 'Run now' })).toHaveCount(0);
+
+  const id = page.url().split('/jobs/')[1]!;
+  await page.getByRole('button', { name: 'Cancel job' }).click();
+  await page.getByRole('dialog', { name: /^Cancel job/ }).getByRole('button', { name: 'Cancel job' }).click();
+  await expect(timeline.locator('li[data-event-type="cancel_requested"], li[data-event-type="cancelled"]').first()).toContainText(
+    `by ${USER}`,
+  );
+
+  await page.goto(`/events?job_id=${id.slice(0, 8)}`);
+  const row = page.locator('tbody tr[data-event-id]', { has: page.locator('[data-event-type="run_now"]') });
+  await expect(row.locator(`[data-actor="${USER}"]`)).toHaveText(`by ${USER} (dashboard or API)`);
+});

@@ -23,6 +23,7 @@ urlpatterns = [
     path("jobs/<str:id>/events/", views.JobEventsView.as_view(), name="job-events"),
     path("jobs/<str:id>/retry/", views.JobRetryView.as_view(), name="job-retry"),
     path("jobs/<str:id>/cancel/", views.JobCancelView.as_view(), name="job-cancel"),
+    path("jobs/<str:id>/run-now/", views.JobRunNowView.as_view(), name="job-run-now"),
     path("job-events/", views.JobEventListView.as_view(), name="job-event-list"),
     path("auth/session/", views.SessionView.as_view(), name="auth-session"),
     path("auth/login/", views.LoginView.as_view(), name="auth-login"),

@@ -102,6 +102,14 @@ class DomainErrorsMixin:
         return exception_handler
 
 
+def request_actor(request: Request) -> services.Actor:
+    """Who makes this request, for the event of the action it asks for."""
+    # None when the API is open and nobody signed in (UNAUTHENTICATED_USER is None).
+    user: Any = request.user
+    signed_in = user is not None and bool(user.is_authenticated)
+    return services.Actor(user=user.get_username() if signed_in else None, via="api")
+
+
 def parse_job_id(raw: str) -> uuid.UUID:
     """The path's job id; anything that is not a UUID names no job (404)."""
     try:
@@ -492,7 +500,7 @@ class JobRetryView(DomainErrorsMixin, APIView):
     )
     def post(self, request: Request, id: str) -> Response:
         """Send a failed or cancelled job back to the queue with a fresh attempt budget."""
-        job = services.retry_job(job_id=parse_job_id(id))
+        job = services.retry_job(job_id=parse_job_id(id), actor=request_actor(request))
         return Response(job_representation(job))
 
 
@@ -519,9 +527,33 @@ class JobCancelView(DomainErrorsMixin, APIView):
     )
     def post(self, request: Request, id: str) -> Response:
         """Cancel a job: a queued one at once, a running one as soon as its worker can."""
-        job = services.cancel_job(job_id=parse_job_id(id))
+        job = services.cancel_job(job_id=parse_job_id(id), actor=request_actor(request))
         code = status.HTTP_202_ACCEPTED if job.status == JobStatus.RUNNING else status.HTTP_200_OK
         return Response(job_representation(job), status=code)
+
+
+class JobRunNowView(DomainErrorsMixin, APIView):
+    job_permission = permissions.CHANGE
+
+    @extend_schema(
+        operation_id="jobs_run_now",
+        tags=["jobs"],
+        parameters=[JOB_ID_PARAMETER],
+        request=None,
+        responses={
+            200: OpenApiResponse(JobSerializer, description="The job, due now."),
+            404: NOT_FOUND,
+            409: OpenApiResponse(
+                RetryConflictSerializer,
+                description="The job is not queued, or already due; nothing changed.",
+            ),
+        },
+    )
+    def post(self, request: Request, id: str) -> Response:
+        """Make a job scheduled for later, or waiting out a retry's backoff, due now (a
+        `run_now` event records it and who asked)."""
+        job = services.run_job_now(job_id=parse_job_id(id), actor=request_actor(request))
+        return Response(job_representation(job))
 
 
 class JobBulkCancelView(DomainErrorsMixin, APIView):
@@ -538,7 +570,7 @@ class JobBulkCancelView(DomainErrorsMixin, APIView):
         selection is refused."""
         selection = JobSelectionSerializer(data=request.data)
         selection.is_valid(raise_exception=True)
-        outcome = services.cancel_jobs(**selection.validated_data)
+        outcome = services.cancel_jobs(**selection.validated_data, actor=request_actor(request))
         return Response(CancelOutcomeSerializer(outcome).data)
 
 
@@ -557,7 +589,7 @@ class JobBulkRetryView(DomainErrorsMixin, APIView):
         an empty selection is refused."""
         selection = JobSelectionSerializer(data=request.data)
         selection.is_valid(raise_exception=True)
-        outcome = services.retry_jobs(**selection.validated_data)
+        outcome = services.retry_jobs(**selection.validated_data, actor=request_actor(request))
         return Response(RetryOutcomeSerializer(outcome).data)
 
 
@@ -665,7 +697,7 @@ class QueueDetailView(DomainErrorsMixin, APIView):
         queue = parse_queue_name(name)
         body = QueueLimitsSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        services.set_queue_limits(queue=queue, **body.validated_data)
+        services.set_queue_limits(queue=queue, **body.validated_data, actor=request_actor(request))
         return Response(QueueSerializer(selectors.queue_detail(queue)).data)
 
 
@@ -682,7 +714,7 @@ class QueuePauseView(DomainErrorsMixin, APIView):
     def post(self, request: Request, name: str) -> Response:
         """Pause the queue: no worker claims from it from now on; running jobs finish."""
         queue = parse_queue_name(name)
-        services.pause_queue(queue=queue)
+        services.pause_queue(queue=queue, actor=request_actor(request))
         return Response(QueueSerializer(selectors.queue_detail(queue)).data)
 
 
@@ -699,7 +731,7 @@ class QueueResumeView(DomainErrorsMixin, APIView):
     def post(self, request: Request, name: str) -> Response:
         """Resume the queue and wake idle workers at once."""
         queue = parse_queue_name(name)
-        services.resume_queue(queue=queue)
+        services.resume_queue(queue=queue, actor=request_actor(request))
         return Response(QueueSerializer(selectors.queue_detail(queue)).data)
 
 
@@ -726,7 +758,7 @@ class SchedulePauseView(DomainErrorsMixin, APIView):
     )
     def post(self, request: Request, name: str) -> Response:
         """Pause the schedule: no tick is enqueued until it is resumed."""
-        services.pause_schedule(name=name)
+        services.pause_schedule(name=name, actor=request_actor(request))
         return Response(ScheduleSerializer(selectors.schedule_detail(name)).data)
 
 
@@ -742,7 +774,7 @@ class ScheduleResumeView(DomainErrorsMixin, APIView):
     )
     def post(self, request: Request, name: str) -> Response:
         """Resume the schedule from its next tick (ticks while paused are not run)."""
-        services.resume_schedule(name=name)
+        services.resume_schedule(name=name, actor=request_actor(request))
         return Response(ScheduleSerializer(selectors.schedule_detail(name)).data)
 
 
@@ -766,7 +798,7 @@ class ScheduleTriggerView(DomainErrorsMixin, APIView):
         """Enqueue one job of the schedule now, outside its ticks."""
         # The job and the answer, or neither: the answer is built before the commit.
         with transaction.atomic():
-            _, job = services.trigger_schedule(name=name)
+            _, job = services.trigger_schedule(name=name, actor=request_actor(request))
             body = {
                 "schedule": ScheduleSerializer(selectors.schedule_detail(name)).data,
                 "job": job_representation(job),

@@ -10,7 +10,7 @@ handed over as values, so a driver holds statements and nothing else.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields
 from datetime import datetime
@@ -450,13 +450,24 @@ class Driver(Protocol):
         ...
 
     def retry_jobs(
-        self, selection: Selection, *, now: datetime, message: str, held_max: int
+        self,
+        selection: Selection,
+        *,
+        now: datetime,
+        message: str,
+        held_max: int,
+        data: Mapping[str, Any] | None = None,
     ) -> RetryOutcome:
         """Every selected failed or cancelled job goes back to queued with a fresh attempt
         budget and a ``manual_retry`` event keeping its previous status, attempts and error,
         but one whose ``unique_key`` another job holds (an active job, or the newest
         selected job of that key, which is retried): that one is left alone and reported
         (the first ``held_max`` of them). Nothing half-written."""
+        ...
+
+    def run_job_now(self, job_id: UUID | str, *, now: datetime, event: Event) -> bool:
+        """The job, if queued and not yet due, becomes due at ``now`` (``run_now`` event);
+        ``True`` when it changed."""
         ...
 
     def cancel_jobs(

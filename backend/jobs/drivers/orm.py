@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import Any
+from uuid import UUID
 
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q, QuerySet, Window
@@ -689,7 +690,13 @@ class OrmDriver:
         )
 
     def retry_jobs(
-        self, selection: Selection, *, now: datetime, message: str, held_max: int
+        self,
+        selection: Selection,
+        *,
+        now: datetime,
+        message: str,
+        held_max: int,
+        data: Mapping[str, Any] | None = None,
     ) -> RetryOutcome:
         with transaction.atomic():
             jobs = list(
@@ -730,6 +737,7 @@ class OrmDriver:
                             "previous_status": job.status,
                             "previous_attempts": job.attempts,
                             "previous_error": job.last_error,
+                            **(data or {}),
                         },
                     ),
                     job_type=job.type,
@@ -751,6 +759,21 @@ class OrmDriver:
             )
             JobEvent.objects.bulk_create(events)
         return RetryOutcome(retried=len(chosen), held=held[:held_max], held_count=len(held))
+
+    def run_job_now(self, job_id: UUID | str, *, now: datetime, event: Event) -> bool:
+        with transaction.atomic():
+            job = (
+                Job.objects.select_for_update()
+                .filter(pk=job_id, status=JobStatus.QUEUED, available_at__gt=now)
+                .first()
+            )
+            if job is None:
+                return False
+            Job.objects.filter(pk=job.pk).update(available_at=now, updated_at=now)
+            _event(
+                job.pk, JobEventType.RUN_NOW, job.attempts, event, job_type=job.type, created_at=now
+            ).save()
+        return True
 
     def cancel_jobs(
         self, selection: Selection, *, now: datetime, cancelled: Event, requested: Event

@@ -6,11 +6,12 @@ import json
 import secrets
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
+from uuid import UUID
 
 import psycopg
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
@@ -803,13 +804,20 @@ class PostgresDriver:
             )
 
     def retry_jobs(
-        self, selection: Selection, *, now: datetime, message: str, held_max: int
+        self,
+        selection: Selection,
+        *,
+        now: datetime,
+        message: str,
+        held_max: int,
+        data: Mapping[str, Any] | None = None,
     ) -> RetryOutcome:
         params = {
             **_selection_params(selection),
             "now": now,
             "message": message,
             "held_max": held_max,
+            "data": to_json(dict(data or {})),
         }
         for attempt in range(UNIQUE_RACE_RETRIES):
             try:
@@ -827,6 +835,10 @@ class PostgresDriver:
             held=[HeldKey(job_id, key, holder) for job_id, key, holder, _, _ in held],
             held_count=int(held_count),
         )
+
+    def run_job_now(self, job_id: UUID | str, *, now: datetime, event: Event) -> bool:
+        row = self._fetchone("run_job_now", {"id": job_id, "now": now, **_event_params(event)})
+        return row is not None and row[0] == 1
 
     def cancel_jobs(
         self, selection: Selection, *, now: datetime, cancelled: Event, requested: Event

@@ -791,7 +791,8 @@ WITH target AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, message, data, created_at, job_type)
     SELECT chosen.id, 'manual_retry', 0, :message,
         jsonb_build_object('previous_status', chosen.status,
-            'previous_attempts', chosen.attempts, 'previous_error', chosen.last_error),
+            'previous_attempts', chosen.attempts, 'previous_error', chosen.last_error)
+            || :data::jsonb,
         :now, chosen.type
     FROM chosen JOIN retried ON retried.id = chosen.id
     ORDER BY chosen.id
@@ -804,6 +805,27 @@ SELECT NULL::uuid, NULL::text, NULL::uuid, (SELECT count(*) FROM retried),
     (SELECT count(*) FROM held)
 UNION ALL
 (SELECT id, unique_key, held_by, NULL, NULL FROM held ORDER BY id LIMIT :held_max);
+
+-- name: run_job_now
+-- A queued job that is not yet due (scheduled for later, or waiting out a retry's backoff)
+-- becomes due now, with a run_now event; any other job is left alone. FOR UPDATE as
+-- retry_jobs: a job claimed or cancelled meanwhile is seen as it is now. Answers 1 when
+-- it changed the job, else 0.
+WITH target AS (
+    SELECT id, attempts, type FROM jobs_job
+    WHERE id = :id AND status = 'queued' AND available_at > :now
+    FOR UPDATE
+), changed AS (
+    UPDATE jobs_job AS job SET available_at = :now, updated_at = :now
+    FROM target
+    WHERE job.id = target.id
+    RETURNING job.id
+), event AS (
+    INSERT INTO jobs_jobevent (job_id, type, attempt, message, data, created_at, job_type)
+    SELECT target.id, 'run_now', target.attempts, :message, :data::jsonb, :now, target.type
+    FROM target JOIN changed ON changed.id = target.id
+)
+SELECT count(*) FROM changed;
 
 -- name: cancel_jobs
 -- Selected queued jobs become cancelled at once (cancelled event); selected running jobs

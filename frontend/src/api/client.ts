@@ -346,6 +346,11 @@ export function createApiClient(options: ClientOptions) {
       return (await request<BulkCreateResult>('jobs/bulk/', { method: 'POST', body: input })).data;
     },
 
+    /** Make a job scheduled for later (or waiting out a retry's backoff) due now. */
+    async runJobNow(id: string): Promise<Job> {
+      return (await request<Job>(`jobs/${encodeURIComponent(id)}/run-now/`, { method: 'POST' })).data;
+    },
+
     async retryJob(id: string): Promise<Job> {
       return (await request<Job>(`jobs/${encodeURIComponent(id)}/retry/`, { method: 'POST' })).data;
     },

@@ -242,6 +242,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/jobs/{id}/run-now/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * @description Make a job scheduled for later, or waiting out a retry's backoff, due now (a
+         *     `run_now` event records it and who asked).
+         */
+        post: operations["jobs_run_now"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/jobs/bulk/": {
         parameters: {
             query?: never;
@@ -930,9 +950,10 @@ export interface components {
          *     * `cancel_requested` - Cancel requested
          *     * `cancelled` - Cancelled
          *     * `released` - Released
+         *     * `run_now` - Run now
          * @enum {string}
          */
-        JobEventTypeEnum: "created" | "claimed" | "progress" | "lease_renewed" | "succeeded" | "retry_scheduled" | "failed" | "timeout_requeued" | "manual_retry" | "cancel_requested" | "cancelled" | "released";
+        JobEventTypeEnum: "created" | "claimed" | "progress" | "lease_renewed" | "succeeded" | "retry_scheduled" | "failed" | "timeout_requeued" | "manual_retry" | "cancel_requested" | "cancelled" | "released" | "run_now";
         /** @description A job of the list: the spec's shape and when its current attempt started. */
         JobListItem: {
             /** Format: uuid */
@@ -1733,8 +1754,9 @@ export interface operations {
                  *     * `cancel_requested` - Cancel requested
                  *     * `cancelled` - Cancelled
                  *     * `released` - Released
+                 *     * `run_now` - Run now
                  */
-                type?: "created" | "claimed" | "progress" | "lease_renewed" | "succeeded" | "retry_scheduled" | "failed" | "timeout_requeued" | "manual_retry" | "cancel_requested" | "cancelled" | "released" | "";
+                type?: "created" | "claimed" | "progress" | "lease_renewed" | "succeeded" | "retry_scheduled" | "failed" | "timeout_requeued" | "manual_retry" | "cancel_requested" | "cancelled" | "released" | "run_now" | "";
             };
             header?: never;
             path?: never;
@@ -2112,6 +2134,47 @@ export interface operations {
                 };
             };
             /** @description The job is neither failed nor cancelled, or another active job holds its unique_key (unique_key and held_by say which); nothing changed. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetryConflict"];
+                };
+            };
+        };
+    };
+    jobs_run_now: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job, due now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description No job with this id. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The job is not queued, or already due; nothing changed. */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -74,6 +74,7 @@ export const JOB_EVENT_TYPES = enumValues<JobEventType>()([
   'cancel_requested',
   'cancelled',
   'released',
+  'run_now',
 ]);
 
 /** ISO 8601 timestamp with offset, as the API serialises it. */

@@ -1,4 +1,5 @@
 import type { JobEvent } from '../api/types';
+import { actorOf, describeActor } from '../lib/actor';
 import { JsonView } from './JsonView';
 import { RelativeTime } from './RelativeTime';
 import { EventTypeBadge } from './StatusBadge';
@@ -13,7 +14,9 @@ function hasData(data: JobEvent['data']): boolean {
 export function EventTimeline({ events }: { events: JobEvent[] }) {
   return (
     <ol className="timeline" aria-label="Event timeline">
-      {events.map((event) => (
+      {events.map((event) => {
+        const actor = actorOf(event);
+        return (
         <li key={event.id} className={`timeline__item timeline__item--${event.type}`} data-event-type={event.type}>
           <div className="timeline__head">
             <EventTypeBadge type={event.type} />
@@ -24,6 +27,14 @@ export function EventTimeline({ events }: { events: JobEvent[] }) {
                   {' · '}
                   <span className="mono" title="worker id">
                     {event.worker_id}
+                  </span>
+                </>
+              )}
+              {actor && (
+                <>
+                  {' · '}
+                  <span className="timeline__actor" data-actor={actor.user ?? ''}>
+                    {describeActor(actor)}
                   </span>
                 </>
               )}
@@ -38,7 +49,8 @@ export function EventTimeline({ events }: { events: JobEvent[] }) {
             </details>
           )}
         </li>
-      ))}
+        );
+      })}
     </ol>
   );
 }

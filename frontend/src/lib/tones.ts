@@ -21,6 +21,7 @@ export const EVENT_TONE: Record<JobEventType, Tone> = {
   failed: 'danger',
   timeout_requeued: 'warning',
   manual_retry: 'accent',
+  run_now: 'accent',
   cancel_requested: 'warning',
   cancelled: 'muted',
   // Given back unstarted at a worker's graceful shutdown: simply queued again, as `queued` is.

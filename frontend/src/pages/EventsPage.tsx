@@ -5,6 +5,7 @@ import { useEventFeed, usePageLimits } from '../api/hooks';
 import { ApiError } from '../api/client';
 import { HEARTBEAT_EVENT_TYPES, JOB_EVENT_TYPES } from '../api/types';
 import { JsonView } from '../components/JsonView';
+import { actorOf, describeActor } from '../lib/actor';
 import { CursorPager } from '../components/Pagination';
 import { RelativeTime } from '../components/RelativeTime';
 import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
@@ -162,7 +163,7 @@ export function EventsPage() {
                       <th scope="col" className="num">
                         Attempt
                       </th>
-                      <th scope="col">Worker</th>
+                      <th scope="col">Worker or operator</th>
                       <th scope="col">Message</th>
                       <th scope="col">Data</th>
                     </tr>
@@ -183,7 +184,14 @@ export function EventsPage() {
                           </Link>
                         </td>
                         <td className="num">{event.attempt}</td>
-                        <td className="mono small">{event.worker_id ?? '—'}</td>
+                        <td className="mono small">
+                          {event.worker_id ?? (actorOf(event) ? null : '—')}
+                          {actorOf(event) && (
+                            <span className="cell-detail" data-actor={actorOf(event)?.user ?? ''}>
+                              {describeActor(actorOf(event)!)}
+                            </span>
+                          )}
+                        </td>
                         <td>{event.message}</td>
                         <td>
                           {event.data && typeof event.data === 'object' && Object.keys(event.data).length > 0 ? (

@@ -1,6 +1,15 @@
 import { useState, type ReactNode } from 'react';
 import { Link, useParams } from 'react-router';
-import { useCancelJob, useConfig, useJob, useJobAttempts, useJobEvents, usePageLimits, useRetryJob } from '../api/hooks';
+import {
+  useCancelJob,
+  useConfig,
+  useJob,
+  useJobAttempts,
+  useJobEvents,
+  usePageLimits,
+  useRetryJob,
+  useRunJobNow,
+} from '../api/hooks';
 import { isCancellable, isLive, isRetryable, type Job, type JobDetail, type WorkerSettings } from '../api/types';
 import { AttemptsTable } from '../components/AttemptsTable';
 import { ClockTime } from '../components/ClockTime';
@@ -13,6 +22,7 @@ import { LeaseCountdown } from '../components/LeaseCountdown';
 import { RelativeTime } from '../components/RelativeTime';
 import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
 import { errorMessage } from '../lib/errors';
+import { useNow } from '../lib/useNow';
 import { traceIdOf } from '../lib/trace';
 import { StatusBadge } from '../components/StatusBadge';
 import { ApiError } from '../api/client';
@@ -159,15 +169,30 @@ function conflictOrError(error: ApiError, action: string): string {
 function JobActions({ job, worker }: { job: Job; worker: WorkerSettings | undefined }) {
   const retry = useRetryJob(job.id);
   const cancel = useCancelJob(job.id);
+  const runNow = useRunJobNow(job.id);
+  const now = useNow();
   const [confirming, setConfirming] = useState(false);
+  // Scheduled for later, or waiting out a retry's backoff: it can be made due at once.
+  const canRunNow = job.status === 'queued' && Date.parse(job.available_at) > now;
   // Asking again while the worker has not answered changes nothing, so the button goes.
   const canCancel = isCancellable(job.status) && job.cancel_requested_at === null;
   const waiting = job.status === 'running' && job.cancel_requested_at !== null;
   const heartbeat = worker ? ` (every ${Number(worker.heartbeat_seconds.toFixed(1))} s)` : '';
 
-  if (!canCancel && !waiting && !isRetryable(job.status) && !retry.isError && !cancel.isError) return null;
+  if (!canCancel && !waiting && !canRunNow && !isRetryable(job.status) && !retry.isError && !cancel.isError && !runNow.isError)
+    return null;
   return (
     <div className="actions">
+      {canRunNow && (
+        <button
+          type="button"
+          className="button button--primary"
+          disabled={runNow.isPending}
+          onClick={() => runNow.mutate()}
+        >
+          {runNow.isPending ? 'Making it due…' : 'Run now'}
+        </button>
+      )}
       {canCancel && (
         <button
           type="button"
@@ -196,6 +221,11 @@ function JobActions({ job, worker }: { job: Job; worker: WorkerSettings | undefi
       {retry.isError && (
         <p className="form-error" role="alert">
           {conflictOrError(retry.error, 'Retry')}
+        </p>
+      )}
+      {runNow.isError && (
+        <p className="form-error" role="alert">
+          {conflictOrError(runNow.error, 'Run now')}
         </p>
       )}
       {cancel.isError && !confirming && (

@@ -57,6 +57,9 @@ def test_retry_action_requeues_failed_jobs_and_reports_retried_and_skipped(admin
     assert not JobEvent.objects.filter(
         job__in=[done, queued], type=JobEvent.Type.MANUAL_RETRY
     ).exists()
+    # Who asked is in each event, as through the API.
+    retried = JobEvent.objects.filter(job=first, type=JobEvent.Type.MANUAL_RETRY).get()
+    assert retried.data["actor"] == {"user": "admin", "via": "admin"}
 
 
 def test_retry_action_needs_the_change_permission(client):

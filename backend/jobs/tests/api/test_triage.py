@@ -2,7 +2,8 @@
 time, expired lease, error text, key and metadata; its last exception class; and each
 queue's backlog split into due and scheduled, aged from ``available_at``."""
 
-from datetime import timedelta
+import uuid
+from datetime import datetime, timedelta
 
 import pytest
 from django.utils import timezone
@@ -10,8 +11,14 @@ from rest_framework.test import APIClient
 
 from harness import metric_samples
 from jobs import services
-from jobs.models import Job
-from jobs.tests.factories import WORKER, cancelled_job, queued_job, running_job
+from jobs.models import Job, JobEvent
+from jobs.tests.factories import (
+    WORKER,
+    cancelled_job,
+    queued_job,
+    running_job,
+    user_with,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -217,3 +224,56 @@ def test_workers_list_each_process_abandoned_threads_with_the_job_each_still_run
     assert (
         got[("jobqueue_worker_process_threads", (("state", "serving"), ("worker", "box:77")))] == 1
     )
+
+
+# --- Who did what, and run now ----------------------------------------------------------
+
+
+def signed_in(username: str) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user_with("change_job", "view_job", username=username))
+    return client
+
+
+def event_data(job: Job, type: str) -> dict:
+    return JobEvent.objects.filter(job=job, type=type).latest("id").data
+
+
+def test_each_operator_action_records_who_asked_in_its_event(api):
+    alice = signed_in("alice")
+    running = running_job()
+    failed = failed_with("boom", "builtins.ValueError")
+    again = failed_with("boom", "builtins.ValueError")
+    assert alice.post(f"/api/jobs/{failed.pk}/retry/").status_code == 200
+    assert event_data(failed, "manual_retry")["actor"] == {"user": "alice", "via": "api"}
+
+    queued = queued_job()
+    assert alice.post(f"/api/jobs/{queued.pk}/cancel/").status_code == 200
+    assert event_data(queued, "cancelled")["actor"] == {"user": "alice", "via": "api"}
+
+    assert alice.post("/api/jobs/cancel/", {"ids": [str(running.pk)]}, format="json").status_code == 200
+    assert event_data(running, "cancel_requested")["actor"] == {"user": "alice", "via": "api"}
+
+    # The open local demo has nobody signed in: the event says so.
+    assert api.post("/api/jobs/retry/", {"ids": [str(again.pk)]}, format="json").status_code == 200
+    assert event_data(again, "manual_retry")["actor"] == {"user": None, "via": "api"}
+
+
+def test_run_now_makes_a_scheduled_job_due_and_records_it(api):
+    later = timezone.now() + timedelta(hours=1)
+    job = queued_job(available_at=later)
+    response = signed_in("bob").post(f"/api/jobs/{job.pk}/run-now/")
+    assert response.status_code == 200, response.content
+    assert datetime.fromisoformat(response.json()["available_at"]) <= timezone.now()
+    data = event_data(job, "run_now")
+    assert data["actor"] == {"user": "bob", "via": "api"}
+    assert datetime.fromisoformat(data["previous_available_at"]) == later
+    assert listed(api, "due=true") == [str(job.pk)]
+
+    # Already due, running or finished: 409 with the status, nothing written.
+    response = api.post(f"/api/jobs/{job.pk}/run-now/")
+    assert response.status_code == 409
+    assert response.json()["status"] == "queued"
+    assert JobEvent.objects.filter(job=job, type="run_now").count() == 1
+    assert api.post(f"/api/jobs/{running_job().pk}/run-now/").status_code == 409
+    assert api.post(f"/api/jobs/{uuid.uuid4()}/run-now/").status_code == 404

@@ -23,7 +23,15 @@ export { useConfig, usePageLimits } from './config';
 export { useCanChange, useLogin, useLogout, useSession } from './session';
 export { useActiveQueues, useStats, useThroughput } from './stats';
 export { useJob, useJobAttempts, useJobCounts, useJobEvents, useJobs } from './jobs';
-export { useBulkCancel, useBulkCreate, useBulkRetry, useCancelJob, useCreateJob, useRetryJob } from './jobActions';
+export {
+  useBulkCancel,
+  useBulkCreate,
+  useBulkRetry,
+  useCancelJob,
+  useCreateJob,
+  useRetryJob,
+  useRunJobNow,
+} from './jobActions';
 export { useJobTypes } from './jobTypes';
 export { useWorkers } from './workers';
 export { useEventFeed } from './events';

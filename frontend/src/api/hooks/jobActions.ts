@@ -63,6 +63,19 @@ export function useRetryJob(id: string) {
   });
 }
 
+/** Run one job now: a queued job not yet due becomes due at once (a `run_now` event). */
+export function useRunJobNow(id: string) {
+  const queryClient = useQueryClient();
+  return useMutation<Job, ApiError, void>({
+    mutationFn: () => api.runJobNow(id),
+    onSuccess: (job) => {
+      queryClient.setQueryData(queryKeys.job(id), job);
+      refreshAfterJobChange(queryClient, id);
+    },
+    onError: () => void queryClient.invalidateQueries({ queryKey: queryKeys.job(id), exact: true }),
+  });
+}
+
 /**
  * Cancel one job. `requested` is true when the job was running: it keeps running (with
  * `cancel_requested_at` set) until its worker sees the request, which polling then shows.
