@@ -127,8 +127,17 @@ class JobAdmin(ZonedJobTimes, ReadOnlyAdminMixin, ModelAdmin):
         "finished_at_zoned",
     ]
     list_filter = ["status", "queue", "type"]
-    # Metadata as text: a request id (or any value a client attached) finds its jobs.
-    search_fields = ["id", "type", "idempotency_key", "metadata"]
+    # Every key an operator may hold (a concurrency key from a log line), the error text and
+    # the metadata as text (a request id, any value a client attached): what they search by.
+    search_fields = [
+        "id",
+        "type",
+        "idempotency_key",
+        "unique_key",
+        "concurrency_key",
+        "last_error",
+        "metadata",
+    ]
     ordering = ["-created_at", "-id"]
     fields = JOB_FIELDS
     readonly_fields = JOB_FIELDS

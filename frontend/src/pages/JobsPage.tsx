@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
-import { useActiveQueues, useBulkCancel, useBulkRetry, useConfig, useJobCounts, useJobs } from '../api/hooks';
+import { useActiveQueues, useBulkCancel, useBulkRetry, useConfig, useJobCounts, useJobs, useQueues } from '../api/hooks';
 import { CANCELLABLE_STATUSES, JOB_STATUSES, RETRYABLE_STATUSES, type JobStatus } from '../api/types';
 import { BulkActions, BulkConfirm } from '../components/BulkActions';
 import { JobTable } from '../components/JobTable';
@@ -212,7 +212,10 @@ export function JobsPage() {
   }
 
   const activeQueues = useActiveQueues().data;
-  const choices = queueChoices(config?.worker.queues ?? [], activeQueues ?? [], queue);
+  // Every known queue (with jobs of any status, limits or a pause), not only those with
+  // queued jobs: a queue whose jobs all failed is the one an operator looks for.
+  const knownQueues = useQueues().data?.map((q) => q.name);
+  const choices = queueChoices(config?.worker.queues ?? [], [...(activeQueues ?? []), ...(knownQueues ?? [])], queue);
   const caption =
     `Jobs${when ? ` ${WHEN_LABELS[when]}` : status ? ` with status ${status}` : ''}` +
     `${type ? ` whose type contains “${type}”` : ''}${queue ? ` in queue ${queue}` : ''}` +

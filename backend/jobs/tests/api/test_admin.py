@@ -241,3 +241,14 @@ def test_every_time_in_the_admin_says_its_zone(admin_client, settings):
     job_page = admin_client.get(pages["job page"]).content.decode()
     # created, updated, finished and available at, and each event's time: all zoned.
     assert job_page.count(f"({settings.TIME_ZONE})") >= 4 + 3
+
+
+def test_the_job_search_finds_jobs_by_any_key_and_by_error_text(admin_client):
+    keyed = queued_job(concurrency_key="customer:1234")
+    unique = queued_job(unique_key="invoice-778")
+    failing = failed_job(error="card declined by issuer")
+    queued_job()
+    for query, job in [("customer:1234", keyed), ("invoice-778", unique), ("declined", failing)]:
+        response = admin_client.get(JOBS_URL, {"q": query})
+        assert response.status_code == 200
+        assert [row.pk for row in response.context["cl"].result_list] == [job.pk], query
