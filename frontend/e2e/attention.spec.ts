@@ -177,3 +177,84 @@ test('a hung demo.hang: its abandoned thread is on the process card with the job
   const card = page.getByRole('region').filter({ has: thread });
   await expect(card.locator('.process__head')).toContainText(/· \d+ abandoned threads? still in a handler/);
 });
+
+test('a short id in the address opens its job; two characters in the search say to type eight, off the header', async ({
+  page,
+  request,
+}) => {
+  const id = await createViaApi(request, { type: 'demo.success' });
+  await page.goto(`/jobs/${id.slice(0, 8)}`);
+  await expect(page).toHaveURL(new RegExp(`/jobs/${id}$`));
+  await expect(page.getByRole('heading', { name: `Job ${id.slice(0, 8)}` })).toBeVisible();
+
+  await page.goto('/');
+  const search = page.getByRole('search', { name: 'Find a job' });
+  await search.getByRole('searchbox').fill(id.slice(0, 2));
+  await search.getByRole('searchbox').press('Enter');
+  const alert = search.getByRole('alert');
+  await expect(alert).toContainText('type at least 8 characters');
+  // It floats over the page, not over the header's own controls.
+  const box = (await alert.boundingBox())!;
+  for (const control of await page.locator('header.topbar button, header.topbar a, header.topbar select').all()) {
+    if (!(await control.isVisible())) continue;
+    if (await control.evaluate((el) => el.closest('[role="search"]') !== null)) continue;
+    const other = (await control.boundingBox())!;
+    const overlaps =
+      box.x < other.x + other.width && other.x < box.x + box.width && box.y < other.y + other.height && other.y < box.y + box.height;
+    expect(overlaps, `the search's message covers ${await control.textContent()}`).toBe(false);
+  }
+  await search.getByRole('searchbox').press('Escape');
+  await expect(alert).toHaveCount(0);
+});
+
+test('the overview says why the chart counts more failures than the card: a job retried by hand that fails again', async ({
+  page,
+  request,
+}) => {
+  const id = await createViaApi(request, { type: 'demo.fail', max_attempts: 1 });
+  await expect.poll(() => jobStatus(request, id), { timeout: 30_000 }).toBe('failed');
+  expect((await request.post(`${API}/jobs/${id}/retry/`)).ok()).toBe(true);
+  await expect.poll(() => jobStatus(request, id), { timeout: 30_000 }).toBe('failed');
+
+  await page.goto('/');
+  await expect(page.getByRole('heading', { name: 'Job endings, last 15 minutes' })).toBeVisible();
+  await expect(page.locator('[data-counting-note]')).toContainText('a job retried by hand that fails again counts twice');
+  const card = page.locator('.stat', { has: page.locator('.stat__label', { hasText: /^Failed$/ }) });
+  await expect(card.locator('.stat__hint')).toHaveText('jobs failed now, all time');
+});
+
+test('with the API down only the health check polls, backing off; the header says so with the time of the last good data', async ({
+  page,
+}) => {
+  test.setTimeout(120_000);
+  await page.goto('/');
+  await expect(page.getByRole('list', { name: 'Queue statistics' })).toBeVisible();
+
+  const asked: string[] = [];
+  page.on('request', (request) => {
+    if (request.url().includes('/api/')) asked.push(new URL(request.url()).pathname);
+  });
+  // The API stops answering: every request of the page is refused, as by a stopped server.
+  await page.route('**/api/**', (route) => route.abort('connectionrefused'));
+  await expect(page.getByRole('alert').filter({ hasText: 'API unreachable.' })).toBeVisible({ timeout: 20_000 });
+  const offline = page.locator('header [data-offline]');
+  await expect(offline).toHaveText(/^Offline · data from \d\d:\d\d:\d\d \S+$/);
+
+  // Ten seconds of an outage: a handful of health checks, spaced wider and wider, and no
+  // panel's request (the e2e build polls every 500 ms: some 150 requests before).
+  // (Requests already under way when it stopped may retry once; then the count starts.)
+  await page.waitForTimeout(2_000);
+  asked.length = 0;
+  await page.waitForTimeout(10_000);
+  expect(asked.every((path) => path.endsWith('/api/health/')), asked.join(', ')).toBe(true);
+  expect(asked.length).toBeLessThanOrEqual(5);
+
+  // A page opened during the outage says it cannot load, instead of spinning.
+  await page.goto('/jobs');
+  await expect(page.getByRole('alert').filter({ hasText: 'Could not load' }).first()).toBeVisible({ timeout: 20_000 });
+
+  await page.unroute('**/api/**');
+  await expect(page.getByRole('alert').filter({ hasText: 'API unreachable.' })).toHaveCount(0, { timeout: 40_000 });
+  await expect(offline).toHaveCount(0);
+  await expect(page.locator('tbody tr[data-job-id]').first()).toBeVisible({ timeout: 20_000 });
+});

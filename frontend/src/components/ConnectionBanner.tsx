@@ -24,7 +24,8 @@ export function ConnectionBanner({
       ) : (
         detail && <>{detail}.</>
       )}{' '}
-      Checking again every {seconds}s; this message goes away when it is back. Figures below may be out of date.
+      Checking again in {seconds}s, less often the longer it lasts; nothing else refreshes meanwhile. This message
+      goes away when it is back. Figures below may be out of date.
     </div>
   );
 }

@@ -37,6 +37,16 @@ describe('Header search', () => {
     expect(router.state.location.pathname).toBe('/');
   });
 
+  it('says how many characters a short id needs when too few of them match nothing', async () => {
+    server.use(http.get(`${API}/jobs/lookup/`, () => HttpResponse.json({ detail: 'No job.' }, { status: 404 })));
+    renderApp('/');
+    await userEvent.type(box(), '9e{Enter}');
+    const alert = await screen.findByRole('alert');
+    expect(alert).toHaveTextContent('type at least 8 characters');
+    await userEvent.keyboard('{Escape}');
+    expect(screen.queryByRole('alert')).not.toBeInTheDocument();
+  });
+
   it('says a short id is ambiguous, in the API words', async () => {
     server.use(
       http.get(`${API}/jobs/lookup/`, () =>

@@ -35,6 +35,9 @@ export function HeaderSearch() {
         e.preventDefault();
         void submit();
       }}
+      onKeyDown={(e) => {
+        if (e.key === 'Escape') setProblem(null);
+      }}
     >
       <label htmlFor="header-search-input" className="sr-only">
         Job id, short id or idempotency key
@@ -61,6 +64,14 @@ export function HeaderSearch() {
       {problem && (
         <span id="header-search-problem" className="header-search__problem" role="alert">
           {problem}
+          <button
+            type="button"
+            className="header-search__dismiss"
+            aria-label="Dismiss"
+            onClick={() => setProblem(null)}
+          >
+            ×
+          </button>
         </span>
       )}
     </form>

@@ -1,4 +1,5 @@
 import { useIsFetching, useQueryClient } from '@tanstack/react-query';
+import { useEffect } from 'react';
 import { NavLink, Outlet } from 'react-router';
 import { api } from '../api/client';
 import { useConnection } from '../api/hooks';
@@ -24,6 +25,13 @@ export function Layout() {
   const queryClient = useQueryClient();
   const fetching = useIsFetching() > 0;
   const connection = useConnection();
+  const down = connection.state === 'unreachable' || connection.state === 'degraded';
+  const { setOffline } = polling;
+  useEffect(() => {
+    setOffline(down);
+    // Back: every panel catches up at once instead of at its next tick.
+    if (!down) void queryClient.invalidateQueries({ predicate: (query) => query.state.status === 'error' });
+  }, [down, setOffline, queryClient]);
 
   return (
     <div className="app">
@@ -51,6 +59,8 @@ export function Layout() {
           intervalMs={polling.intervalMs}
           paused={polling.paused}
           fetching={fetching}
+          offline={down}
+          lastGoodAt={connection.lastGoodAt}
           onIntervalChange={polling.setIntervalMs}
           onPausedChange={polling.setPaused}
           onRefresh={() => void queryClient.refetchQueries({ type: 'active' })}

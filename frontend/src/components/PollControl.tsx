@@ -1,3 +1,10 @@
+import { zoneName } from '../lib/time';
+
+/** "14:03:07" in the browser's zone (named beside it, as every clock time shown). */
+function formatClock(ms: number): string {
+  return new Date(ms).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
+}
+
 const POLL_CHOICES_MS = [1000, 2000, 5000, 10_000, 30_000] as const;
 
 function label(ms: number): string {
@@ -9,6 +16,8 @@ export function PollControl({
   intervalMs,
   paused,
   fetching,
+  offline = false,
+  lastGoodAt = null,
   onIntervalChange,
   onPausedChange,
   onRefresh,
@@ -16,6 +25,10 @@ export function PollControl({
   intervalMs: number;
   paused: boolean;
   fetching: boolean;
+  /** The API does not answer: nothing but the health check polls. */
+  offline?: boolean;
+  /** When the API last answered that all is well. */
+  lastGoodAt?: number | null;
   onIntervalChange: (ms: number) => void;
   onPausedChange: (paused: boolean) => void;
   onRefresh: () => void;
@@ -25,7 +38,23 @@ export function PollControl({
     : [...POLL_CHOICES_MS, intervalMs].sort((a, b) => a - b);
   return (
     <div className="poll" role="group" aria-label="Live refresh">
-      <span className={`poll__dot ${paused ? 'poll__dot--paused' : fetching ? 'poll__dot--busy' : ''}`} aria-hidden="true" />
+      <span
+        className={`poll__dot ${offline ? 'poll__dot--offline' : paused ? 'poll__dot--paused' : fetching ? 'poll__dot--busy' : ''}`}
+        aria-hidden="true"
+      />
+      {offline && (
+        <span className="poll__offline" role="status" data-offline="">
+          Offline
+          {lastGoodAt !== null && (
+            <>
+              {' · data from '}
+              <time dateTime={new Date(lastGoodAt).toISOString()}>
+                {formatClock(lastGoodAt)} {zoneName(new Date(lastGoodAt).toISOString())}
+              </time>
+            </>
+          )}
+        </span>
+      )}
       <label className="inline-field">
         <span>Refresh every</span>
         <select value={intervalMs} onChange={(e) => onIntervalChange(Number(e.target.value))} disabled={paused}>

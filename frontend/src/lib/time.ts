@@ -9,6 +9,8 @@
  * instants, so the API's zone never leaks into what is shown.
  */
 
+import type { JsonValue } from '../api/types';
+
 /** "45s", "3m 05s", "2h 07m", "3d 4h". Negative durations are formatted by magnitude. */
 export function formatDuration(ms: number): string {
   const total = Math.floor(Math.abs(ms) / 1000);
@@ -65,6 +67,23 @@ export function zoneName(iso?: string): string {
     .formatToParts(date)
     .find((p) => p.type === 'timeZoneName');
   return part?.value ?? '';
+}
+
+const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/;
+
+/** Whether `text` is an ISO 8601 date-time with its offset (as the API writes times). */
+export function isIsoTime(text: string): boolean {
+  return ISO_TIME.test(text);
+}
+
+/** Every ISO date-time string in `value`, at any depth, as `formatExact` shows it. */
+export function localizeTimes(value: JsonValue): JsonValue {
+  if (typeof value === 'string') return isIsoTime(value) ? formatExact(value) : value;
+  if (Array.isArray(value)) return value.map(localizeTimes);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, localizeTimes(v as JsonValue)]));
+  }
+  return value;
 }
 
 /** "14:05:09 CET": the local clock time and the zone it is in. */

@@ -322,10 +322,32 @@ describe('Job detail page', () => {
   });
 
   it('says when the job does not exist', async () => {
-    server.use(http.get(`${API}/jobs/nope/`, () => HttpResponse.json({ detail: 'Not found.' }, { status: 404 })));
-    server.use(http.get(`${API}/jobs/nope/events/`, () => HttpResponse.json({ detail: 'Not found.' }, { status: 404 })));
-    renderApp('/jobs/nope');
+    const missing = '00000000-0000-4000-8000-00000000dead';
+    server.use(http.get(`${API}/jobs/${missing}/`, () => HttpResponse.json({ detail: 'Not found.' }, { status: 404 })));
+    server.use(
+      http.get(`${API}/jobs/${missing}/events/`, () => HttpResponse.json({ detail: 'Not found.' }, { status: 404 })),
+    );
+    renderApp(`/jobs/${missing}`);
     expect(await screen.findByText('Job not found')).toBeInTheDocument();
+  });
+
+  it('opens the job a short id names (the id the lists show), under its whole id', async () => {
+    server.use(
+      http.get(`${API}/jobs/lookup/`, ({ request }) =>
+        new URL(request.url).searchParams.get('q') === JOB_ID.slice(0, 8)
+          ? HttpResponse.json({ match: 'id_prefix', job: makeJob() })
+          : HttpResponse.json({ detail: 'No job.' }, { status: 404 }),
+      ),
+    );
+    const { router } = renderApp(`/jobs/${JOB_ID.slice(0, 8)}`);
+    await waitFor(() => expect(router.state.location.pathname).toBe(`/jobs/${JOB_ID}`));
+  });
+
+  it('says why a short id names no job', async () => {
+    server.use(http.get(`${API}/jobs/lookup/`, () => HttpResponse.json({ detail: 'No job.' }, { status: 404 })));
+    renderApp('/jobs/9ee69b8a');
+    expect(await screen.findByText('Job not found')).toBeInTheDocument();
+    expect(screen.getByRole('alert')).toHaveTextContent('No job has the id, id prefix or idempotency key “9ee69b8a”.');
   });
 });
 

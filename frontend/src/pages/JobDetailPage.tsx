@@ -1,5 +1,6 @@
-import { useState, type ReactNode } from 'react';
-import { Link, useParams } from 'react-router';
+import { useQuery } from '@tanstack/react-query';
+import { useEffect, useState, type ReactNode } from 'react';
+import { Link, useNavigate, useParams } from 'react-router';
 import {
   useCancelJob,
   useConfig,
@@ -22,10 +23,12 @@ import { LeaseCountdown } from '../components/LeaseCountdown';
 import { RelativeTime } from '../components/RelativeTime';
 import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
 import { errorMessage } from '../lib/errors';
+import { formatExact, isIsoTime } from '../lib/time';
 import { useNow } from '../lib/useNow';
+import { findJob } from '../lib/search';
 import { traceIdOf } from '../lib/trace';
 import { StatusBadge } from '../components/StatusBadge';
-import { ApiError } from '../api/client';
+import { ApiError, api } from '../api/client';
 
 function Field({ label, children }: { label: string; children: ReactNode }) {
   return (
@@ -152,7 +155,10 @@ function JobMetadata({ metadata }: { metadata: Job['metadata'] }) {
       <dl className="dl" aria-label="Metadata entries">
         {entries.map(([key, value]) => (
           <Field key={key} label={key}>
-            <span className="mono">{value}</span>
+            {/* A time the system wrote (a schedule's tick) in the browser's zone, as every time here. */}
+            <span className="mono" title={isIsoTime(value) ? value : undefined}>
+              {isIsoTime(value) ? formatExact(value) : value}
+            </span>
           </Field>
         ))}
       </dl>
@@ -287,8 +293,48 @@ function LastError({ job }: { job: JobDetail }) {
   );
 }
 
+const FULL_ID = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
+
+/**
+ * `/jobs/<id>`: a whole id shows the job; anything else (the 8-character short id every
+ * list shows, an idempotency key) is looked up and replaced by the job's whole id.
+ */
 export function JobDetailPage() {
   const { id = '' } = useParams();
+  if (FULL_ID.test(id)) return <JobDetail id={id} />;
+  return <ShortIdRedirect query={id} />;
+}
+
+function ShortIdRedirect({ query }: { query: string }) {
+  const navigate = useNavigate();
+  const found = useQuery({
+    queryKey: ['job-lookup', query],
+    queryFn: () => findJob(query, (q) => api.lookupJob(q)),
+    retry: false,
+  });
+  const target = found.data?.kind === 'job' ? found.data.id : null;
+  useEffect(() => {
+    if (target) void navigate(`/jobs/${target}`, { replace: true });
+  }, [navigate, target]);
+  if (found.isPending || target) return <Loading label={`Looking up job ${query}…`} />;
+  return (
+    <div className="page">
+      <p>
+        <Link to="/jobs">← All jobs</Link>
+      </p>
+      {found.isError ? (
+        <ErrorState title="Could not look up this job" error={found.error} onRetry={() => void found.refetch()} />
+      ) : (
+        <div className="notice notice--warning" role="alert">
+          <h1>Job not found</h1>
+          <p>{found.data?.kind === 'job' ? '' : found.data?.message}</p>
+        </div>
+      )}
+    </div>
+  );
+}
+
+function JobDetail({ id }: { id: string }) {
   const job = useJob(id);
   const [showHeartbeats, setShowHeartbeats] = useState(false);
   const events = useJobEvents(id, job.data, showHeartbeats ? 'include' : 'exclude');

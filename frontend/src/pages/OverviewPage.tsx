@@ -148,6 +148,7 @@ export function OverviewPage() {
                 label="Failed"
                 value={approximate(stats.data.by_status.failed, stats.data.estimated)}
                 tone="danger"
+                hint="jobs failed now, all time"
                 to="/jobs?status=failed"
               />
               <StatCard
@@ -180,7 +181,11 @@ export function OverviewPage() {
       </section>
 
       <section aria-labelledby="throughput-heading" className="panel">
-        <h2 id="throughput-heading">Finished jobs, last {THROUGHPUT_WINDOW.minutes} minutes</h2>
+        <h2 id="throughput-heading">Job endings, last {THROUGHPUT_WINDOW.minutes} minutes</h2>
+        <p className="muted small" data-counting-note="">
+          Each time a job ended counts once: a job retried by hand that fails again counts twice here, and once (by its
+          status now, all time) in the cards above.
+        </p>
         {throughput.isPending ? (
           <Loading label="Loading throughput…" />
         ) : throughput.isError && !throughput.data ? (

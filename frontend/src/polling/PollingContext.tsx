@@ -47,14 +47,19 @@ export function PollingProvider({
     [persist],
   );
 
+  // Not stored: whether the API answers is learned afresh by each page load.
+  const [offline, setOffline] = useState(false);
+
   const value = useMemo<PollingState>(
     () => ({
       intervalMs: state.intervalMs,
       paused: state.paused,
+      offline,
       setIntervalMs: (ms) => update({ intervalMs: ms }),
       setPaused: (paused) => update({ paused }),
+      setOffline,
     }),
-    [state, update],
+    [state, update, offline],
   );
 
   return <PollingContext.Provider value={value}>{children}</PollingContext.Provider>;

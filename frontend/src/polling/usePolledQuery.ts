@@ -22,13 +22,15 @@ export interface PollOptions {
 
 /**
  * Refetch every interval chosen in the header; nothing on a timer while polling is
- * paused or the tab is hidden (manual refresh, focus and invalidation still work).
+ * paused, the API is unreachable or the tab is hidden (manual refresh, focus and invalidation still work).
  * `live: false` stops this query's timer alone, for data that can no longer change.
  * For `useQueries` and `useInfiniteQuery`; `usePolledQuery` is `useQuery` with these.
  */
 export function usePollOptions(live = true): PollOptions {
-  const { intervalMs, paused } = usePolling();
-  return { refetchInterval: live && !paused ? intervalMs : false, refetchIntervalInBackground: false };
+  const { intervalMs, paused, offline } = usePolling();
+  // While the API is unreachable only the health check polls (useHealth): a tab with ten
+  // panels would otherwise send ten failing requests every interval.
+  return { refetchInterval: live && !paused && !offline ? intervalMs : false, refetchIntervalInBackground: false };
 }
 
 /** `useQuery`, polled with `usePollOptions()`; every other option is passed as given. */

@@ -29,21 +29,26 @@ describe('connection state', () => {
     await waitFor(() => expect(result.current.state).toBe('ok'), { timeout: 2000 });
   });
 
-  it('checks again at the polling interval, at most every 3 s, and every 3 s while paused', () => {
-    expect(OFFLINE_RECHECK_MS).toBe(3000);
-    expect(offlineRecheckMs(1000)).toBe(1000);
-    expect(offlineRecheckMs(30_000)).toBe(3000);
-    expect(offlineRecheckMs(false)).toBe(3000);
+  it('backs off while the API is down: 1 s, 2 s, 4 s… up to 30 s', () => {
+    expect(OFFLINE_RECHECK_MS).toBe(1000);
+    expect([1, 2, 3, 4, 5, 6, 7, 50].map(offlineRecheckMs)).toEqual([
+      1000, 2000, 4000, 8000, 16_000, 30_000, 30_000, 30_000,
+    ]);
   });
 
-  it('tells the banner how often it checks again', async () => {
-    server.use(http.get(`${API}/health/`, () => HttpResponse.error()));
+  it('tells the banner how long until it checks again, and when data last came back', async () => {
+    server.use(http.get(`${API}/health/`, () => HttpResponse.json({ ok: true, database: 'ok' })));
     const { result } = renderHookWithClient(() => ({ connection: useConnection(), polling: usePolling() }), {
       pollIntervalMs: 1000,
     });
-    await waitFor(() => expect(result.current.connection.state).toBe('unreachable'));
+    await waitFor(() => expect(result.current.connection.state).toBe('ok'));
+    const lastGood = result.current.connection.lastGoodAt;
+    expect(lastGood).not.toBeNull();
+    server.use(http.get(`${API}/health/`, () => HttpResponse.error()));
+    await waitFor(() => expect(result.current.connection.state).toBe('unreachable'), { timeout: 3000 });
     expect(result.current.connection.retryingEveryMs).toBe(1000);
+    expect(result.current.connection.lastGoodAt).toBe(lastGood);
     act(() => result.current.polling.setPaused(true));
-    expect(result.current.connection.retryingEveryMs).toBe(3000);
+    expect(result.current.connection.state).toBe('unreachable');
   });
 });
