@@ -502,7 +502,12 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        # UTC with its Z, as the JSON lines: a log line reads the same in every process
+        # whatever its TIME_ZONE (which only the API's and the admin's times follow).
+        "plain": {
+            "class": "jobs.logformat.UtcFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s %(message)s",
+        },
         "json": {"()": "jobs.logformat.JsonFormatter"},
     },
     "handlers": {

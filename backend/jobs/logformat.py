@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -51,6 +52,15 @@ def fields(record: logging.LogRecord) -> dict[str, Any]:
     except (TypeError, ValueError):  # not our convention after all: keep the text
         return {"message": record.getMessage()}
     return found
+
+
+class UtcFormatter(logging.Formatter):
+    """The text lines' time in UTC, ISO 8601 with a ``Z`` (``2026-06-21T10:59:58.123Z``):
+    the same instant the JSON lines carry, not the process's local clock without a zone."""
+
+    converter = staticmethod(time.gmtime)
+    default_time_format = "%Y-%m-%dT%H:%M:%S"
+    default_msec_format = "%s.%03dZ"
 
 
 class JsonFormatter(logging.Formatter):

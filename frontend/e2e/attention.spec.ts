@@ -258,3 +258,37 @@ test('with the API down only the health check polls, backing off; the header say
   await expect(offline).toHaveCount(0);
   await expect(page.locator('tbody tr[data-job-id]').first()).toBeVisible({ timeout: 20_000 });
 });
+
+for (const [zone, offset] of [
+  ['America/New_York', '-05:00'],
+  ['Asia/Tokyo', '+09:00'],
+] as const) {
+  test.describe(`a browser in ${zone}`, () => {
+    test.use({ timezoneId: zone });
+
+    test(`one time-zone story (${zone}): event data and metadata in the browser's zone, no zone on an interval`, async ({
+      page,
+      request,
+    }) => {
+      const id = await createViaApi(request, { type: 'demo.fail', max_attempts: 2, metadata: { note: 'tz' } });
+      await expect.poll(() => jobStatus(request, id), { timeout: 30_000 }).toBe('failed');
+      const apiOffset = ((await (await request.get(`${API}/jobs/${id}/`)).json()) as { created_at: string }).created_at.slice(-6);
+      expect(apiOffset).not.toBe(offset);
+
+      await page.goto(`/jobs/${id}`);
+      const retried = page.getByRole('list', { name: 'Event timeline' }).locator('li[data-event-type="retry_scheduled"]');
+      await retried.locator('summary', { hasText: 'Data' }).click();
+      const data = retried.getByLabel(/^Data of event/);
+      await expect(data).toContainText(`"available_at": "`);
+      await expect(data).toContainText(` ${offset}"`);
+      // Nothing on the page is in the API's zone.
+      expect(await page.locator('main').innerText()).not.toContain(apiOffset);
+
+      await page.goto('/schedules');
+      const interval = page.locator('tr', { hasText: 'e2e-heartbeat' });
+      await expect(interval).toContainText('missed ticks');
+      await expect(interval).not.toContainText(/UTC|Asia\/|America\/|Europe\//);
+      await expect(page.locator('tr', { hasText: 'e2e-nightly-report' })).toContainText('Asia/Tehran');
+    });
+  });
+}

@@ -45,7 +45,7 @@ export function EventTimeline({ events }: { events: JobEvent[] }) {
           {hasData(event.data) && (
             <details className="timeline__data">
               <summary>Data</summary>
-              <JsonView value={event.data} label={`Data of event ${event.id}`} />
+              <JsonView value={event.data} label={`Data of event ${event.id}`} localTimes />
             </details>
           )}
         </li>

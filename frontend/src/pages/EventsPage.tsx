@@ -197,7 +197,7 @@ export function EventsPage() {
                           {event.data && typeof event.data === 'object' && Object.keys(event.data).length > 0 ? (
                             <details>
                               <summary>JSON</summary>
-                              <JsonView value={event.data} label={`Data of event ${event.id}`} />
+                              <JsonView value={event.data} label={`Data of event ${event.id}`} localTimes />
                             </details>
                           ) : (
                             <span className="muted">—</span>

@@ -70,7 +70,9 @@ function ScheduleRow({
       <td>
         <span className="mono">{describeCadence(schedule)}</span>
         <span className="cell-detail cell-detail--wrap">
-          {schedule.timezone} · missed ticks: {schedule.missed === 'latest' ? 'run the latest once' : 'skipped'}
+          {/* A zone only places a cron's hours; an interval counts seconds in any zone. */}
+          {schedule.cron && schedule.timezone ? `${schedule.timezone} · ` : ''}missed ticks:{' '}
+          {schedule.missed === 'latest' ? 'run the latest once' : 'skipped'}
         </span>
       </td>
       <td data-next-run={schedule.next_run_at ?? ''}>
@@ -123,7 +125,8 @@ function ConfirmText({ schedule, action }: { schedule: Schedule; action: Schedul
   if (action === 'resume')
     return (
       <p>
-        Workers enqueue its ticks again ({describeCadence(schedule)}, {schedule.timezone}).
+        Workers enqueue its ticks again ({describeCadence(schedule)}
+        {schedule.cron && schedule.timezone ? `, ${schedule.timezone}` : ''}).
       </p>
     );
   return (

@@ -251,7 +251,10 @@ def test_each_operator_action_records_who_asked_in_its_event(api):
     assert alice.post(f"/api/jobs/{queued.pk}/cancel/").status_code == 200
     assert event_data(queued, "cancelled")["actor"] == {"user": "alice", "via": "api"}
 
-    assert alice.post("/api/jobs/cancel/", {"ids": [str(running.pk)]}, format="json").status_code == 200
+    assert (
+        alice.post("/api/jobs/cancel/", {"ids": [str(running.pk)]}, format="json").status_code
+        == 200
+    )
     assert event_data(running, "cancel_requested")["actor"] == {"user": "alice", "via": "api"}
 
     # The open local demo has nobody signed in: the event says so.

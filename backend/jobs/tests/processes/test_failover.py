@@ -15,6 +15,7 @@ with their figures. Without PostgreSQL's server binaries they fail in CI, skip e
 
 from __future__ import annotations
 
+import calendar
 import contextlib
 import json
 import os
@@ -555,8 +556,8 @@ CONNECT_TIMEOUT = 2
 
 
 def log_time(line: str) -> float:
-    """A log line's time (``%(asctime)s``, this machine's zone), wall clock."""
-    return time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S")) + int(line[20:23]) / 1000
+    """A log line's time (``%(asctime)s``: UTC, ``2026-06-21T10:59:58.123Z``), wall clock."""
+    return calendar.timegm(time.strptime(line[:19], "%Y-%m-%dT%H:%M:%S")) + int(line[20:23]) / 1000
 
 
 def who(line: str, action: str) -> str:
