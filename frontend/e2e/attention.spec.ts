@@ -4,9 +4,15 @@
  * freezes the worker run-e2e.sh started (E2E_WORKER_PID) and thaws it before it ends.
  */
 import { expect, test, type Page } from '@playwright/test';
-import { API, cancelViaApi, createViaApi, jobStatus, whileWorkerFrozen } from './support';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { API, cancelViaApi, createViaApi, jobStatus, SCREENSHOTS, whileWorkerFrozen } from './support';
 
 test.describe.configure({ mode: 'serial' });
+
+test.beforeAll(() => {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+});
 
 const attention = (page: Page) => page.getByRole('list', { name: 'Needs attention' });
 const attentionItem = (page: Page, kind: string) => attention(page).locator(`li[data-kind="${kind}"]`);
@@ -43,6 +49,7 @@ test('a frozen worker: the overview says no worker is live and links to the jobs
       await page.goto('/');
       const overdue = attentionItem(page, 'overdue_leases');
       await expect(overdue).toContainText('2 running jobs have an expired lease', { timeout: 30_000 });
+      await page.screenshot({ path: path.join(SCREENSHOTS, 'attention-frozen-worker.png') });
       await overdue.getByRole('link', { name: 'Running jobs with an expired lease' }).click();
       await expect(page).toHaveURL(/\/jobs\?status=running&lease_expired=true$/);
       await expect(page.getByRole('combobox', { name: 'State' })).toHaveValue('lease_expired');
@@ -119,6 +126,7 @@ test('why a type fails: failures grouped by error on Job types, each leading to 
   await expect(declinedRow.locator('[data-attempts]')).toHaveText('3');
   await expect(declinedRow.locator('[data-jobs]')).toHaveText('2');
   await expect(groups.locator('tr', { hasText: gateway }).locator('[data-attempts]')).toHaveText('1');
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'job-types-failures-by-error.png'), fullPage: true });
 
   await declinedRow.getByRole('link', { name: new RegExp(declined) }).click();
   await expect(page).toHaveURL(/\/jobs\?type=demo\.fail&error=/);
@@ -176,6 +184,7 @@ test('a hung demo.hang: its abandoned thread is on the process card with the job
   await expect(group).toContainText(/\d+ abandoned threads? still runs? (its|their) handlers?/);
   const card = page.getByRole('region').filter({ has: thread });
   await expect(card.locator('.process__head')).toContainText(/· \d+ abandoned threads? still in a handler/);
+  await card.screenshot({ path: path.join(SCREENSHOTS, 'workers-abandoned-thread.png') });
 });
 
 test('a short id in the address opens its job; two characters in the search say to type eight, off the header', async ({
@@ -292,3 +301,29 @@ for (const [zone, offset] of [
     });
   });
 }
+
+test.describe('an 800 px window', () => {
+  test.use({ viewport: { width: 800, height: 800 } });
+
+  test('tables say when columns lie past the edge; each page has its title; focus moves to the new page; Back undoes a sort', async ({
+    page,
+    request,
+  }) => {
+    await createViaApi(request, { type: 'demo.success' });
+    await page.goto('/');
+    await expect(page).toHaveTitle('Overview · Job Queue');
+
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Jobs' }).click();
+    await expect(page).toHaveTitle('Jobs · Job Queue');
+    await expect(page.getByRole('heading', { level: 1, name: 'Jobs' })).toBeFocused();
+    await expect(page.locator('[data-table-cue]')).toContainText('More columns of the jobs to the right');
+
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Job types' }).click();
+    await expect(page).toHaveTitle('Job types · Job Queue');
+    await expect(page.locator('[data-table-cue]').first()).toContainText('More columns of the job types to the right');
+    await page.getByRole('button', { name: /^Attempts/ }).click();
+    await expect(page).toHaveURL(/sort=/);
+    await page.goBack();
+    await expect(page).toHaveURL(/\/job-types$/);
+  });
+});

@@ -1,9 +1,7 @@
 import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-
-const API = process.env.E2E_API_URL ?? 'http://127.0.0.1:8000/api';
-const SCREENSHOTS = process.env.SCREENSHOT_DIR ?? path.resolve(import.meta.dirname, '../../assets/screenshots');
+import { API, SCREENSHOTS, createViaApi, jobStatus } from './support';
 
 test.describe.configure({ mode: 'serial' });
 
@@ -29,18 +27,6 @@ async function createFromForm(
   const id = href?.split('/').pop();
   expect(id).toMatch(/^[0-9a-f-]{36}$/);
   return id!;
-}
-
-/** Create a job through the API (no form): returns its id. */
-async function createViaApi(request: APIRequestContext, body: object): Promise<string> {
-  const res = await request.post(`${API}/jobs/`, { data: body });
-  expect(res.status(), await res.text()).toBeLessThan(300);
-  return ((await res.json()) as { id: string }).id;
-}
-
-async function jobStatus(request: APIRequestContext, id: string): Promise<string> {
-  const res = await request.get(`${API}/jobs/${id}/`);
-  return ((await res.json()) as { status: string }).status;
 }
 
 /**

@@ -10,9 +10,8 @@
 import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { API, SCREENSHOTS, createViaApi, jobStatus } from './support';
 
-const API = process.env.E2E_API_URL ?? 'http://127.0.0.1:8000/api';
-const SCREENSHOTS = process.env.SCREENSHOT_DIR ?? path.resolve(import.meta.dirname, '../../assets/screenshots');
 /** Declared in run-e2e.sh's JOB_SCHEDULES_JSON: demo.fail daily at 04:30 (the settings' time zone). */
 const FAILING = 'e2e-failing-report';
 /** Queues of their own, so the other specs' jobs do not count here. */
@@ -31,17 +30,6 @@ interface QueueState {
   running: number;
   concurrency_limit: number | null;
   counts: Record<string, number>;
-}
-
-async function createViaApi(request: APIRequestContext, body: object): Promise<string> {
-  const res = await request.post(`${API}/jobs/`, { data: body });
-  expect(res.status(), await res.text()).toBeLessThan(300);
-  return ((await res.json()) as { id: string }).id;
-}
-
-async function jobStatus(request: APIRequestContext, id: string): Promise<string> {
-  const res = await request.get(`${API}/jobs/${id}/`);
-  return ((await res.json()) as { status: string }).status;
 }
 
 async function queueState(request: APIRequestContext, name: string): Promise<QueueState | undefined> {

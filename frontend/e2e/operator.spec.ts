@@ -8,10 +8,8 @@ import { expect, test, type APIRequestContext, type Page } from '@playwright/tes
 import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { API, BACKEND, SCREENSHOTS, createViaApi, jobStatus } from './support';
 
-const API = process.env.E2E_API_URL ?? 'http://127.0.0.1:8000/api';
-const SCREENSHOTS = process.env.SCREENSHOT_DIR ?? path.resolve(import.meta.dirname, '../../assets/screenshots');
-const BACKEND = path.resolve(import.meta.dirname, '../../backend');
 /** The e2e build polls every 500 ms; a render after an answer takes well under this. */
 const POLL_MS = 500;
 const RENDER_MS = 2000;
@@ -21,17 +19,6 @@ test.describe.configure({ mode: 'serial' });
 test.beforeAll(() => {
   mkdirSync(SCREENSHOTS, { recursive: true });
 });
-
-async function createViaApi(request: APIRequestContext, body: object): Promise<string> {
-  const res = await request.post(`${API}/jobs/`, { data: body });
-  expect(res.status(), await res.text()).toBeLessThan(300);
-  return ((await res.json()) as { id: string }).id;
-}
-
-async function jobStatus(request: APIRequestContext, id: string): Promise<string> {
-  const res = await request.get(`${API}/jobs/${id}/`);
-  return ((await res.json()) as { status: string }).status;
-}
 
 /** Open `route` with polling paused (stored as the header's control stores it): only the first load's requests. */
 async function openPaused(page: Page, route: string) {

@@ -5,6 +5,7 @@ import { formatMs } from '../lib/attempts';
 import { useNow } from '../lib/useNow';
 import { RelativeTime } from './RelativeTime';
 import { StatusBadge } from './StatusBadge';
+import { TableWrap } from './TableWrap';
 
 /** How long the current attempt ran (finished) or has run so far (running); — before it starts. */
 function Duration({ job }: { job: JobListItem }) {
@@ -101,7 +102,7 @@ export function JobTable({
   const selectedHere = jobs.filter((job) => selected.has(job.id)).length;
   const all = jobs.length > 0 && selectedHere === jobs.length;
   return (
-    <div className="table-wrap">
+    <TableWrap label="the jobs">
       <table className="table" aria-busy={busy}>
         <caption className="sr-only">{caption}</caption>
         <thead>
@@ -199,6 +200,6 @@ export function JobTable({
           ))}
         </tbody>
       </table>
-    </div>
+    </TableWrap>
   );
 }

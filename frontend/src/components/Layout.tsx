@@ -1,6 +1,6 @@
 import { useIsFetching, useQueryClient } from '@tanstack/react-query';
-import { useEffect } from 'react';
-import { NavLink, Outlet } from 'react-router';
+import { useEffect, useRef } from 'react';
+import { NavLink, Outlet, useLocation } from 'react-router';
 import { api } from '../api/client';
 import { useConnection } from '../api/hooks';
 import { usePolling } from '../polling/usePolling';
@@ -20,7 +20,39 @@ const NAV = [
   { to: '/create', label: 'Create', end: false },
 ];
 
+/** "Jobs · Job Queue", "Job 8421aca2 · Job Queue": each page's own title, for tabs and history. */
+function pageTitle(pathname: string): string {
+  const job = /^\/jobs\/([^/]+)/.exec(pathname);
+  if (job) return `Job ${decodeURIComponent(job[1]!).slice(0, 8)} · Job Queue`;
+  const item = NAV.find((nav) => (nav.end ? pathname === nav.to : pathname.startsWith(nav.to)));
+  return item ? `${item.label} · Job Queue` : 'Not found · Job Queue';
+}
+
+/**
+ * After a navigation (a new path, not a filter change), the page title follows and focus
+ * moves to the page's heading, so a keyboard or screen reader user starts on the new page
+ * instead of on the link they left.
+ */
+function useNavigationFocus() {
+  const { pathname } = useLocation();
+  const first = useRef(true);
+  useEffect(() => {
+    document.title = pageTitle(pathname);
+    if (first.current) {
+      first.current = false;
+      return;
+    }
+    const heading = document.querySelector<HTMLElement>('#main h1');
+    const target = heading ?? document.getElementById('main');
+    if (target) {
+      if (!target.hasAttribute('tabindex')) target.setAttribute('tabindex', '-1');
+      target.focus({ preventScroll: false });
+    }
+  }, [pathname]);
+}
+
 export function Layout() {
+  useNavigationFocus();
   const polling = usePolling();
   const queryClient = useQueryClient();
   const fetching = useIsFetching() > 0;

@@ -3,6 +3,7 @@ import { useJobTypes } from '../api/hooks';
 import type { ErrorGroup, JobTypeHealth } from '../api/types';
 import { RelativeTime } from '../components/RelativeTime';
 import { Sparkline } from '../components/Sparkline';
+import { TableWrap } from '../components/TableWrap';
 import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
 import { isFailing } from '../lib/attention';
 import {
@@ -200,7 +201,8 @@ export function JobTypesPage() {
         else next.set(key, value);
         return next;
       },
-      { replace: true },
+      // Pushed: Back undoes a sort or a window change.
+      { replace: false },
     );
   }
 
@@ -237,7 +239,7 @@ export function JobTypesPage() {
             {rows.length === 0 ? (
               <Empty>No job types registered or seen in the last {windowLabel}.</Empty>
             ) : (
-              <div className="table-wrap">
+              <TableWrap label="the job types">
                 <table className="table table--types" aria-busy={types.isPlaceholderData}>
                   <caption className="sr-only">
                     Job types over the last {windowLabel}: attempts, failures, run time and queue wait
@@ -295,7 +297,7 @@ export function JobTypesPage() {
                     ))}
                   </tbody>
                 </table>
-              </div>
+              </TableWrap>
             )}
             <ErrorGroups groups={types.data.error_groups} windowLabel={windowLabel} />
             <p className="muted small">
