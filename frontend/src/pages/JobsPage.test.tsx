@@ -27,6 +27,32 @@ function serveJobs() {
 }
 
 describe('Jobs page', () => {
+  it('filters by state, error, key and metadata, shows the last error, and a new status drops the state', async () => {
+    server.use(
+      http.get(`${API}/jobs/`, () =>
+        HttpResponse.json(
+          jobsPage([
+            makeJob({
+              status: 'failed',
+              last_error: 'amount must be positive',
+              last_exception_class: 'builtins.ValueError',
+            }),
+          ]),
+        ),
+      ),
+    );
+    const { router } = renderApp('/jobs?status=queued&due=true&error=positive&key=k-1&metadata=request_id%3Dr-1');
+    const table = await screen.findByRole('table');
+    expect(within(table).getByText('ValueError')).toBeInTheDocument();
+    expect(table).toHaveTextContent('ValueError: amount must be positive');
+    expect(screen.getByRole('combobox', { name: 'State' })).toHaveValue('due');
+    expect(screen.getByRole('searchbox', { name: 'Error contains' })).toHaveValue('positive');
+    await userEvent.selectOptions(screen.getByRole('combobox', { name: 'Status' }), 'failed');
+    await waitFor(() =>
+      expect(router.state.location.search).toBe('?status=failed&error=positive&key=k-1&metadata=request_id%3Dr-1'),
+    );
+  });
+
   it('renders a real table with status badges and links', async () => {
     serveJobs();
     renderApp('/jobs');

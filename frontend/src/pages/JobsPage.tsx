@@ -228,7 +228,11 @@ export function JobsPage() {
       <form className="filters" role="search" aria-label="Filter jobs" onSubmit={(e) => e.preventDefault()}>
         <label className="field field--inline">
           <span>Status</span>
-          <select value={status ?? ''} onChange={(e) => update({ status: e.target.value, offset: 0 })}>
+          <select
+            value={status ?? ''}
+            // A state belongs to one status: another status drops it.
+            onChange={(e) => update({ status: e.target.value, due: undefined, lease_expired: undefined, offset: 0 })}
+          >
             <option value="">All statuses</option>
             {JOB_STATUSES.map((s) => (
               <option key={s} value={s}>
