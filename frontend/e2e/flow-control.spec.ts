@@ -174,9 +174,12 @@ test('a queue paused from the page is not claimed from, shows under Needs attent
   await page.goto('/');
   const attention = page.getByRole('list', { name: 'Needs attention' });
   const item = attention.locator('li[data-kind="paused_queue"]');
-  await expect(item).toContainText(`Queue ${PAUSED} is paused with 1 job waiting`);
-  await item.getByRole('link', { name: 'Queues' }).click();
-  await expect(page).toHaveURL(/\/queues$/);
+  await expect(item).toContainText(`Queue ${PAUSED} is paused with 1 due job waiting`);
+  // The item leads to the jobs it is about; the Queues page shows the queue.
+  await item.getByRole('link', { name: `Queued jobs in ${PAUSED}` }).click();
+  await expect(page).toHaveURL(new RegExp(`/jobs\\?status=queued&queue=${PAUSED}$`));
+  await expect(page.locator('tbody tr[data-job-id]')).toHaveCount(1);
+  await page.goto('/queues');
   await expect(queueRow(page, PAUSED).locator('[data-count="queued"]')).toHaveText('1');
   await expect(queueRow(page, LIMITED)).toContainText('of 1 running');
   await expect(queueRow(page, 'emails')).toContainText('2 of 2 running (100 %)', { timeout: 30_000 });
