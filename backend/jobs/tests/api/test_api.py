@@ -462,7 +462,7 @@ def test_list_pages_25_by_default_newest_first_with_links(api):
     body = response.json()
     assert body["count"] == 30
     assert len(body["results"]) == 25
-    assert set(body["results"][0]) == JOB_KEYS | {"started_at"}
+    assert set(body["results"][0]) == JOB_KEYS | {"started_at", "last_exception_class"}
     assert [item["id"] for item in body["results"]] == [str(j.pk) for j in reversed(jobs)][:25]
     assert body["previous"] is None
     assert "limit=25" in body["next"] and "offset=25" in body["next"]
@@ -932,6 +932,7 @@ def test_schema_documents_every_endpoint(api):
         "/api/jobs/lookup/",
         "/api/jobs/{id}/retry/",
         "/api/jobs/{id}/cancel/",
+        "/api/jobs/{id}/run-now/",
         "/api/jobs/cancel/",
         "/api/jobs/retry/",
         "/api/jobs/bulk/",

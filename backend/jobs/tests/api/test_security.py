@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 import uuid
+from datetime import timedelta
 from io import StringIO
 from pathlib import Path
 from urllib.parse import quote
@@ -31,6 +32,7 @@ from django.core.management import call_command
 from django.http import HttpResponse
 from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
+from django.utils import timezone
 from django.utils.crypto import get_random_string
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -285,6 +287,7 @@ ROUTES = [
     ("GET", "/api/jobs/lookup/", "view_job"),
     ("POST", "/api/jobs/{id}/retry/", "change_job"),
     ("POST", "/api/jobs/{id}/cancel/", "change_job"),
+    ("POST", "/api/jobs/{id}/run-now/", "change_job"),
     ("POST", "/api/jobs/retry/", "change_job"),
     ("POST", "/api/jobs/cancel/", "change_job"),
     ("GET", "/api/job-events/", "view_job"),
@@ -375,6 +378,8 @@ def _target(method: str, template: str) -> tuple[str, dict | None, Job | None, i
     """A fresh job the request can succeed on: (path, body, job it may change, status)."""
     if template in ("/api/jobs/{id}/cancel/", "/api/jobs/cancel/"):
         job = queued_job()
+    elif template == "/api/jobs/{id}/run-now/":
+        job = queued_job(available_at=timezone.now() + timedelta(hours=1))
     else:
         job = failed_job()  # retry succeeds on it; reads find it
     if template == "/api/jobs/lookup/":

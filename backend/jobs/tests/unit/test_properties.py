@@ -505,13 +505,16 @@ class QueueMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.jobs)
     @rule(
         data=st.data(),
-        action=st.sampled_from(["retry", "retry", "cancel"]),
+        action=st.sampled_from(["retry", "retry", "cancel", "run_now"]),
         bulk=st.booleans(),
         filters=SELECTIONS,
     )
     def operator(self, data: st.DataObject, action: str, bulk: bool, filters: dict) -> None:
         """Retry or cancel one job, or a bulk selection (filters and/or ids). Cancels are
         drawn half as often as retries so that the six jobs are not all cancelled early."""
+        if action == "run_now":  # one job at a time
+            self.run_now(self.jobs[data.draw(st.sampled_from(list(self.jobs)))])
+            return
         if bulk:
             ids = self.draw_ids(data)
             (self.retry_many if action == "retry" else self.cancel_many)(ids, **filters)
@@ -533,6 +536,17 @@ class QueueMachine(RuleBasedStateMachine):
         retried = services.retry_job(job_id=job.id, now=self.now)
         assert (retried.status, retried.attempts) == (Status.QUEUED, 0)
         self.requeue_by_hand(job)
+
+    def run_now(self, job: ModelJob) -> None:
+        """A queued job not yet due becomes due now; any other job is refused, unchanged."""
+        if job.status != Status.QUEUED or job.available_at <= self.now:
+            with pytest.raises(errors.InvalidTransition) as raised:
+                services.run_job_now(job_id=job.id, now=self.now)
+            assert raised.value.current_status == job.status
+            return
+        row = services.run_job_now(job_id=job.id, now=self.now)
+        job.available_at = self.now
+        assert (row.status, row.available_at) == (Status.QUEUED, self.now)
 
     def requeue_by_hand(self, job: ModelJob) -> None:
         job.status = Status.QUEUED
@@ -699,6 +713,10 @@ def replay(timeline: list[Recorded]) -> dict[str, Any]:
             row.update(status=Status.QUEUED, attempts=event.attempt - 1)
             row.update(locked_by=None, locked_until=None)
             continue
+        if kind == Event.RUN_NOW:  # an operator made a queued job due: nothing else moves
+            assert status == Status.QUEUED and event.attempt == row["attempts"]
+            assert event.worker_id is None
+            continue
         if kind == Event.MANUAL_RETRY:
             assert status in (Status.FAILED, Status.CANCELLED)
             assert event.data["previous_status"] == status
@@ -822,6 +840,8 @@ def test_scripted_walk_through_every_transition_passes_the_same_checks():
     step(machine.claim, "worker-c", lease=30)
     step(machine.complete, "worker-c", RESULTS[1])  # an unstorable result fails the attempt
     assert row() == (Status.QUEUED, 1)  # retry_scheduled
+    step(machine.run_now, job)  # its backoff cut short by an operator
+    step(machine.run_now, job)  # refused: already due
     step(machine.advance_clock, 200)
     step(machine.claim, "worker-a", lease=30)
     step(machine.cancel_one, job)  # running: cancel_requested
