@@ -192,6 +192,37 @@ def test_a_timed_out_attempt_returning_late_leaves_the_next_attempt_of_its_job_i
     ]
 
 
+def test_a_thread_abandoned_in_a_hung_handler_is_on_the_workers_page_with_its_job(
+    register_handler,
+):
+    """Its attempt timed out and a new thread took its place; until the handler returns,
+    the process's presence row names the thread and the job it still runs."""
+    release = threading.Event()
+    register_handler("test.hung", lambda context: release.wait(30))
+    job = queued_job("test.hung", timeout_seconds=1, max_attempts=1)
+
+    def abandoned():
+        processes = selectors.live_workers()["processes"]
+        return [entry for p in processes for entry in p["threads_abandoned"]]
+
+    try:
+        with running(lease_seconds=3):
+            wait_until(lambda: status_of(job) == Status.FAILED, 20, "timed out")
+            wait_until(lambda: abandoned() != [], 10, "abandoned thread listed")
+            (entry,) = abandoned()
+            assert entry["job"] == {
+                "id": str(job.pk),
+                "type": "test.hung",
+                "attempt": 1,
+                "status": Status.FAILED,
+            }
+            assert entry["abandoned_at"] is not None
+            release.set()  # the handler returns: the thread ends and leaves the list
+            wait_until(lambda: abandoned() == [], 10, "abandoned thread gone")
+    finally:
+        release.set()
+
+
 # --- cancellation -----------------------------------------------------------------------------
 
 
