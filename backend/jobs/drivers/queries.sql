@@ -859,6 +859,11 @@ WHERE unique_key = ANY(:keys::text[]) AND status IN ('queued', 'running');
 -- them.
 SELECT 1 FROM jobs_queuesettings WHERE name = :queue FOR UPDATE;
 
+-- name: asynchronous_commit
+-- Opt-in, for a transaction that writes completions (never one that enqueues): its
+-- commit does not wait for its WAL to reach disk. Sent first in that transaction.
+SET LOCAL synchronous_commit = off;
+
 -- name: key_lock
 -- Claimers of jobs with one concurrency_key take turns, whatever their queue (released
 -- at commit).
