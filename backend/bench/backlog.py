@@ -1,5 +1,5 @@
-"""Issue 25, goal 1: the default worker on a backlog, with and without ``ANALYZE``, beside
-the fused single-job and the batched pgbench limits of the same round.
+"""The default worker on a backlog, with and without ``ANALYZE``, beside the in-hand pgbench
+limit of the same rounds (the goal tagged "default").
 
 For each configuration (1 x 4 and 2 x 4, the PostgreSQL driver, default settings), each
 round runs pgbench ``fused`` and ``batched`` (``bench/raw_sql.py``) on a backlog of ``jobs``
@@ -10,17 +10,18 @@ backlog arrives). Both worker runs start with the same dead rows; only the stati
 differ. Rounds interleave everything, so drift in the machine's load favours no variant;
 the best of each is kept.
 
-The in-hand limit: a worker claims no more jobs than it has idle threads (issue 25's "no
-hoarding"), so a configuration never holds more than processes x threads jobs. pgbench's
-batched statement is run with that bound too, split every way into clients x jobs per
-statement (``in_hand_splits``; one job per statement is the fused script), and the best
-split is kept: what the same statements reach holding no more jobs than the worker may.
-Printed beside the goals (it is no goal of the issue's): where it is below a goal's
-target, no worker that keeps the rule can meet that target on this machine.
+The in-hand limit: with the default settings (no prefetch) a worker claims no more jobs
+than it has idle threads, so a configuration never holds more than processes x threads
+jobs. pgbench's batched statement is run with that bound too, split every way into clients
+x jobs per statement (``in_hand_splits``; one job per statement is the fused script), and
+the best split is kept: what the same statements reach holding no more jobs than the
+worker may.
+The fused and batched (10 jobs per statement) limits at the same client count are printed
+beside it.
 
-Goal rows (``goals``): each configuration's slower variant >= ``FUSED_GOAL`` x the fused
-limit and >= ``BATCHED_GOAL`` of the batched limit, and the two variants within
-``SPREAD_GOAL`` of each other (slower / faster >= 1 - ``SPREAD_GOAL``).
+Goal rows (``goals``): each configuration's slower variant >= ``IN_HAND_GOAL`` of the
+in-hand limit, and the two variants within ``SPREAD_GOAL`` of each other (slower / faster
+>= 1 - ``SPREAD_GOAL``).
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ from .raw_sql import pgbench_available, run_pgbench
 from .workers import run_workers
 
 CONFIGS = [(1, 4), (2, 4)]
-FUSED_GOAL = 2.0
-BATCHED_GOAL = 0.45
+GOAL_TAG = "default"
+IN_HAND_GOAL = 0.85
 SPREAD_GOAL = 0.10
 VARIANTS = {"not analyzed": False, "analyzed": True}
 
@@ -79,7 +80,7 @@ class BacklogResult:
     def render(self) -> list[str]:
         out = [
             "",
-            f"14. Backlog (issue 25, goal 1): {self.jobs:,} no-op jobs, default settings, "
+            f"14. Backlog: {self.jobs:,} no-op jobs, default settings, "
             f"best of {self.rounds} interleaved rounds; workers after a stale backlog, "
             "without and with ANALYZE",
             f"   {'workers':<9}{'not analyzed':>14}{'analyzed':>10}{'fused':>8}{'batched':>9}"
@@ -107,8 +108,9 @@ class BacklogResult:
 
 
 def beyond_reach(in_hand: float, target: float) -> str:
-    """What a goal row adds when its target (in jobs/s) exceeds the in-hand limit: no
-    worker that claims only for idle threads can meet it on this machine."""
+    """What a goal row of the default settings adds when its target (in jobs/s) exceeds the
+    in-hand limit: no worker that claims only for idle threads can meet it on this
+    machine."""
     if math.isnan(in_hand) or in_hand >= target:
         return ""
     return f"; the target ({target:,.0f} jobs/s) is above the in-hand limit"
@@ -223,8 +225,8 @@ def run_backlog(
 
 
 def goals(result: BacklogResult | None) -> list[Goal]:
-    """Three rows per configuration: against the fused limit, against the batched limit,
-    and analyzed against not analyzed. Ratios are printed whether met or not."""
+    """Two rows per configuration: the slower variant against the in-hand limit, and
+    analyzed against not analyzed. Ratios are printed whether met or not."""
     rows = []
     for processes, threads in CONFIGS:
         label = f"{processes} x {threads}"
@@ -243,24 +245,21 @@ def goals(result: BacklogResult | None) -> list[Goal]:
 def _config_goals(label: str, item: BacklogConfig | None, jobs: int | None) -> list[Goal]:
     backlog = f"{jobs:,}-job backlog" if jobs else "backlog"
     names = [
-        f"worker {label}, {backlog}, vs the fused single-job pgbench limit",
-        f"worker {label}, {backlog}, vs the batched pgbench limit (10 per transaction)",
-        f"worker {label}, {backlog}, analyzed vs not analyzed",
+        f"worker {label}, default settings, {backlog}, vs the in-hand pgbench limit",
+        f"worker {label}, default settings, {backlog}, analyzed vs not analyzed",
     ]
     targets = [
-        f">= {FUSED_GOAL}x the fused limit, with and without ANALYZE",
-        f">= {BATCHED_GOAL} of the batched limit, with and without ANALYZE",
+        f">= {IN_HAND_GOAL:.2f} of the in-hand limit, with and without ANALYZE",
         f"within {SPREAD_GOAL * 100:.0f} % of each other (slower / faster >= "
         f"{1 - SPREAD_GOAL:.2f})",
     ]
     if item is None:
-        why = "backlog phase not run"
         return [
             Goal(
-                number="25.1",
+                number=GOAL_TAG,
                 name=name,
                 measured="-",
-                reference=why,
+                reference="backlog phase not run",
                 ratio=None,
                 target=target,
                 status=NOT_RUN,
@@ -268,57 +267,36 @@ def _config_goals(label: str, item: BacklogConfig | None, jobs: int | None) -> l
             for name, target in zip(names, targets, strict=True)
         ]
     both = f"not analyzed {item.not_analyzed:,.0f} jobs/s, analyzed {item.analyzed:,.0f} jobs/s"
-
-    def versus(reference: float) -> str:
-        return (
-            f"not analyzed {_fmt(ratio(item.not_analyzed, reference))}x, "
-            f"analyzed {_fmt(ratio(item.analyzed, reference))}x"
+    if math.isnan(item.in_hand):
+        in_hand_reference = "no in-hand limit (pgbench not available)"
+        in_hand = None
+    else:
+        in_hand = ratio(item.slower, item.in_hand)
+        in_hand_reference = (
+            f"in-hand limit {item.in_hand:,.0f} jobs/s ({item.in_hand_split}; not analyzed "
+            f"{_fmt(ratio(item.not_analyzed, item.in_hand))}, analyzed "
+            f"{_fmt(ratio(item.analyzed, item.in_hand))}; fused {item.fused:,.0f}, batched "
+            f"{item.batched:,.0f} jobs/s)"
         )
-
-    # Beside the targets: what pgbench reaches holding no more jobs than the worker may.
-    in_hand = (
-        ""
-        if math.isnan(item.in_hand)
-        else f"; in-hand limit {item.in_hand:,.0f} jobs/s ({item.in_hand_split}, "
-        f"{_fmt(ratio(item.in_hand, item.fused))}x fused, "
-        f"{_fmt(ratio(item.in_hand, item.batched))} of batched)"
-    )
-    fused_reach = beyond_reach(item.in_hand, item.fused * FUSED_GOAL)
-    batched_reach = beyond_reach(item.in_hand, item.batched * BATCHED_GOAL)
-    fused, batched, spread = (
-        ratio(item.slower, item.fused),
-        ratio(item.slower, item.batched),
-        item.spread,
-    )
+    spread = item.spread
     return [
         Goal(
-            number="25.1",
+            number=GOAL_TAG,
             name=names[0],
             measured=both,
-            reference=f"pgbench fused {item.fused:,.0f} jobs/s ({versus(item.fused)}){in_hand}"
-            f"{fused_reach}",
-            ratio=fused,
+            reference=in_hand_reference,
+            ratio=in_hand,
             target=targets[0],
-            status=Goal.verdict(None if fused is None else fused >= FUSED_GOAL),
+            status=Goal.verdict(None if in_hand is None else in_hand >= IN_HAND_GOAL),
         ),
         Goal(
-            number="25.1",
+            number=GOAL_TAG,
             name=names[1],
-            measured=both,
-            reference=f"pgbench batched {item.batched:,.0f} jobs/s ({versus(item.batched)})"
-            f"{in_hand}{batched_reach}",
-            ratio=batched,
-            target=targets[1],
-            status=Goal.verdict(None if batched is None else batched >= BATCHED_GOAL),
-        ),
-        Goal(
-            number="25.1",
-            name=names[2],
             measured=f"analyzed {item.analyzed:,.0f} jobs/s",
             reference=f"not analyzed {item.not_analyzed:,.0f} jobs/s (ratio column: "
             "slower / faster)",
             ratio=spread,
-            target=targets[2],
+            target=targets[1],
             status=Goal.verdict(None if spread is None else spread >= 1 - SPREAD_GOAL),
         ),
     ]

@@ -456,6 +456,30 @@ def event_window(db: Database) -> EventWindow:
     )
 
 
+def row_window(db: Database) -> EventWindow:
+    """The same window read from the jobs' rows: first ``claimed_at`` to last ``finished_at``
+    of the succeeded jobs. A claim stamps ``claimed_at`` with the time its ``claimed`` event
+    would carry, a completion ``finished_at`` with its ``succeeded`` event's, so the span is
+    the event window's; it is what a lean timeline (``JOB_WORKER_LEAN_TIMELINE``), which
+    writes neither event, leaves to time. ``claimed_events`` and ``succeeded_events`` count
+    the claims (``attempts``) and successes the rows record."""
+    first, last, claims, succeeded = db.rows(
+        """
+        SELECT min(claimed_at), max(finished_at), coalesce(sum(attempts), 0), count(*)
+        FROM jobs_job
+        WHERE status = 'succeeded'
+        """
+    )[0]
+    span = (last - first).total_seconds() if first and last else math.nan
+    return EventWindow(
+        span_seconds=round(span, 3),
+        claimed_events=int(claims),
+        succeeded_events=succeeded,
+        jobs_succeeded=succeeded,
+        jobs_per_second=round(succeeded / span, 1) if span and span > 0 else math.nan,
+    )
+
+
 class DrainRun(Protocol):
     jobs_per_second: float
     samples_jobs_per_second: list[float]

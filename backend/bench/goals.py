@@ -1,5 +1,5 @@
-"""The goals summary's line type: one goal of issue 13 (or a case of issue 15), measured
-beside its reference from the same run, with its target and verdict.
+"""The goals summary's line type: one goal, measured beside its reference from the same
+run, with its target and verdict.
 
 Verdicts: PASS, MISS, or "not run" (the scenario was skipped or does not exist yet).
 A MISS is a finding, not a failure: nothing in the benchmark asserts a timing.
@@ -17,7 +17,7 @@ NOT_RUN = "not run"
 
 @dataclass(kw_only=True)
 class Goal:
-    number: str  # "1", "2", ... as in issue 13; "15.5" for issue 15's item 5
+    number: str  # the goal's number or short tag ("default", "peers", "throughput")
     name: str
     measured: str
     reference: str  # the same run's reference figure, or why there is none

@@ -1,5 +1,5 @@
 """Peers in the same run: this queue against PgQueuer, Celery and Dramatiq on Redis,
-Procrastinate and django-tasks-db, each draining the same backlog (issue 25, goal 2).
+Procrastinate and django-tasks-db, each draining the same backlog.
 
 ``make bench-peers`` or ``make bench BENCH_ARGS=--peers``. Each peer runs in a virtualenv
 of its own under ``backend/.bench-venvs/`` made from ``bench/peer_apps/requirements/``
@@ -22,8 +22,18 @@ The PostgreSQL systems' databases are analyzed once the backlog is in (``ANALYZE
 autovacuum does in production soon after a backlog arrives; ``--no-peer-analyze`` leaves
 the statistics as they were). ``--peer-rounds`` rounds (2) run every system and
 configuration once each, every other round in reverse order; the best round of each is
-kept. The goals compare this queue's 1 x 4 and 2 x 4 with PgQueuer's best configuration
-(>= 1.0) and Celery's (>= 3.0).
+kept.
+
+This queue runs its default settings (1 x 4 and 2 x 4) and, at 1 x 4, each lever of
+throughput mode alone and all three together (``OUR_CONFIGS``): ``JOB_WORKER_PREFETCH``
+(36: 40 jobs in hand), ``JOB_WORKER_LEAN_TIMELINE`` (no ``claimed`` or ``succeeded`` event;
+such a drain is timed from the jobs' rows, ``common.row_window``) and
+``JOB_WORKER_COMPLETE_SYNCHRONOUS_COMMIT=false``.
+
+Goals (``peer_goals``): the default 1 x 4 and 2 x 4 >= ``MATCHED_GOAL`` x PgQueuer at the
+matched shape (one instance, batch 4: no more than 4 jobs in hand) and >=
+``GOALS["celery"]`` x Celery's best configuration (tagged "peers"); throughput mode at
+1 x 4 >= ``THROUGHPUT_GOAL`` x PgQueuer's best configuration (tagged "throughput").
 """
 
 from __future__ import annotations
@@ -58,16 +68,52 @@ from .common import (
     recreate_database,
 )
 from .cpu import CpuSampler, cpu_between, ms_per_job
-from .goals import Goal
+from .goals import NOT_RUN, Goal
 from .workers import run_workers
 
 APPS_DIR = Path(__file__).resolve().parent / "peer_apps"
 VENVS_DIR = BACKEND_DIR / ".bench-venvs"
 INSTALL_PACKAGE = REPO_DIR / "scripts" / "install-debian-package.sh"
 OURS = "this-queue"
-OUR_CONFIGS = {"1 x 4": (1, 4), "2 x 4": (2, 4)}
-# (peer, goal): this queue's 1 x 4 and 2 x 4 against that peer's best configuration.
-GOALS = {"pgqueuer": 1.0, "celery": 3.0}
+
+
+@dataclass(frozen=True, kw_only=True)
+class OurConfig:
+    processes: int
+    threads: int
+    env: dict[str, str] = field(default_factory=dict)  # worker settings beyond the defaults
+    description: str = ""
+
+
+PREFETCH = {"JOB_WORKER_PREFETCH": "36"}  # 4 running + 36 held: 40 jobs in hand
+LEAN = {"JOB_WORKER_LEAN_TIMELINE": "true"}
+ASYNC_COMMIT = {"JOB_WORKER_COMPLETE_SYNCHRONOUS_COMMIT": "false"}
+OUR_CONFIGS = {
+    "1 x 4": OurConfig(processes=1, threads=4),
+    "2 x 4": OurConfig(processes=2, threads=4),
+    "1 x 4 prefetch": OurConfig(processes=1, threads=4, env=PREFETCH, description="prefetch 36"),
+    "1 x 4 lean": OurConfig(processes=1, threads=4, env=LEAN, description="lean timeline"),
+    "1 x 4 async": OurConfig(processes=1, threads=4, env=ASYNC_COMMIT, description="async commit"),
+    "1 x 4 throughput": OurConfig(
+        processes=1,
+        threads=4,
+        env={**PREFETCH, **LEAN, **ASYNC_COMMIT},
+        description="prefetch 36, lean timeline, async commit",
+    ),
+}
+# The default settings: compared with every peer's best configuration.
+DEFAULT_CONFIGS = ("1 x 4", "2 x 4")
+# Throughput mode's levers at 1 x 4, each alone and all together, beside the default 1 x 4.
+LEVER_BASE = "1 x 4"
+LEVER_CONFIGS = ("1 x 4 prefetch", "1 x 4 lean", "1 x 4 async", "1 x 4 throughput")
+THROUGHPUT = "1 x 4 throughput"
+# (peer, goal): the default configurations against that peer's best configuration.
+GOALS = {"celery": 2.0}
+# The default configurations against PgQueuer at the matched shape.
+MATCHED_PEER, MATCHED_CONFIG, MATCHED_GOAL = "pgqueuer", "1x4", 1.2
+# Throughput mode at 1 x 4 against PgQueuer's best configuration.
+THROUGHPUT_PEER, THROUGHPUT_GOAL = "pgqueuer", 1.0
+PEERS_TAG, THROUGHPUT_TAG = "peers", "throughput"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,6 +136,7 @@ PEERS = [
         configs={
             "4x10": "4 instances x batch 10 (its benchmark)",
             "1x10": "1 instance, batch 10",
+            "1x4": "1 instance, batch 4 (this queue's 1 x 4 shape)",
         },
     ),
     Peer(
@@ -207,9 +254,9 @@ def verdict(value: float | None, goal: float | None) -> str | None:
 
 
 def compare(runs: list[SystemRun]) -> list[Comparison]:
-    """This queue's every configuration against every peer's best one."""
+    """This queue's default configurations against every peer's best one."""
     best = best_by_system(runs)
-    ours = [run for run in runs if run.system == OURS]
+    ours = [run for run in runs if run.system == OURS and run.config in DEFAULT_CONFIGS]
     comparisons = []
     for mine in ours:
         for key in PEER_KEYS:
@@ -234,60 +281,162 @@ def compare(runs: list[SystemRun]) -> list[Comparison]:
     return comparisons
 
 
+@dataclass(kw_only=True)
+class Lever:
+    """One configuration of this queue at 1 x 4 against the default 1 x 4 and PgQueuer's
+    best configuration of the same run."""
+
+    config: str
+    description: str
+    jobs_per_second: float
+    versus_default: float | None
+    versus_peer: float | None
+
+
+def find_run(runs: list[SystemRun], system: str, config: str) -> SystemRun | None:
+    return next((run for run in runs if (run.system, run.config) == (system, config)), None)
+
+
+def levers(runs: list[SystemRun]) -> list[Lever]:
+    """The default 1 x 4 and each lever's configuration that ran, in ``OUR_CONFIGS`` order."""
+    base = find_run(runs, OURS, LEVER_BASE)
+    peer = best_by_system(runs).get(THROUGHPUT_PEER)
+    rows = []
+    for config in (LEVER_BASE, *LEVER_CONFIGS):
+        run = find_run(runs, OURS, config)
+        if run is None:
+            continue
+        rows.append(
+            Lever(
+                config=config,
+                description=OUR_CONFIGS[config].description or "default settings",
+                jobs_per_second=run.jobs_per_second,
+                versus_default=None
+                if base is None
+                else ratio(run.jobs_per_second, base.jobs_per_second),
+                versus_peer=None
+                if peer is None
+                else ratio(run.jobs_per_second, peer.jobs_per_second),
+            )
+        )
+    return rows
+
+
+def _why_not(result: PeersResult | None, *systems: str) -> str:
+    """Why a goal row has no figure: the phase did not run, a system failed, or a
+    configuration was left out."""
+    if result is None:
+        return "peers phase not run"
+    for system in systems:
+        if system in result.errors:
+            return result.errors[system]
+    return "not measured"
+
+
+def _in_hand_note(
+    config: str, in_hand: Mapping[str, float], reference: float, target: float
+) -> str:
+    limit = in_hand.get(config)
+    if limit is None:
+        return ""
+    return (
+        f"; in-hand limit of {config} {limit:,.0f} jobs/s "
+        f"({_fmt(ratio(limit, reference), '.2f')}x)"
+        f"{beyond_reach(limit, reference * target)}"
+    )
+
+
+def _pair_goal(
+    *,
+    number: str,
+    name: str,
+    mine: SystemRun | None,
+    peer: SystemRun | None,
+    target: float,
+    why: str,
+    beside: str = "",
+) -> Goal:
+    if mine is None or peer is None:
+        return Goal(
+            number=number,
+            name=name,
+            measured="-",
+            reference=why,
+            ratio=None,
+            target=f">= {target:.1f}x",
+            status=NOT_RUN,
+        )
+    value = ratio(mine.jobs_per_second, peer.jobs_per_second)
+    return Goal(
+        number=number,
+        name=name,
+        measured=f"{mine.jobs_per_second:,.0f} jobs/s",
+        reference=f"{peer.name} {peer.config}: {peer.jobs_per_second:,.0f} jobs/s{beside}",
+        ratio=value,
+        target=f">= {target:.1f}x",
+        status=verdict(value, target) or NOT_RUN,
+    )
+
+
 def peer_goals(
     result: PeersResult | None, in_hand: Mapping[str, float] | None = None
 ) -> list[Goal]:
-    """Goal 2 of issue 25: one line per (this queue's configuration, goal peer). ``in_hand``:
-    the backlog phase's in-hand limit of each configuration in the same run
-    (``backlog.in_hand_limits``), printed beside the peer with the share it reaches."""
+    """The peers goals: the default 1 x 4 and 2 x 4 against PgQueuer at the matched shape
+    and against each ``GOALS`` peer's best configuration, then throughput mode at 1 x 4
+    against PgQueuer's best. ``in_hand``: the backlog phase's in-hand limit of each
+    configuration in the same run (``backlog.in_hand_limits``), printed beside the default
+    configurations' rows with the share of the peer it reaches."""
     in_hand = in_hand or {}
+    runs = result.runs if result else []
+    best = best_by_system(runs)
+    matched_name = next(peer.name for peer in PEERS if peer.key == MATCHED_PEER)
+    matched = find_run(runs, MATCHED_PEER, MATCHED_CONFIG)
     goals = []
+    for config in DEFAULT_CONFIGS:
+        mine = find_run(runs, OURS, config)
+        goals.append(
+            _pair_goal(
+                number=PEERS_TAG,
+                name=f"this queue {config} (default settings) vs {matched_name} "
+                f"{MATCHED_CONFIG} (matched shape)",
+                mine=mine,
+                peer=matched,
+                target=MATCHED_GOAL,
+                why=_why_not(result, OURS, MATCHED_PEER),
+                beside=""
+                if matched is None
+                else _in_hand_note(config, in_hand, matched.jobs_per_second, MATCHED_GOAL),
+            )
+        )
     for key, target in GOALS.items():
         name = next(peer.name for peer in PEERS if peer.key == key)
-        for config in OUR_CONFIGS:
-            line = f"this queue {config} vs {name}'s best configuration"
-            found = next(
-                (
-                    item
-                    for item in (result.comparisons if result else [])
-                    if item.peer == key and item.ours == config
-                ),
-                None,
-            )
-            if found is None:
-                why = "peers phase not run" if result is None else result.errors.get(key, "")
-                goals.append(
-                    Goal(
-                        number="25.2",
-                        name=line,
-                        measured="-",
-                        reference=why or "not measured",
-                        ratio=None,
-                        target=f">= {target:.1f}x",
-                        status="not run",
-                    )
-                )
-                continue
-            limit = in_hand.get(config)
-            beside = (
-                ""
-                if limit is None
-                else f"; in-hand limit of {config} {limit:,.0f} jobs/s "
-                f"({_fmt(ratio(limit, found.peer_jobs_per_second), '.2f')}x)"
-                f"{beyond_reach(limit, found.peer_jobs_per_second * target)}"
-            )
+        peer = best.get(key)
+        for config in DEFAULT_CONFIGS:
             goals.append(
-                Goal(
-                    number="25.2",
-                    name=line,
-                    measured=f"{found.ours_jobs_per_second:,.0f} jobs/s",
-                    reference=f"{found.peer_name} {found.peer_config}: "
-                    f"{found.peer_jobs_per_second:,.0f} jobs/s{beside}",
-                    ratio=found.ratio,
-                    target=f">= {target:.1f}x",
-                    status=found.status or "not run",
+                _pair_goal(
+                    number=PEERS_TAG,
+                    name=f"this queue {config} (default settings) vs {name}'s best configuration",
+                    mine=find_run(runs, OURS, config),
+                    peer=peer,
+                    target=target,
+                    why=_why_not(result, OURS, key),
+                    beside=""
+                    if peer is None
+                    else _in_hand_note(config, in_hand, peer.jobs_per_second, target),
                 )
             )
+    name = next(peer.name for peer in PEERS if peer.key == THROUGHPUT_PEER)
+    goals.append(
+        _pair_goal(
+            number=THROUGHPUT_TAG,
+            name=f"this queue {THROUGHPUT} ({OUR_CONFIGS[THROUGHPUT].description}) vs "
+            f"{name}'s best configuration",
+            mine=find_run(runs, OURS, THROUGHPUT),
+            peer=best.get(THROUGHPUT_PEER),
+            target=THROUGHPUT_GOAL,
+            why=_why_not(result, OURS, THROUGHPUT_PEER),
+        )
+    )
     return goals
 
 
@@ -300,17 +449,17 @@ def _fmt(value: float | None, spec: str) -> str:
 def render(result: PeersResult) -> list[str]:
     out = [
         "",
-        f"25.2 Peers in the same run: {result.jobs:,} no-op jobs enqueued before the worker "
+        f"13. Peers in the same run: {result.jobs:,} no-op jobs enqueued before the worker "
         f"starts{', then ANALYZE' if result.analyzed else ''}, 4 executors, best of "
         f"{result.rounds} interleaved rounds",
-        f"   {'system':<26}{'configuration':<44}{'jobs/s':>8}{'rounds':>16}"
+        f"   {'system':<26}{'configuration':<50}{'jobs/s':>8}{'rounds':>16}"
         f"{'worker CPU':>11}{'store CPU':>10}{'commits':>8}{'redis cmd':>10}",
-        f"   {'':<26}{'':<44}{'':>8}{'':>16}{'ms/job':>11}{'ms/job':>10}{'/job':>8}{'/job':>10}",
+        f"   {'':<26}{'':<50}{'':>8}{'':>16}{'ms/job':>11}{'ms/job':>10}{'/job':>8}{'/job':>10}",
     ]
     for run in result.runs:
         rounds = "/".join(f"{value:,.0f}" for value in run.samples_jobs_per_second)
         out.append(
-            f"   {(run.name + ' ' + run.version).strip():<26}{run.description[:43]:<44}"
+            f"   {(run.name + ' ' + run.version).strip():<26}{run.description[:49]:<50}"
             f"{run.jobs_per_second:>8,.0f}{rounds:>16}"
             f"{_fmt(run.worker_cpu_ms_per_job, '.3f'):>11}"
             f"{_fmt(run.store_cpu_ms_per_job, '.3f'):>10}"
@@ -320,7 +469,7 @@ def render(result: PeersResult) -> list[str]:
         "   store CPU = the PostgreSQL backends of the system's database, or redis-server"
         + (f" ({result.redis_version}, no persistence)" if result.redis_version else "")
     )
-    out.append("   ratios, this queue / each peer's best configuration:")
+    out.append("   ratios, this queue's default settings / each peer's best configuration:")
     for item in result.comparisons:
         mark = f"  [{item.status}] goal >= {item.goal:.1f}" if item.goal else ""
         out.append(
@@ -328,6 +477,19 @@ def render(result: PeersResult) -> list[str]:
             f"{item.peer_name} {item.peer_config} ({item.peer_jobs_per_second:,.0f}) = "
             f"{_fmt(item.ratio, '.2f')}{mark}"
         )
+    rows = levers(result.runs)
+    if rows:
+        peer = best_by_system(result.runs).get(THROUGHPUT_PEER)
+        versus = "/ PgQueuer" if peer is None else f"/ {peer.name} {peer.config}"
+        out += [
+            "   throughput mode's levers at 1 x 4, each alone and all together:",
+            f"     {'configuration':<20}{'settings':<44}{'jobs/s':>8}{'/ 1 x 4':>9}{versus:>20}",
+        ]
+        out += [
+            f"     {row.config:<20}{row.description:<44}{row.jobs_per_second:>8,.0f}"
+            f"{_fmt(row.versus_default, '.2f'):>9}{_fmt(row.versus_peer, '.2f'):>20}"
+            for row in rows
+        ]
     for key, message in result.errors.items():
         out.append(f"   {key}: NOT MEASURED: {message}")
     return out
@@ -580,7 +742,8 @@ def run_ours(
     label: str,
     analyzed: bool,
 ) -> SystemRun:
-    processes, threads = OUR_CONFIGS[config]
+    ours = OUR_CONFIGS[config]
+    processes, threads = ours.processes, ours.threads
     run = run_workers(
         db,
         env,
@@ -590,6 +753,7 @@ def run_ours(
         driver="postgres",
         log_dir=log_dir,
         label=label,
+        extra_env=ours.env,
         enqueue_first=True,
         after_enqueue=(lambda target: target.execute("ANALYZE")) if analyzed else None,
         measure_cpu=True,
@@ -599,7 +763,9 @@ def run_ours(
         name="this queue",
         version="",
         config=config,
-        description=f"{processes} proc x {threads} threads (run_job_workers)",
+        description=f"{processes} x {threads}, {ours.description}"
+        if ours.description
+        else f"{processes} proc x {threads} threads (run_job_workers)",
         store="PostgreSQL",
         jobs=jobs,
         span_seconds=run.span_seconds,

@@ -11,14 +11,14 @@ as a ratio of the limit at the same concurrency:
 * ``two-statement``: the same statement called twice per job, complete-only (a queue
   that matches nothing) then claim-only (the nil uuid): two round trips and two commits,
   what the issue's original claim + complete method measured.
-* ``batched`` (issue 25, goal 1): what a worker process does with batched fetch and
+* ``batched``: what a worker process does with batched fetch and
   completion (``services.claim_jobs`` carrying its successes): one statement,
   ``complete_and_claim_jobs``, that completes the ``BATCH`` jobs this client claimed in its
   previous call and claims ``BATCH`` more (one round trip, one commit).
 
 The fused and two-statement scripts' statement is ``QUERIES["complete_and_claim"].text`` as
-written in
-``jobs/drivers/queries.sql``; the script only renames the pgbench variables bound to
+written in ``jobs/drivers/queries.sql`` without its comments (``_without_comments``); the
+script only renames the pgbench variables bound to
 ``:id``/``:attempts`` (to ``:job_id``/``:job_attempts``, fed by ``\\aset job_``) and, per
 call, ``:id``/``:queue`` to the nil uuid / an unmatched queue: the server receives the
 same statement either way. The prefix matters: a plain ``\\aset`` stores the last row,
@@ -89,6 +89,14 @@ class RawSqlRun(EventWindow):
     samples_jobs_per_second: list[float] = field(default_factory=list)
 
 
+def _without_comments(text: str) -> str:
+    """``text`` without its ``--`` comments: pgbench numbers a ``:name`` in a comment as a
+    parameter too, one the statement never uses, whose type the server then cannot
+    determine (the statements have no ``--`` inside a literal)."""
+    lines = (re.sub(r"\s*--.*$", "", line) for line in text.splitlines())
+    return "\n".join(line for line in lines if line.strip())
+
+
 def _rename(text: str, **names: str) -> str:
     """``text`` with the pgbench variables ``:old`` renamed ``:new`` (casts untouched)."""
     for old, new in names.items():
@@ -112,7 +120,7 @@ def _batched_script(batch: int) -> list[str]:
     from jobs.drivers.postgres import QUERIES
 
     text = _rename(
-        QUERIES["complete_and_claim_jobs"].text,
+        _without_comments(QUERIES["complete_and_claim_jobs"].text),
         done_worker_ids="done_owners",
         worker_ids="claimers",
     )
@@ -138,7 +146,7 @@ def pgbench_script(script: str, *, batch: int = BATCH) -> str:
 
     if script == "batched":
         return "\n".join([*_batched_script(batch), ""])
-    text = QUERIES["complete_and_claim"].text
+    text = _without_comments(QUERIES["complete_and_claim"].text)
     fed = {"id": "job_id", "attempts": "job_attempts"}
     lines = ["\\set worker_id :client_id"]
     if script == "fused":

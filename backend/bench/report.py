@@ -774,13 +774,10 @@ def _wakeup(wake: WakeupResult) -> list[str]:
 
 
 def _goals(goals: list[Goal]) -> list[str]:
-    out = [
-        "",
-        "Goals (issue 13; 15.5 = issue 15, item 5; 25.n = issue 25, goal n): measured | "
-        "same-run reference | ratio",
-    ]
+    width = max((len(goal.number) for goal in goals), default=4)
+    out = ["", "Goals: measured | same-run reference | ratio"]
     for goal in goals:
-        out.append(f"   [{goal.status:<7}] {goal.number:<4} {goal.name}")
+        out.append(f"   [{goal.status:<7}] {goal.number:<{width}} {goal.name}")
         out.append(f"             measured : {goal.measured}")
         out.append(f"             reference: {goal.reference}")
         out.append(f"             ratio {fmt(goal.ratio, '.2f')}; target {goal.target}")

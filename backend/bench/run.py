@@ -33,15 +33,16 @@ and written, with the raw figures, to ``bench-results/latest.json`` (and ``lates
     ``--decay-jobs`` in a row, on a private PostgreSQL with autovacuum on and on this server.
 13. Peers (``bench.peers``, only with ``--peers`` or ``--only peers``: ``make bench-peers``):
     PgQueuer, Celery and Dramatiq on Redis, Procrastinate and django-tasks-db, each in a
-    virtualenv of its own, against this queue's 1 x 4 and 2 x 4 on the same backlog.
-14. Backlog (``bench.backlog``, issue 25 goal 1): the default 1 x 4 and 2 x 4 workers drain
+    virtualenv of its own, against this queue's 1 x 4 and 2 x 4 on the same backlog, and
+    throughput mode's levers at 1 x 4, each alone and all together.
+14. Backlog (``bench.backlog``): the default 1 x 4 and 2 x 4 workers drain
     ``--backlog-goal-jobs`` after a stale backlog without and with ``ANALYZE``, beside the
-    fused and batched pgbench limits of the same rounds.
-15. Mix (``bench.mix``, issue 25 goal 5): 1 x 4 drains ``--mix-jobs`` jobs sleeping 1-10 ms
-    with batch sizes 1 (before issue 25) and with batched fetch (4) and completion (10),
-    what the defaults choose for 4 threads.
-The wake-up phase also times lone jobs from handler return to committed (issue 25 goal 4,
-``--completion-jobs``), with the default settings and with a completion batch of 1.
+    in-hand pgbench limit of the same rounds.
+15. Mix (``bench.mix``): 1 x 4 drains ``--mix-jobs`` jobs sleeping 1-10 ms with batch
+    sizes 1 and with batched fetch (4) and completion (10), what the defaults choose for
+    4 threads.
+The wake-up phase also times lone jobs from handler return to committed
+(``--completion-jobs``), with the default settings and with a completion batch of 1.
 
 Benchmarks print figures; nothing here asserts a timing.
 """
@@ -171,13 +172,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=int,
         default=100,
         help="lone jobs per completion-latency run of the wakeup phase, default settings and "
-        "batch sizes 1 (issue 25, goal 4; 0 skips them; 100)",
+        "batch sizes 1 (0 skips them; 100)",
     )
     parser.add_argument(
         "--backlog-goal-jobs",
         type=int,
         default=10_000,
-        help="backlog of the backlog phase's pgbench and worker runs (issue 25, goal 1; 10000)",
+        help="backlog of the backlog phase's pgbench and worker runs (10000)",
     )
     parser.add_argument(
         "--backlog-goal-rounds",
@@ -189,7 +190,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--mix-jobs",
         type=int,
         default=3000,
-        help="jobs sleeping 1-10 ms per run of the mix phase (issue 25, goal 5; 3000)",
+        help="jobs sleeping 1-10 ms per run of the mix phase (3000)",
     )
     parser.add_argument(
         "--mix-rounds",

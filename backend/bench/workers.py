@@ -23,7 +23,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +42,7 @@ from .common import (
     event_window,
     load_average,
     reset_tables,
+    row_window,
 )
 from .cpu import CpuSampler, cpu_between, ms_per_job
 
@@ -70,14 +71,26 @@ class WorkerRun(EventWindow):
     postgres_cpu_ms_per_job: float | None = None
 
 
-def _window_epochs(db: Database) -> tuple[float, float]:
-    """The first ``claimed`` and last ``succeeded`` events, in seconds since the epoch."""
-    first, last = db.rows(
-        "SELECT extract(epoch FROM min(created_at) FILTER (WHERE type = 'claimed')),"
+def _window_epochs(db: Database, *, lean: bool) -> tuple[float, float]:
+    """The first ``claimed`` and last ``succeeded`` events, in seconds since the epoch (in a
+    lean timeline, the rows' ``claimed_at`` and ``finished_at``: the same instants)."""
+    query = (
+        "SELECT extract(epoch FROM min(claimed_at)), extract(epoch FROM max(finished_at))"
+        " FROM jobs_job WHERE status = 'succeeded'"
+        if lean
+        else "SELECT extract(epoch FROM min(created_at) FILTER (WHERE type = 'claimed')),"
         " extract(epoch FROM max(created_at) FILTER (WHERE type = 'succeeded'))"
         " FROM jobs_jobevent"
-    )[0]
+    )
+    first, last = db.rows(query)[0]
     return float(first), float(last)
+
+
+def lean_timeline(env: Mapping[str, str]) -> bool:
+    """Whether the workers run with ``JOB_WORKER_LEAN_TIMELINE`` on (``env_bool``'s words):
+    they then write no ``claimed`` or ``succeeded`` event, and the drain is timed from the
+    jobs' rows instead."""
+    return env.get("JOB_WORKER_LEAN_TIMELINE", "").strip().lower() in {"1", "true", "yes", "on"}
 
 
 def _commits(db: Database) -> int:
@@ -101,10 +114,12 @@ def run_workers(
     after_enqueue: Callable[[Database], None] | None = None,
     measure_cpu: bool = False,
 ) -> WorkerRun:
-    """``enqueue_first``: the backlog is inserted before the workers start (how the peers
-    are measured, ``bench/peers.py``) instead of while they idle, then ``after_enqueue``
-    runs (an ``ANALYZE``, say); ``measure_cpu``: the workers' and their backends' CPU per
-    job over the drain window."""
+    """``extra_env``: settings of the worker processes on top of ``env`` (throughput mode's
+    levers, say); with ``JOB_WORKER_LEAN_TIMELINE`` on, the drain is timed from the jobs'
+    rows (``row_window``). ``enqueue_first``: the backlog is inserted before the workers
+    start (how the peers are measured, ``bench/peers.py``) instead of while they idle, then
+    ``after_enqueue`` runs (an ``ANALYZE``, say); ``measure_cpu``: the workers' and their
+    backends' CPU per job over the drain window."""
     reset_tables(db)
     if setup is not None:
         setup(db)
@@ -165,12 +180,13 @@ def run_workers(
         codes = [proc.wait(timeout=60) for proc in procs]
     if any(codes):
         raise RuntimeError(f"worker exit codes {codes}; see {log_dir}")
-    window = event_window(db)
+    lean = lean_timeline(worker_env)
+    window = row_window(db) if lean else event_window(db)
     time.sleep(0.6)  # pg_stat_database is updated when the backends report
     after = _commits(db)
     cpu: dict[str, float] = {}
     if sampler is not None:
-        cpu = cpu_between(samples, *_window_epochs(db))
+        cpu = cpu_between(samples, *_window_epochs(db, lean=lean))
     result = WorkerRun(
         **vars(window),
         processes=processes,

@@ -34,6 +34,7 @@ INTEGER_RANGES: dict[str, tuple[int, int]] = {
     "JOB_WORKER_CLEANUP_INTERVAL_SECONDS": (1, DAY),
     "JOB_WORKER_CLEANUP_BATCH_SIZE": (1, 10_000),
     "JOB_WORKER_CLAIM_BATCH_SIZE": (0, 1_000),  # 0: chosen by the worker
+    "JOB_WORKER_PREFETCH": (0, 10_000),
     "JOB_WORKER_COMPLETE_BATCH_SIZE": (0, 1_000),  # 0: chosen by the worker
     "JOB_WORKER_COMPLETE_FLUSH_MS": (0, 60_000),
     "JOB_WORKER_VACUUM_DEAD_ROWS": (0, 10**12),  # 0: autovacuum alone

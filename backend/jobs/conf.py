@@ -29,12 +29,16 @@ DEFAULTS: dict[str, Any] = {
     # 0: 10 where batching pays, else 1.
     "JOB_WORKER_COMPLETE_BATCH_SIZE": 0,
     "JOB_WORKER_COMPLETE_FLUSH_MS": 5,
-    # False (opt-in, PostgreSQL, batched completions only): their commits do not wait for
-    # the WAL to reach disk; a database crash may forget them and the jobs run again.
+    # False (opt-in, throughput mode, PostgreSQL): a transaction that writes successes (a
+    # batch, or a fetch carrying them) commits without waiting for the WAL to reach disk;
+    # a database crash may forget it and those jobs run again. Never for enqueue.
     "JOB_WORKER_COMPLETE_SYNCHRONOUS_COMMIT": True,
     # True (opt-in, throughput mode): no claimed and succeeded events on the success path;
     # the job row keeps who ran it and when (claimed_by, claimed_at, finished_at).
     "JOB_WORKER_LEAN_TIMELINE": False,
+    # Throughput mode (opt-in): jobs a worker process holds beyond those its threads run,
+    # at most this many, each claimed for the thread that will run it; 0: none.
+    "JOB_WORKER_PREFETCH": 0,
     "JOB_WORKER_CLEANUP_BATCH_SIZE": 100,
     # Each worker process vacuums jobs_job (PostgreSQL) every cleanup interval once its dead
     # rows pass both the threshold autovacuum itself would act on and this many, and

@@ -335,11 +335,13 @@ def claim_jobs(
     completions: Sequence[Completion] = (),
     lease_seconds: int | None = None,
     lean: bool = False,
+    synchronous_commit: bool = True,
     now: datetime | None = None,
 ) -> Fetched:
     """A fetch: complete the attempts of ``completions`` their owners still hold, and claim
-    up to one job per worker id of ``worker_ids`` from ``queue``, in one statement (one
-    round trip, one commit) on PostgreSQL.
+    up to one job per entry of ``worker_ids`` from ``queue``, in one statement (one round
+    trip, one commit) on PostgreSQL. An id may repeat (a thread that holds jobs beyond the
+    one it runs): it owns as many jobs, each its own attempt with its own lease.
 
     Each claim takes the first eligible job in claim order (priority descending, then
     ``available_at``, ``created_at``, ``id``; eligible: queued, due, attempts left, and
@@ -350,9 +352,12 @@ def claim_jobs(
     window and the concurrency limit admit (counted under the queue's lock, so a job holds
     its place exactly while it runs), no key beyond its limit. Each completion keeps its
     own ownership guard, as in ``complete_jobs``; completions are written whatever the
-    claim finds, and they commit with the claims (always synchronously: the statement
-    holds claims). ``lean``: no ``claimed`` and ``succeeded`` events (the rows keep who
-    and when).
+    claim finds, and they commit with the claims. ``synchronous_commit=False`` (opt-in,
+    with completions only): that commit does not wait for the disk, as in
+    ``complete_jobs``; a database crash may then undo both halves, and each job so undone
+    runs again (it is queued as before its claim, or running with its lease lapsing):
+    at least once still holds. ``lean``: no ``claimed`` and ``succeeded`` events (the
+    rows keep who and when).
     """
     now = _now(now)
     lease, locked_until = _lease_until(now, lease_seconds)
@@ -365,6 +370,7 @@ def claim_jobs(
         completed=_completed_event(),
         claimed=_claimed_event(lease, locked_until),
         lean=lean,
+        synchronous_commit=synchronous_commit,
     )
     return Fetched(completed=completed, claimed=claimed)
 

@@ -2,9 +2,10 @@
 asyncpg connections, uvloop, async no-op entrypoints, dequeue batches of 10, and N
 ``PgQueuer`` instances in one process, each on its own connection.
 
-Configurations: ``4x10`` (4 instances, batch 10: the benchmark's shape at 4 executors) and
-``1x10`` (one instance). The window ends when every instance has drained and flushed its
-buffered completions (``QueueExecutionMode.drain``).
+Configurations: ``4x10`` (4 instances, batch 10: the benchmark's shape at 4 executors),
+``1x10`` (one instance) and ``1x4`` (one instance, batch 4: no more than 4 jobs in hand,
+this queue's 1 x 4 shape with its default settings). The window ends when every instance
+has drained and flushed its buffered completions (``QueueExecutionMode.drain``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pgqueuer import AsyncpgDriver, PgQueuer, Queries
 from pgqueuer.models import Job
 from pgqueuer.types import QueueExecutionMode
 
-CONFIGS = {"4x10": (4, 10), "1x10": (1, 10)}
+CONFIGS = {"4x10": (4, 10), "1x10": (1, 10), "1x4": (1, 4)}
 
 
 async def _prepare(jobs: int) -> None:

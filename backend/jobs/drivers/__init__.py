@@ -26,6 +26,7 @@ from .base import (
     Listening,
     Owner,
     ServerInRecovery,
+    unclaimed,
 )
 from .orm import OrmDriver
 
@@ -42,6 +43,7 @@ __all__ = [
     "get_driver",
     "is_read_only",
     "set_driver",
+    "unclaimed",
     "use_driver",
 ]
 

@@ -82,6 +82,21 @@ class Completion:
     result_json: str | None
 
 
+def unclaimed(worker_ids: Sequence[str], claimed: Sequence[JobRow]) -> list[str]:
+    """The entries of ``worker_ids`` a claim left without a job: each claimed row takes one
+    entry of its owner's id (an id repeats for a thread that holds jobs)."""
+    taken: dict[str, int] = {}
+    for row in claimed:
+        taken[row.locked_by or ""] = taken.get(row.locked_by or "", 0) + 1
+    left: list[str] = []
+    for worker_id in worker_ids:
+        if taken.get(worker_id, 0) > 0:
+            taken[worker_id] -= 1
+        else:
+            left.append(worker_id)
+    return left
+
+
 @dataclass(frozen=True, slots=True)
 class NewJob:
     id: UUID
@@ -339,16 +354,20 @@ class Driver(Protocol):
         completed: Event,
         claimed: Event,
         lean: bool,
+        synchronous_commit: bool = True,
     ) -> tuple[list[JobRow], list[JobRow]]:
         """A fetch, atomically: each attempt of ``completions`` its owner still holds
         becomes succeeded (``completed`` event unless ``lean``), and up to one job per
-        worker id is claimed in claim order (priority desc, available_at, created_at, id),
-        skipping rows other claimers hold, the n-th to the n-th id, each with its
-        ``claimed`` event (unless ``lean``), ``claimed_at`` and ``claimed_by``, within the
-        queue's flow control (no claim from a paused queue; no more than its rate window
-        and concurrency limit admit, counted under the queue's lock; a key at its limit
-        skipped). (completed rows, claimed rows). One statement on PostgreSQL: the
-        single-row one for one worker id and at most its own completion."""
+        entry of ``worker_ids`` is claimed in claim order (priority desc, available_at,
+        created_at, id), skipping rows other claimers hold, the n-th to the n-th id (an id
+        may repeat: a thread that holds jobs), each with its ``claimed`` event (unless
+        ``lean``), ``claimed_at`` and ``claimed_by``, within the queue's flow control (no
+        claim from a paused queue; no more than its rate window and concurrency limit
+        admit, counted under the queue's lock; a key at its limit skipped). (completed
+        rows, claimed rows, each id's in claim order). One statement on PostgreSQL: the
+        single-row one for one worker id and at most its own completion.
+        ``synchronous_commit=False`` with completions: the commit does not wait for its
+        WAL to reach disk (as ``complete_jobs``)."""
         ...
 
     def release_jobs(

@@ -331,7 +331,9 @@ class OrmDriver:
         completed: Event,
         claimed: Event,
         lean: bool,
+        synchronous_commit: bool = True,
     ) -> tuple[list[JobRow], list[JobRow]]:
+        # synchronous_commit is PostgreSQL's; every commit here is durable.
         with transaction.atomic():
             done = self.complete_jobs(completions, now=now, event=completed, lean=lean)
             return done, self._claim_jobs(

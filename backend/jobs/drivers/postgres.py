@@ -34,6 +34,7 @@ from .base import (
     TypeSample,
     Vacuumed,
     to_json,
+    unclaimed,
 )
 
 if TYPE_CHECKING:
@@ -150,24 +151,22 @@ def _batch_completion_params(completions: Sequence[Completion], event: Event) ->
 
 def _in_worker_order(rows: Sequence[Sequence[Any]], worker_ids: Sequence[str]) -> list[JobRow]:
     """The claimed rows of a batched claim's result, the n-th worker id's job n-th
-    (RETURNING has no order; the n-th worker id holds the n-th job in claim order)."""
+    (RETURNING has no order; the n-th worker id holds the n-th job in claim order). The
+    jobs of an id that repeats (a thread that holds jobs) are in claim order."""
     claimed = [_job_row(values) for part, *values in rows if part == "claimed"]
-    position = {worker_id: n for n, worker_id in enumerate(worker_ids)}
-    claimed.sort(key=lambda row: position[row.locked_by or ""])
+    position: dict[str, int] = {}
+    for n, worker_id in enumerate(worker_ids):
+        position.setdefault(worker_id, n)
+    claimed.sort(
+        key=lambda row: (
+            position[row.locked_by or ""],
+            -row.priority,
+            row.available_at,
+            row.created_at,
+            str(row.id),
+        )
+    )
     return claimed
-
-
-@contextmanager
-def _maybe_asynchronous_commit(synchronous_commit: bool) -> Iterator[psycopg.RawCursor[Any]]:
-    """The driver's cursor; with ``synchronous_commit=False``, in a transaction of its own
-    whose commit does not wait for the disk (completions only, opt-in)."""
-    if synchronous_commit:
-        with _cursor() as cursor:
-            yield cursor
-        return
-    with transaction.atomic(), _cursor() as cursor:
-        cursor.execute("SET LOCAL synchronous_commit = off")
-        yield cursor
 
 
 # complete_and_claim's halves are skipped with NULLs (see queries.sql).
@@ -289,7 +288,7 @@ UNIQUE_RACE_RETRIES = 3
 # key, so these always run unprepared, planned for their values (issue 25).
 CUSTOM_PLAN_ONLY = frozenset({"cancel_jobs", "retry_jobs"})
 # Utility statements, which PostgreSQL cannot prepare.
-NEVER_PREPARED = frozenset({"vacuum_jobs", "analyze_jobs"})
+NEVER_PREPARED = frozenset({"vacuum_jobs", "analyze_jobs", "asynchronous_commit"})
 
 
 def behind_pooler(conn: psycopg.Connection[Any]) -> bool:
@@ -457,21 +456,32 @@ class PostgresDriver:
             rows = cursor.fetchall()
         found = {part: _job_row(values) for part, *values in rows if part != "gated"}
         if any(part == "gated" for part, *_ in rows):
-            _, claimed = self._batch("claim_jobs", {**params, "worker_ids": [params["worker_id"]]})
+            # Its success, if any, is committed: the claim has none of its own to count.
+            _, claimed = self._batch(
+                "claim_jobs",
+                {
+                    **params,
+                    "done_ids": [],
+                    "done_worker_ids": [],
+                    "done_attempts": [],
+                    "worker_ids": [params["worker_id"]],
+                },
+            )
             if claimed:
                 found["claimed"] = claimed[0]
         return found
 
-    def _batch(self, query: str, params: dict[str, Any]) -> tuple[list[JobRow], list[JobRow]]:
+    def _batch(
+        self, query: str, params: dict[str, Any], *, synchronous_commit: bool = True
+    ) -> tuple[list[JobRow], list[JobRow]]:
         """(completed, claimed) of a batched statement (claim_jobs, complete_and_claim_jobs:
         one round trip, one commit), the claimed rows in worker order. A claim it answered
         stale (another claim of the controlled queue committed after its snapshot) is made
         again for the worker ids left, in a transaction that takes the queue's lock first
-        (``_claim_locked``); keyed jobs it left, one by one (``_claim_keyed``)."""
+        (``_claim_locked``); keyed jobs it left, one by one (``_claim_keyed``).
+        ``synchronous_commit=False``: its commit does not wait for the disk."""
         params = {**params, "rate_buckets": RATE_BUCKETS}
-        with _cursor() as cursor:
-            self._execute(cursor, query, params)
-            rows = cursor.fetchall()
+        rows = self._run_committing(query, params, synchronous_commit=synchronous_commit)
         done = [_job_row(values) for part, *values in rows if part == "completed"]
         claimed = _in_worker_order(rows, params["worker_ids"])
         parts = {part for part, *_ in rows}
@@ -480,6 +490,20 @@ class PostgresDriver:
         elif "keyed" in parts:
             claimed += self._claim_keyed(_still_wanting(params, claimed))
         return done, claimed
+
+    def _run_committing(
+        self, query: str, params: dict[str, Any], *, synchronous_commit: bool
+    ) -> list[tuple[Any, ...]]:
+        """The rows of ``query``, run in a transaction of its own; with
+        ``synchronous_commit=False`` one whose commit does not wait for its WAL to reach
+        disk, sent with the statement in one pipeline (one round trip, as the statement
+        alone). Inside the caller's transaction the commit is the caller's: durable."""
+        if synchronous_commit or connections[DEFAULT_DB_ALIAS].in_atomic_block:
+            with _cursor() as cursor:
+                self._execute(cursor, query, params)
+                return cursor.fetchall()
+        _, rows = self._in_one_transaction([("asynchronous_commit", {}), (query, params)])
+        return rows
 
     def _claim_locked(self, params: dict[str, Any]) -> list[JobRow]:
         """claim_jobs in a transaction that locks the queue's settings row first, so its
@@ -507,7 +531,7 @@ class PostgresDriver:
                 found = []
                 for query, params in statements:
                     self._execute(cursor, query, params)
-                    found.append(cursor.fetchall())
+                    found.append(cursor.fetchall() if cursor.description is not None else [])
                 return found
         with _cursor() as cursor:
             conn = cursor.connection
@@ -521,7 +545,7 @@ class PostgresDriver:
                     for each, (query, params) in zip(cursors, statements, strict=True):
                         self._execute(each, query, params)
                     cursor.execute("COMMIT")
-                return [each.fetchall() for each in cursors]
+                return [each.fetchall() if each.description is not None else [] for each in cursors]
             except BaseException:
                 # A lost connection (a dead server, or one the statement deadline left) has
                 # no transaction to roll back, and a ROLLBACK there would raise in place of
@@ -604,12 +628,22 @@ class PostgresDriver:
         completed: Event,
         claimed: Event,
         lean: bool,
+        synchronous_commit: bool = True,
     ) -> tuple[list[JobRow], list[JobRow]]:
         if not worker_ids:
-            return self.complete_jobs(completions, now=now, event=completed, lean=lean), []
+            done = self.complete_jobs(
+                completions,
+                now=now,
+                event=completed,
+                lean=lean,
+                synchronous_commit=synchronous_commit,
+            )
+            return done, []
         claim = {**_claim_params(queue, locked_until, claimed), "lean": lean, "now": now}
+        asynchronous = bool(completions) and not synchronous_commit
         if (
-            len(worker_ids) == 1
+            not asynchronous
+            and len(worker_ids) == 1
             and all(done.owner.worker_id == worker_ids[0] for done in completions[:1])
             and len(completions) <= 1
         ):
@@ -634,7 +668,11 @@ class PostgresDriver:
             "worker_ids": list(worker_ids),
             **claim,
         }
-        return self._batch("complete_and_claim_jobs" if completions else "claim_jobs", params)
+        return self._batch(
+            "complete_and_claim_jobs" if completions else "claim_jobs",
+            params,
+            synchronous_commit=not asynchronous,
+        )
 
     def release_jobs(
         self, owners: Sequence[Owner], *, now: datetime, event: Event, cancelled: Event
@@ -686,9 +724,8 @@ class PostgresDriver:
             }
             return _listed(self._complete_and_claim(params).get("completed"))
         params = {**_batch_completion_params(completions, event), "now": now, "lean": lean}
-        with _maybe_asynchronous_commit(synchronous_commit) as cursor:
-            self._execute(cursor, "complete_jobs", params)
-            return [_job_row(values) for values in cursor.fetchall()]
+        rows = self._run_committing("complete_jobs", params, synchronous_commit=synchronous_commit)
+        return [_job_row(values) for values in rows]
 
     def vacuum_jobs_table(self, *, min_dead_rows: int) -> Vacuumed | None:
         row = self._fetchone("vacuum_due", {})
@@ -859,9 +896,9 @@ def _listed(row: JobRow | None) -> list[JobRow]:
 
 
 def _still_wanting(params: dict[str, Any], claimed: list[JobRow]) -> dict[str, Any]:
-    """``params`` for the worker ids of ``params`` that ``claimed`` left without a job."""
-    taken = {row.locked_by for row in claimed}
-    return {**params, "worker_ids": [w for w in params["worker_ids"] if w not in taken]}
+    """``params`` for the entries of ``params``'s worker ids that ``claimed`` left without
+    a job (an id that repeats is wanting as many times as it went without)."""
+    return {**params, "worker_ids": unclaimed(params["worker_ids"], claimed)}
 
 
 def _iso(value: datetime | None) -> str | None:

@@ -271,13 +271,25 @@ gate AS MATERIALIZED (
         WHEN gate.paused OR gate.version <> (SELECT version FROM locked) THEN 0
         ELSE greatest(least(
             cardinality(:worker_ids::text[]),
-            coalesce(gate.concurrency_limit - (
+            coalesce(gate.concurrency_limit - greatest((
                 -- Counted up to the limit, in the order of job_running_queue_idx: a plan for
                 -- statistics that call every job running still reads that index.
                 SELECT count(*) FROM (
                     SELECT 1 FROM jobs_job WHERE status = 'running' AND queue = :queue
-                    ORDER BY updated_at LIMIT gate.concurrency_limit) AS running),
-                cardinality(:worker_ids::text[])),
+                    ORDER BY updated_at
+                    LIMIT gate.concurrency_limit + cardinality(:done_ids::uuid[])) AS running
+                ) - (
+                    -- The successes this statement writes free their slots, which its
+                    -- snapshot still counts: those their owners still hold, as completed
+                    -- guards them.
+                    SELECT count(*) FROM jobs_job AS job
+                    JOIN unnest((SELECT :done_ids::uuid[]), (SELECT :done_worker_ids::text[]),
+                        (SELECT :done_attempts::integer[])) AS done(id, worker_id, attempt)
+                        ON job.id = done.id
+                    WHERE job.id = ANY(ARRAY(SELECT unnest((SELECT :done_ids::uuid[]))))
+                        AND job.status = 'running' AND job.queue = :queue
+                        AND job.locked_by = done.worker_id AND job.attempts = done.attempt),
+                0), cardinality(:worker_ids::text[])),
             coalesce(gate.rate_limit - (SELECT sum(claims) FROM rate_counts),
                 cardinality(:worker_ids::text[]))), 0) END AS n,
         NOT gate.paused AND gate.version <> (SELECT version FROM locked) AS stale
@@ -880,6 +892,11 @@ WHERE unique_key = ANY(:keys::text[]) AND status IN ('queued', 'running');
 -- next statement has a fresh snapshot) includes every claim and ending committed before
 -- them.
 SELECT 1 FROM jobs_queuesettings WHERE name = :queue FOR UPDATE;
+
+-- name: asynchronous_commit
+-- Opt-in, for a transaction that writes completions (never one that enqueues): its
+-- commit does not wait for its WAL to reach disk. Sent first in that transaction.
+SET LOCAL synchronous_commit = off;
 
 -- name: key_lock
 -- Claimers of jobs with one concurrency_key take turns, whatever their queue (released

@@ -1,6 +1,6 @@
 """The completer: every outcome of every attempt goes here, is written, then announced.
 
-One interface (``record``, ``take``, ``flush_now``), two implementations:
+One interface (``record``, ``take``, ``continuing``, ``flush_now``), two implementations:
 
 * ``InlineCompleter`` (``JOB_WORKER_COMPLETE_BATCH_SIZE=1``): a thread's success waits for
   that thread's next fetch, which writes it in its claim's statement (one round trip and
@@ -96,6 +96,10 @@ class Completer:
     def flush_now(self) -> None:
         """A thread is idle or stops: nothing will carry what waits; write it now."""
         raise NotImplementedError
+
+    def continuing(self, worker_id: str) -> None:
+        """The thread of ``worker_id`` starts a job it holds, without a fetch: its
+        successes must not wait for the fetch after that job."""
 
     batch_size = 1
 
@@ -278,6 +282,12 @@ class InlineCompleter(Completer):
     def flush_now(self) -> None:
         with self._lock:
             batch, self._pending = self._pending, []
+        if batch:
+            self._write(batch)
+
+    def continuing(self, worker_id: str) -> None:
+        with self._lock:
+            batch = self._taken([worker_id])
         if batch:
             self._write(batch)
 

@@ -42,23 +42,38 @@ class WorkerConfig:
     # Throughput mode's lean timeline: no claimed and succeeded events on the success
     # path (the row keeps who ran the job and when).
     lean_timeline: bool = False
+    # Throughput mode's prefetch: jobs a process holds beyond those its threads run, at
+    # most this many, each claimed under the thread that will run it (prefetch_of).
+    prefetch: int = 0
+
+    def prefetch_of(self, thread_number: int) -> int:
+        """The jobs thread ``thread_number`` (1 to ``threads``) may hold beyond the one it
+        runs: the process's prefetch shared among its threads. A replacement takes the
+        share of the thread it replaces, so the process never holds more than
+        ``prefetch``."""
+        share, rest = divmod(self.prefetch, self.threads)
+        return share + (1 if (thread_number - 1) % self.threads < rest else 0)
 
     @property
     def heartbeat_interval_seconds(self) -> float:
         return self.heartbeat_seconds or self.lease_seconds / 3
 
     @staticmethod
-    def batch_sizes(threads: int, claim: int, complete: int) -> tuple[int, int]:
+    def batch_sizes(
+        threads: int, claim: int, complete: int, *, prefetch: int = 0
+    ) -> tuple[int, int]:
         """(claim, complete) batch sizes, each setting that is ``AUTO`` chosen: batched (a
         claim for every thread, completions by ten) where the driver prepares its
         statements and the process has threads to batch; else 1, one job per statement.
         Unprepared (behind a transaction pooler) PostgreSQL would plan the batched
-        statements on every call, which costs more than they save (issue 25)."""
+        statements on every call, which costs more than they save. With a prefetch,
+        completions are batched always: a thread that runs the jobs it holds fetches
+        only once they are done, and its successes must not wait for that."""
         batching = threads > 1 and get_driver().prepares_statements()
         if claim == AUTO:
             claim = threads if batching else 1
         if complete == AUTO:
-            complete = AUTO_COMPLETE_BATCH_SIZE if batching else 1
+            complete = AUTO_COMPLETE_BATCH_SIZE if batching or prefetch else 1
         return claim, complete
 
     @classmethod
@@ -74,6 +89,7 @@ class WorkerConfig:
             threads,
             app_settings.JOB_WORKER_CLAIM_BATCH_SIZE,
             app_settings.JOB_WORKER_COMPLETE_BATCH_SIZE,
+            prefetch=app_settings.JOB_WORKER_PREFETCH,
         )
         return cls(
             threads=threads,
@@ -91,6 +107,7 @@ class WorkerConfig:
             complete_synchronous_commit=app_settings.JOB_WORKER_COMPLETE_SYNCHRONOUS_COMMIT,
             vacuum_dead_rows=app_settings.JOB_WORKER_VACUUM_DEAD_ROWS,
             lean_timeline=app_settings.JOB_WORKER_LEAN_TIMELINE,
+            prefetch=app_settings.JOB_WORKER_PREFETCH,
         )
 
 

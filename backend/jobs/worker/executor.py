@@ -74,6 +74,9 @@ class Executor:
             state=attempt.state,
             retrying=self.retrying,
         )
+        if attempt.state.lost:
+            # Held (throughput mode) until its lease was lost: another owns it now.
+            return Outcome.interrupted(attempt)
         self.in_flight.start(attempt)
         attempt_started.send_robust(sender, job=job, worker_id=attempt.owner.worker_id)
         if attempt.state.cancel_requested:

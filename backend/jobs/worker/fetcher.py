@@ -24,6 +24,13 @@ batch waits for its busy peers to come back, at most one fetch's time (and
 their jobs), and fetches for all of them. Longer handlers (the usual case:
 anything that does I/O) never wait: a fetch is cheaper than their idle time.
 
+Holding (throughput mode, ``JOB_WORKER_PREFETCH``): a thread may ask for more than one job,
+its share of the process's prefetch; it is then an entry of the claim as many times, owns
+each job it gets under its own worker id and runs them in claim order (``WorkerThread``).
+The entries of a fetch take turns between its threads, so a short backlog is spread over
+them rather than held by the first; threads that hold never gather (their fetches are
+batches already).
+
 Stopping: jobs a fetch brought back after the process began to stop are released
 (``services.release_unstarted_jobs``: queued again at once, the attempt not spent, a
 ``released`` event), as is a job a thread received as the stop began.
@@ -38,7 +45,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .. import services
-from ..drivers import Completion, JobRow, Owner
+from ..drivers import Completion, JobRow, Owner, unclaimed
 from .queues import QueueSet
 
 logger = logging.getLogger("jobs.worker")
@@ -68,6 +75,7 @@ class Fetcher:
         successes: Callable[[Sequence[str]], Handover | None] | None = None,
         parallel: int = 1,
         lean: bool = False,
+        synchronous_commit: bool = True,
     ) -> None:
         # parallel: fetches in flight at once. A commit waits for the disk (a few ms);
         # one fetch at a time would leave the process's other idle threads waiting on it.
@@ -77,13 +85,16 @@ class Fetcher:
         self.successes = successes
         # No claimed and succeeded events (the rows keep who ran a job and when).
         self.lean = lean
+        # False: a fetch that carries successes commits without waiting for the disk.
+        self.synchronous_commit = synchronous_commit
         self.batch_size = batch_size
         self.lease_seconds = lease_seconds
         self.queues = queues
         self.stopping = stopping
         self._condition = threading.Condition()
         self._idle: list[str] = []  # worker ids waiting for a job, in arrival order
-        self._delivered: dict[str, JobRow] = {}
+        self._wanted: dict[str, int] = {}  # how many jobs each of them asks for
+        self._delivered: dict[str, list[JobRow]] = {}
         self._in_fetch: set[str] = set()  # worker ids the fetches under way claim for
         self._fetching = 0
         self._cursor = 0
@@ -97,14 +108,15 @@ class Fetcher:
         self.claimed = 0
         self.gathers = 0
 
-    def next_job(self, worker_id: str) -> JobRow | None:
-        """A job claimed for ``worker_id``'s thread, or ``None`` when a fetch found none
-        for it (the thread then waits for a notification)."""
+    def next_jobs(self, worker_id: str, wanted: int = 1) -> list[JobRow]:
+        """Up to ``wanted`` jobs claimed for ``worker_id``'s thread, in claim order, or none
+        when a fetch found none for it (the thread then waits for a notification)."""
         with self._condition:
             handed = self._running.pop(worker_id, None)
             if handed is not None:
                 self._run_seconds = _average(self._run_seconds, time.monotonic() - handed)
             self._idle.append(worker_id)
+            self._wanted[worker_id] = wanted
             self._condition.notify_all()  # a gathering thread counts its peers
             while True:
                 if worker_id in self._delivered:
@@ -113,22 +125,24 @@ class Fetcher:
                     self._condition.wait()  # a fetch under way claims for it
                     continue
                 if worker_id not in self._idle:
-                    return None  # it was in a fetch that found nothing for it
+                    return []  # it was in a fetch that found nothing for it
                 if self._fetching < self.parallel and not self._gathering:
                     break
                 self._condition.wait()
             # This thread fetches, for itself first and for those waiting with it.
             self._idle.remove(worker_id)
-            self._gather()
+            if wanted == 1:
+                self._gather()
             group = [worker_id, *self._idle[: self.batch_size - 1]]
             del self._idle[: self.batch_size - 1]
+            entries = _taking_turns([(w, self._wanted.pop(w, 1)) for w in group])
             self._in_fetch.update(group)
             self._fetching += 1
         rows: list[JobRow] = []
         started = time.monotonic()
         try:
             if not self.stopping.is_set():
-                rows = self._claim(group)
+                rows = self._claim(entries)
             if rows and self.stopping.is_set():
                 self.release(rows)
                 rows = []
@@ -143,9 +157,9 @@ class Fetcher:
                 if rows:
                     self._fetch_seconds = _average(self._fetch_seconds, now - started)
                 for row in rows:
-                    self._delivered[row.locked_by or ""] = row
+                    self._delivered.setdefault(row.locked_by or "", []).append(row)
                     self._running[row.locked_by or ""] = now
-                mine = self._delivered.pop(worker_id, None)
+                mine = self._delivered.pop(worker_id, [])
                 self._condition.notify_all()
         return mine
 
@@ -196,11 +210,13 @@ class Fetcher:
         since = time.monotonic() - 2 * self._fetch_seconds
         return any(handed > since for handed in self._running.values())
 
-    def _claim(self, group: Sequence[str]) -> list[JobRow]:
-        """Up to one job per worker id of ``group``, taking the queues in turn; the first
-        statement also writes the successes the completer holds for the group."""
-        wanting = list(group)
+    def _claim(self, entries: Sequence[str]) -> list[JobRow]:
+        """Up to one job per entry of ``entries`` (worker ids; one repeats for a thread
+        that holds jobs), taking the queues in turn; the first statement also writes the
+        successes the completer holds for those threads."""
+        wanting = list(entries)
         claimed: list[JobRow] = []
+        group = list(dict.fromkeys(entries))
         handover = self.successes(group) if self.successes is not None else None
         try:
             queues = self.queues.current(busy=handover is not None)
@@ -218,8 +234,7 @@ class Fetcher:
             if rows:
                 self._cursor = (self._cursor + offset + 1) % len(queues)
                 claimed.extend(rows)
-                taken = {row.locked_by for row in rows}
-                wanting = [worker_id for worker_id in wanting if worker_id not in taken]
+                wanting = unclaimed(wanting, rows)
                 if not wanting:
                     break
         return claimed
@@ -237,6 +252,7 @@ class Fetcher:
                 completions=() if handover is None else handover.completions,
                 lease_seconds=self.lease_seconds,
                 lean=self.lean,
+                synchronous_commit=self.synchronous_commit,
             )
         except BaseException:
             if handover is not None:
@@ -257,6 +273,14 @@ class Fetcher:
             logger.exception("action=release_failed jobs=%d", len(owners))
             return
         logger.info("action=released_unstarted jobs=%d", len(released))
+
+
+def _taking_turns(wants: Sequence[tuple[str, int]]) -> list[str]:
+    """The entries of a claim for threads wanting so many jobs each: one for each thread,
+    then a second for each that wants more, and so on, so that a claim finding fewer jobs
+    than asked gives every thread one before any thread a second."""
+    most = max((wanted for _, wanted in wants), default=0)
+    return [worker_id for turn in range(most) for worker_id, wanted in wants if wanted > turn]
 
 
 def _average(previous: float, sample: float) -> float:

@@ -88,6 +88,7 @@ class WorkerRunner:
             if config.claim_batch_size == 1
             else max(1, config.threads // 2),
             lean=config.lean_timeline,
+            synchronous_commit=config.complete_synchronous_commit,
         )
         self.executor = Executor(config, self.in_flight, self.completer)
         # Statements run per job: planned once, whatever the statistics say meanwhile.
@@ -103,10 +104,11 @@ class WorkerRunner:
 
     # Threads -----------------------------------------------------------------------------
 
-    def _start_thread(self) -> WorkerThread:
+    def _start_thread(self, replacing: WorkerThread | None = None) -> WorkerThread:
         with self._lock:
             thread = WorkerThread(
                 len(self.threads) + 1,
+                hold=None if replacing is None else replacing.hold,
                 config=self.config,
                 stopping=self.stop_event,
                 waker=self.waker,
@@ -156,6 +158,7 @@ class WorkerRunner:
             return
         thread.abandoned = True
         thread.abandoned_at = timezone.now()
+        thread.release_held()  # they would wait for a handler that may never return
         stuck = sum(1 for t in self.threads if t.abandoned and t.is_alive())
         if self.stop_event.is_set():
             return
@@ -167,7 +170,7 @@ class WorkerRunner:
                 stuck,
             )
             return
-        replacement = self._start_thread()
+        replacement = self._start_thread(replacing=thread)
         logger.warning(
             "action=thread_replaced worker_id=%s replacement=%s stuck_threads=%d",
             thread.worker_id,
@@ -191,7 +194,7 @@ class WorkerRunner:
                 return False
             if not self.stop_event.is_set() and not self.config.burst:
                 replaced = True
-                replacement = self._start_thread()
+                replacement = self._start_thread(replacing=thread)
                 logger.error(
                     "action=thread_died worker_id=%s replacement=%s",
                     thread.worker_id,
@@ -236,12 +239,18 @@ class WorkerRunner:
             os._exit(1)
 
     def wait(self) -> None:
-        """Block until every serving thread has stopped, replacing any that died."""
+        """Block until every serving thread has stopped, replacing any that died; once
+        stopping, give back at once the jobs the threads hold and have not started."""
+        released = False
         while True:
+            if self.stop_event.is_set() and not released:
+                released = True
+                for thread in list(self.threads):
+                    thread.release_held()
             replaced = self._replace_dead()
             serving = self.serving()
             if serving:
-                serving[0].join(timeout=0.5)
+                serving[0].join(timeout=0.1 if self.config.prefetch else 0.5)
             elif not replaced:
                 break
         # The threads record no more: every success waiting is written before the
@@ -266,7 +275,8 @@ class WorkerRunner:
         logger.info(
             "action=worker_started threads=%d queues=%s lease_seconds=%d "
             "heartbeat_seconds=%.1f poll_interval_ms=%d cleanup_interval_seconds=%s "
-            "timeout_seconds=%s database=%s burst=%s claim_batch_size=%d complete_batch_size=%d",
+            "timeout_seconds=%s database=%s burst=%s claim_batch_size=%d complete_batch_size=%d "
+            "prefetch=%d lean_timeline=%s synchronous_commit=%s",
             self.config.threads,
             ",".join(self.config.queues),
             self.config.lease_seconds,
@@ -278,6 +288,9 @@ class WorkerRunner:
             self.config.burst,
             self.config.claim_batch_size,
             self.config.complete_batch_size,
+            self.config.prefetch,
+            self.config.lean_timeline,
+            self.config.complete_synchronous_commit,
         )
         self.start()
         self.wait()

@@ -149,6 +149,96 @@ def test_a_batched_claim_gives_the_nth_job_in_claim_order_to_the_nth_worker_id()
     assert [row.id for row in rest] == [low.pk]
 
 
+def test_a_worker_id_that_repeats_owns_as_many_jobs_each_its_own_attempt_in_claim_order():
+    now = timezone.now()
+    later = queued_job(priority=10, available_at=now - timedelta(minutes=1))
+    first = queued_job(priority=90, available_at=now - timedelta(minutes=1))
+    middle = queued_job(priority=50, available_at=now - timedelta(minutes=2))
+    last = queued_job(priority=10, available_at=now - timedelta(minutes=9))
+    entries = ["worker-a", "worker-b", "worker-a", "worker-b", "worker-a"]
+    claimed = services.claim_jobs(worker_ids=entries, lease_seconds=30, now=now).claimed
+    # Four jobs for five entries, handed out in claim order to the entries in turn.
+    owned = {w: [row.id for row in claimed if row.locked_by == w] for w in set(entries)}
+    assert owned == {"worker-a": [first.pk, last.pk], "worker-b": [middle.pk, later.pk]}
+    for row in claimed:
+        job = fresh(row)
+        assert (job.status, job.attempts, job.claimed_by) == (Status.RUNNING, 1, row.locked_by)
+        assert timeline(job) == [Event.CREATED, Event.CLAIMED]
+
+
+def test_a_fetch_committed_asynchronously_writes_its_successes_and_its_claims():
+    queued_job()
+    running = claim("worker-c")
+    waiting = queued_job()
+    fetched = services.claim_jobs(
+        worker_ids=["worker-c"],
+        completions=[Completion(Owner(running.pk, "worker-c", 1), '{"n": 3}')],
+        synchronous_commit=False,
+    )
+    assert [row.id for row in fetched.completed] == [running.pk]
+    assert [row.id for row in fetched.claimed] == [waiting.pk]
+    assert fresh(running).status == Status.SUCCEEDED
+    assert fresh(waiting).status == Status.RUNNING
+
+
+def test_a_lean_claim_writes_no_claimed_event_and_the_row_says_who_claimed_it_and_when():
+    job = queued_job()
+    now = timezone.now()
+    (row,) = services.claim_jobs(worker_ids=["worker-a"], now=now, lean=True).claimed
+    assert (row.id, row.claimed_by, row.claimed_at) == (job.pk, "worker-a", now)
+    job = fresh(job)
+    assert (job.status, job.attempts, job.claimed_by, job.claimed_at) == (
+        Status.RUNNING,
+        1,
+        "worker-a",
+        now,
+    )
+    assert timeline(job) == [Event.CREATED]
+
+
+def test_a_lean_completion_writes_no_succeeded_event_and_keeps_who_ran_the_job():
+    job = queued_job()
+    (row,) = services.claim_jobs(worker_ids=["worker-a"], lean=True).claimed
+    services.complete_jobs(
+        completions=[Completion(Owner(row.id, "worker-a", 1), '{"n": 1}')], lean=True
+    )
+    job = fresh(job)
+    assert (job.status, job.result, job.claimed_by, job.locked_by) == (
+        Status.SUCCEEDED,
+        {"n": 1},
+        "worker-a",
+        None,
+    )
+    assert job.finished_at is not None and job.finished_at >= job.claimed_at
+    assert timeline(job) == [Event.CREATED]
+
+
+def test_a_lean_attempt_that_fails_still_writes_its_failure():
+    job = queued_job(max_attempts=2)
+    (row,) = services.claim_jobs(worker_ids=["worker-a"], lean=True).claimed
+    services.fail_jobs(failures=[services.AttemptFailure(Owner(row.id, "worker-a", 1), "boom")])
+    job = fresh(job)
+    assert (job.status, job.last_error) == (Status.QUEUED, "boom")
+    assert timeline(job) == [Event.CREATED, Event.RETRY_SCHEDULED]
+
+
+def test_a_fetch_at_a_concurrency_limit_claims_the_slots_its_own_successes_free():
+    services.set_queue_limits(queue="emails", concurrency_limit=2)
+    queued_job(queue="emails"), queued_job(queue="emails")
+    running = [claim(worker_id, queue="emails") for worker_id in ("worker-a", "worker-b")]
+    waiting = [queued_job(queue="emails") for _ in range(3)]
+    fetched = services.claim_jobs(
+        worker_ids=["worker-a", "worker-b"],
+        queue="emails",
+        completions=[Completion(Owner(job.pk, job.locked_by, 1), None) for job in running],
+    )
+    assert len(fetched.completed) == 2
+    # The limit is full until these successes commit, and they commit with the claims.
+    assert len(fetched.claimed) == 2
+    assert {row.id for row in fetched.claimed} < {job.pk for job in waiting}
+    assert Job.objects.filter(queue="emails", status=Status.RUNNING).count() == 2
+
+
 def test_a_batched_claim_of_an_empty_queue_claims_nothing():
     assert services.claim_jobs(worker_ids=["worker-a", "worker-b"]).claimed == []
 

@@ -8,7 +8,7 @@ from importlib import import_module
 
 import psycopg
 import pytest
-from django.db import OperationalError, connection
+from django.db import OperationalError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -414,3 +414,48 @@ def test_a_fetch_runs_the_single_row_statement_for_one_thread_and_its_own_succes
         lambda: services.claim_jobs(worker_ids=worker_ids, completions=completions)
     )
     assert ran == [statement]
+
+
+def _synchronous_commit() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        (value,) = cursor.fetchone()
+    return value
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("worker_ids", "statement"),
+    [(["worker-a"], "complete_and_claim_jobs"), ([], "complete_jobs")],
+    ids=["a fetch", "a batch"],
+)
+def test_an_asynchronous_commit_is_set_in_the_completions_transaction_alone(worker_ids, statement):
+    queued_jobs(2)
+    running = services.claim_next_job(worker_id="worker-a")
+    completions = [Completion(Owner(running.id, "worker-a", 1), None)]
+    ran = _statements_of(
+        lambda: services.claim_jobs(
+            worker_ids=worker_ids, completions=completions, synchronous_commit=False
+        )
+    )
+    # One pipeline: the setting, then the statement, in a transaction of their own.
+    assert ran == ["asynchronous_commit", statement]
+    assert Job.objects.get(pk=running.id).status == Status.SUCCEEDED
+    assert _synchronous_commit() == "on"  # the session's next transactions are durable
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_an_asynchronous_commit_is_never_set_in_the_callers_transaction():
+    queued_jobs(2)
+    running = services.claim_next_job(worker_id="worker-a")
+    completions = [Completion(Owner(running.id, "worker-a", 1), None)]
+    with transaction.atomic():
+        ran = _statements_of(
+            lambda: services.claim_jobs(
+                worker_ids=["worker-a"], completions=completions, synchronous_commit=False
+            )
+        )
+        assert _synchronous_commit() == "on"
+    assert ran == ["complete_and_claim_jobs"]

@@ -202,6 +202,10 @@ _NULL_TYPES = {
     "locked_until": "timestamptz",
     "ids": "uuid[]",
     "limit": "integer",
+    # Empty arrays: a fetch that carries no successes.
+    "done_ids": "uuid[]",
+    "done_worker_ids": "text[]",
+    "done_attempts": "integer[]",
 }
 
 
@@ -220,7 +224,9 @@ def _params(statement: str, now: datetime) -> dict[str, Any]:
     if statement == "complete_jobs":
         return {**_batch_completion(), "now": now, "lean": False}
     if statement == "claim_jobs":
-        return {**_claim(now), "worker_ids": [WORKER] * 10, "now": now, **_rate()}
+        # A fetch that carries no successes (a controlled queue's count reads the arrays).
+        none: dict[str, Any] = {"done_ids": [], "done_worker_ids": [], "done_attempts": []}
+        return {**_claim(now), **none, "worker_ids": [WORKER] * 10, "now": now, **_rate()}
     if statement == "complete_and_claim_jobs":
         return {
             **_batch_completion(),
@@ -350,7 +356,7 @@ def _sql_type(name: str, value: Any) -> str:
     if value is None:
         return _NULL_TYPES.get(name, "text")
     if isinstance(value, list):
-        return _sql_type(name, value[0]) + "[]"
+        return _sql_type(name, value[0]) + "[]" if value else _NULL_TYPES[name]
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from bench import backlog, decay, peers, readme, report
+from bench import backlog, decay, peers, readme, report, workers
 from bench.cpu import Sample, cpu_between
 from bench.run import DEFAULT_PHASES, parse_args
 
@@ -31,11 +31,50 @@ def _run(system: str, config: str, jobs_per_second: float, **extra: object) -> p
 RUNS = [
     _run(peers.OURS, "1 x 4", 3000),
     _run(peers.OURS, "2 x 4", 2400),
+    _run(peers.OURS, "1 x 4 prefetch", 3300),
+    _run(peers.OURS, "1 x 4 lean", 3150),
+    _run(peers.OURS, "1 x 4 async", 3600),
+    _run(peers.OURS, "1 x 4 throughput", 4200),
     _run("pgqueuer", "4x10", 2800),
     _run("pgqueuer", "1x10", 2500),
+    _run("pgqueuer", "1x4", 2000),
     _run("celery", "default", 1200),
     _run("dramatiq", "default", 1500),
 ]
+
+
+def _result(runs: list[peers.SystemRun], **extra: object) -> peers.PeersResult:
+    return peers.PeersResult(
+        jobs=10_000,
+        rounds=2,
+        runs=runs,
+        comparisons=peers.compare(runs),
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def _goals(runs: list[peers.SystemRun], **in_hand: float) -> dict[str, object]:
+    limits = {key.replace("_", " "): value for key, value in in_hand.items()}
+    return {goal.name: goal for goal in peers.peer_goals(_result(runs), in_hand=limits)}
+
+
+MATCHED_1X4 = "this queue 1 x 4 (default settings) vs PgQueuer 1x4 (matched shape)"
+MATCHED_2X4 = "this queue 2 x 4 (default settings) vs PgQueuer 1x4 (matched shape)"
+CELERY_1X4 = "this queue 1 x 4 (default settings) vs Celery + Redis's best configuration"
+CELERY_2X4 = "this queue 2 x 4 (default settings) vs Celery + Redis's best configuration"
+THROUGHPUT = (
+    "this queue 1 x 4 throughput (prefetch 36, lean timeline, async commit) vs PgQueuer's "
+    "best configuration"
+)
+
+
+def _replace(runs: list[peers.SystemRun], system: str, config: str, jobs_per_second: float):
+    return [
+        _run(system, config, jobs_per_second)
+        if (run.system, run.config) == (system, config)
+        else run
+        for run in runs
+    ]
 
 
 def test_the_peers_phase_runs_only_when_asked_for():
@@ -79,52 +118,166 @@ def test_unknown_systems_servers_and_empty_sizes_are_refused(argv, capsys):
     assert "error" in capsys.readouterr().err
 
 
-def test_each_queue_is_compared_with_every_peers_best_configuration():
+def test_the_default_configurations_are_compared_with_every_peers_best_configuration():
     pairs = {(item.ours, item.peer): item for item in peers.compare(RUNS)}
+    # The levers' configurations have their own table, not a line per peer.
     assert set(pairs) == {
         (ours, peer) for ours in ("1 x 4", "2 x 4") for peer in ("pgqueuer", "celery", "dramatiq")
     }
     versus_pgqueuer = pairs["1 x 4", "pgqueuer"]
     assert (versus_pgqueuer.peer_config, versus_pgqueuer.ratio) == ("4x10", 1.07)
+    assert (versus_pgqueuer.goal, versus_pgqueuer.status) == (None, None)
+    assert (pairs["1 x 4", "celery"].ratio, pairs["1 x 4", "celery"].status) == (2.5, "PASS")
+    assert (pairs["2 x 4", "celery"].goal, pairs["2 x 4", "celery"].status) == (2.0, "PASS")
 
 
-def test_a_ratio_at_or_above_its_goal_passes_and_below_misses():
-    pairs = {(item.ours, item.peer): item for item in peers.compare(RUNS)}
-    assert pairs["1 x 4", "pgqueuer"].status == "PASS"  # 1.07 >= 1.0
-    assert pairs["2 x 4", "pgqueuer"].status == "MISS"  # 0.86
-    assert (pairs["1 x 4", "celery"].ratio, pairs["1 x 4", "celery"].status) == (2.5, "MISS")
-    assert (pairs["1 x 4", "dramatiq"].goal, pairs["1 x 4", "dramatiq"].status) == (None, None)
+def test_the_goal_rows_are_tagged_and_in_order():
+    goals = peers.peer_goals(_result(RUNS))
+    assert [(goal.number, goal.name) for goal in goals] == [
+        ("peers", MATCHED_1X4),
+        ("peers", MATCHED_2X4),
+        ("peers", CELERY_1X4),
+        ("peers", CELERY_2X4),
+        ("throughput", THROUGHPUT),
+    ]
+    assert [goal.target for goal in goals] == [">= 1.2x"] * 2 + [">= 2.0x"] * 2 + [">= 1.0x"]
+
+
+def test_the_matched_shape_goal_passes_at_1_2_and_misses_below():
+    goals = _goals(RUNS)
+    line = goals[MATCHED_1X4]
+    assert (line.ratio, line.status) == (1.5, "PASS")  # 3,000 / 2,000
+    assert line.measured == "3,000 jobs/s"
+    assert line.reference == "Pgqueuer 1x4: 2,000 jobs/s"
+    assert (goals[MATCHED_2X4].ratio, goals[MATCHED_2X4].status) == (1.2, "PASS")  # at target
+    below = _goals(_replace(RUNS, peers.OURS, "2 x 4", 2380))[MATCHED_2X4]
+    assert (below.ratio, below.status) == (1.19, "MISS")
+
+
+def test_the_celery_goal_passes_at_2_0_and_misses_below():
+    goals = _goals(_replace(RUNS, "celery", "default", 1500))
+    assert (goals[CELERY_1X4].ratio, goals[CELERY_1X4].status) == (2.0, "PASS")
+    assert (goals[CELERY_2X4].ratio, goals[CELERY_2X4].status) == (1.6, "MISS")
+
+
+def test_the_throughput_goal_is_against_pgqueuers_best_configuration():
+    line = _goals(RUNS)[THROUGHPUT]
+    assert (line.ratio, line.status) == (1.5, "PASS")  # 4,200 / 2,800 (its 4x10)
+    assert line.reference == "Pgqueuer 4x10: 2,800 jobs/s"
+    at = _goals(_replace(RUNS, peers.OURS, "1 x 4 throughput", 2800))[THROUGHPUT]
+    assert (at.ratio, at.status) == (1.0, "PASS")
+    below = _goals(_replace(RUNS, peers.OURS, "1 x 4 throughput", 2700))[THROUGHPUT]
+    assert (below.ratio, below.status) == (0.96, "MISS")
+    # The default 1 x 4 is not judged against PgQueuer's best any more.
+    assert all("1x10" not in goal.reference for goal in _goals(RUNS).values())
 
 
 def test_peer_goals_say_why_they_were_not_run():
     assert {goal.status for goal in peers.peer_goals(None)} == {"not run"}
+    assert {goal.reference for goal in peers.peer_goals(None)} == {"peers phase not run"}
     result = peers.PeersResult(jobs=10, rounds=1, runs=[], errors={"celery": "boom"})
     by_name = {goal.name: goal for goal in peers.peer_goals(result)}
-    assert by_name["this queue 1 x 4 vs Celery + Redis's best configuration"].reference == "boom"
-
-
-def test_peer_goals_carry_the_ratio_and_verdict():
-    result = peers.PeersResult(jobs=10_000, rounds=2, runs=RUNS, comparisons=peers.compare(RUNS))
-    goals = {goal.name: goal for goal in peers.peer_goals(result)}
-    line = goals["this queue 1 x 4 vs PgQueuer's best configuration"]
-    assert (line.number, line.ratio, line.status, line.target) == ("25.2", 1.07, "PASS", ">= 1.0x")
+    assert by_name[CELERY_1X4].reference == "boom"
+    assert by_name[MATCHED_1X4].reference == "not measured"
+    # A configuration left out (or a peer's config missing) is not run, not a MISS.
+    without = [run for run in RUNS if run.config not in ("1 x 4 throughput", "1x4")]
+    goals = _goals(without)
+    assert (goals[THROUGHPUT].status, goals[THROUGHPUT].reference) == ("not run", "not measured")
+    assert goals[MATCHED_1X4].status == "not run"
+    assert goals[CELERY_1X4].status == "PASS"
 
 
 def test_peer_goals_carry_the_same_runs_in_hand_limit_and_say_when_the_target_is_above_it():
-    result = peers.PeersResult(jobs=10_000, rounds=2, runs=RUNS, comparisons=peers.compare(RUNS))
-    goals = {
-        goal.name: goal
-        for goal in peers.peer_goals(result, in_hand={"1 x 4": 2000.0, "2 x 4": 9000.0})
-    }
-    small = goals["this queue 1 x 4 vs PgQueuer's best configuration"]
-    assert "in-hand limit of 1 x 4 2,000 jobs/s (0.71x)" in small.reference  # / 2,800
-    assert "the target (2,800 jobs/s) is above the in-hand limit" in small.reference
-    large = goals["this queue 2 x 4 vs PgQueuer's best configuration"]
-    assert "(3.21x)" in large.reference and "above" not in large.reference
-    celery = goals["this queue 2 x 4 vs Celery + Redis's best configuration"]
-    assert "above" not in celery.reference  # 3 x 1,200 <= 9,000
+    goals = _goals(RUNS, **{"1_x_4": 2000.0, "2_x_4": 9000.0})
+    small = goals[MATCHED_1X4]
+    assert "in-hand limit of 1 x 4 2,000 jobs/s (1.00x)" in small.reference  # / 2,000
+    assert "the target (2,400 jobs/s) is above the in-hand limit" in small.reference
+    large = goals[MATCHED_2X4]
+    assert "(4.50x)" in large.reference and "above" not in large.reference
+    celery = goals[CELERY_2X4]
+    assert "above" not in celery.reference  # 2 x 1,200 <= 9,000
+    # Throughput mode holds more than its threads: no in-hand limit beside it.
+    assert "in-hand" not in goals[THROUGHPUT].reference
     # The verdicts stay the measured ratios' own.
-    assert (small.status, large.status) == ("PASS", "MISS")
+    assert (small.status, large.status) == ("PASS", "PASS")
+
+
+def test_each_lever_is_shown_against_the_default_1_x_4_and_pgqueuers_best():
+    rows = {row.config: row for row in peers.levers(RUNS)}
+    assert list(rows) == [
+        "1 x 4",
+        "1 x 4 prefetch",
+        "1 x 4 lean",
+        "1 x 4 async",
+        "1 x 4 throughput",
+    ]
+    assert (rows["1 x 4"].versus_default, rows["1 x 4"].versus_peer) == (1.0, 1.07)
+    assert (rows["1 x 4 prefetch"].versus_default, rows["1 x 4 prefetch"].versus_peer) == (
+        1.1,
+        1.18,
+    )
+    assert (rows["1 x 4 throughput"].versus_default, rows["1 x 4 throughput"].versus_peer) == (
+        1.4,
+        1.5,
+    )
+    assert rows["1 x 4 lean"].description == "lean timeline"
+    lines = _result(RUNS).render()
+    table = [line for line in lines if "1 x 4 async" in line and "async commit" in line]
+    assert len(table) == 1 and "3,600" in table[0] and "1.20" in table[0] and "1.29" in table[0]
+    assert any("/ Pgqueuer 4x10" in line for line in lines)
+
+
+def test_each_lever_reaches_the_worker_processes_as_its_setting(monkeypatch, tmp_path):
+    seen: dict[str, dict[str, str]] = {}
+
+    def fake_run_workers(db, env, *, label, extra_env, **kwargs):
+        seen[label] = dict(extra_env or {})
+        return workers.WorkerRun(
+            span_seconds=1.0,
+            claimed_events=10,
+            succeeded_events=10,
+            jobs_succeeded=10,
+            jobs_per_second=10.0,
+            processes=kwargs["processes"],
+            threads=kwargs["threads"],
+            path="postgres",
+            jobs=10,
+            drain_wall_seconds=1.0,
+            commits_per_job=1.0,
+            load_average=[1.0],
+        )
+
+    monkeypatch.setattr(peers, "run_workers", fake_run_workers)
+    for config in peers.OUR_CONFIGS:
+        run = peers.run_ours(
+            None, {}, config, jobs=10, log_dir=tmp_path, label=config, analyzed=False
+        )
+        assert run.config == config
+    assert seen["1 x 4"] == seen["2 x 4"] == {}
+    assert seen["1 x 4 prefetch"] == {"JOB_WORKER_PREFETCH": "36"}
+    assert seen["1 x 4 lean"] == {"JOB_WORKER_LEAN_TIMELINE": "true"}
+    assert seen["1 x 4 async"] == {"JOB_WORKER_COMPLETE_SYNCHRONOUS_COMMIT": "false"}
+    assert seen["1 x 4 throughput"] == {
+        "JOB_WORKER_PREFETCH": "36",
+        "JOB_WORKER_LEAN_TIMELINE": "true",
+        "JOB_WORKER_COMPLETE_SYNCHRONOUS_COMMIT": "false",
+    }
+
+
+@pytest.mark.parametrize(
+    ("value", "lean"),
+    [("true", True), ("1", True), (" On ", True), ("false", False), ("", False), (None, False)],
+)
+def test_a_lean_timeline_is_read_from_the_workers_settings(value, lean):
+    env = {} if value is None else {"JOB_WORKER_LEAN_TIMELINE": value}
+    assert workers.lean_timeline(env) is lean
+
+
+def test_pgqueuer_runs_the_matched_shape():
+    (pgqueuer,) = [peer for peer in peers.PEERS if peer.key == "pgqueuer"]
+    assert "1x4" in pgqueuer.configs
+    app = (peers.APPS_DIR / "pgqueuer_app.py").read_text()
+    assert '"1x4": (1, 4)' in app
 
 
 def test_the_reports_peer_rows_take_the_in_hand_limits_of_the_same_runs_backlog_phase():
@@ -155,12 +308,9 @@ def test_the_reports_peer_rows_take_the_in_hand_limits_of_the_same_runs_backlog_
         backlog=backlog.BacklogResult(jobs=10_000, rounds=2, configs=[limit]),
         peers=peers.PeersResult(jobs=10_000, rounds=2, runs=RUNS, comparisons=peers.compare(RUNS)),
     )
-    rows = {goal.name: goal for goal in report.evaluate_goals(results) if goal.number == "25.2"}
-    assert (
-        "in-hand limit of 1 x 4 2,000"
-        in rows["this queue 1 x 4 vs PgQueuer's best configuration"].reference
-    )
-    assert "in-hand" not in rows["this queue 2 x 4 vs PgQueuer's best configuration"].reference
+    rows = {goal.name: goal for goal in report.evaluate_goals(results) if goal.number == "peers"}
+    assert "in-hand limit of 1 x 4 2,000" in rows[MATCHED_1X4].reference
+    assert "in-hand" not in rows[MATCHED_2X4].reference
 
 
 def test_the_decay_goal_is_the_worst_round_against_the_first():

@@ -60,7 +60,7 @@ class Statements:
 
         return Handover(completions=batch, committed=committed, failed=lambda: None)
 
-    def claim_jobs(self, *, worker_ids, queue, completions, lease_seconds, lean):
+    def claim_jobs(self, *, worker_ids, queue, completions, **options):
         with self.lock:
             self.fetches.append((len(worker_ids), len(completions)))
             numbers = [n for _, n in zip(worker_ids, self.remaining, strict=False)]
@@ -74,14 +74,14 @@ class Statements:
         )
 
 
-@pytest.mark.parametrize("parallel", [1, 3])
-def test_every_claimed_job_reaches_its_thread_once(monkeypatch, parallel):
+@pytest.mark.parametrize(("parallel", "wanted"), [(1, 1), (3, 1), (3, 3)])
+def test_every_claimed_job_reaches_its_thread_once(monkeypatch, parallel, wanted):
     remaining = iter(range(JOBS))
     lock = threading.Lock()
     claimed: list[tuple[int, str]] = []
     waiting: set[str] = set()
 
-    def claim_jobs(*, worker_ids, queue, completions, lease_seconds, lean):
+    def claim_jobs(*, worker_ids, queue, completions, **options):
         with lock:
             assert set(worker_ids) <= waiting, "claimed for a thread that is not waiting"
             rows = []
@@ -103,16 +103,18 @@ def test_every_claimed_job_reaches_its_thread_once(monkeypatch, parallel):
         while empty < 3:
             with lock:
                 waiting.add(worker_id)
-            row = subject.next_job(worker_id)
+            rows = subject.next_jobs(worker_id, wanted)
             with lock:
                 waiting.discard(worker_id)
-            if row is None:
+            if not rows:
                 empty += 1
                 continue
-            assert row.locked_by == worker_id
-            with lock:
-                received.append((row.id, worker_id))
-            time.sleep(random.random() / 5000)  # the handler
+            assert len(rows) <= wanted
+            for row in rows:
+                assert row.locked_by == worker_id
+                with lock:
+                    received.append((row.id, worker_id))
+                time.sleep(random.random() / 5000)  # the handler
 
     threads = [threading.Thread(target=thread, args=(f"w{n}",)) for n in range(THREADS)]
     for each in threads:
@@ -143,7 +145,8 @@ def _drain(
     )
 
     def thread(worker_id: str) -> None:
-        while (job := subject.next_job(worker_id)) is not None:
+        while jobs := subject.next_jobs(worker_id):
+            (job,) = jobs
             time.sleep(handler_seconds * (0.5 + random.random()))
             if carry_successes:
                 statements.succeed(job.id, worker_id)
@@ -182,9 +185,9 @@ def test_threads_whose_handlers_run_longer_than_a_fetch_never_wait_for_each_othe
 def test_a_fetch_carries_the_successes_waiting_and_says_which_were_committed(monkeypatch):
     statements = Statements(monkeypatch, jobs=2)
     subject = fetcher_claiming_four(parallel=1, successes=statements.take)
-    first = subject.next_job("w0")
+    (first,) = subject.next_jobs("w0")
     statements.succeed(first.id, "w0")
-    second = subject.next_job("w1")
+    (second,) = subject.next_jobs("w1")
     assert (second.id, second.locked_by) == (1, "w1")
     assert statements.fetches == [(1, 0), (1, 1)]
     assert statements.completed == [first.id]
@@ -237,3 +240,22 @@ def test_successes_are_given_back_when_the_queues_cannot_be_listed(monkeypatch):
     with pytest.raises(RuntimeError):
         subject._claim(["w1"])
     assert outcome == ["given back"]
+
+
+def test_a_thread_that_holds_gets_its_share_in_one_claim(monkeypatch):
+    statements = Statements(monkeypatch, jobs=10)
+    subject = fetcher_claiming_four(parallel=1)
+    rows = subject.next_jobs("w0", 4)
+    assert [(row.id, row.locked_by) for row in rows] == [(n, "w0") for n in range(4)]
+    assert statements.fetches == [(4, 0)]
+
+
+def test_a_short_backlog_gives_every_thread_a_job_before_any_thread_a_second():
+    assert fetcher._taking_turns([("w0", 3), ("w1", 1), ("w2", 2)]) == [
+        "w0",
+        "w1",
+        "w2",
+        "w0",
+        "w2",
+        "w0",
+    ]

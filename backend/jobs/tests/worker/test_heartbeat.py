@@ -18,10 +18,14 @@ pytestmark = pytest.mark.django_db
 OTHER_WORKER = "tests:1:thread-2:0000cafe"
 
 
-def in_flight(*attempts: Attempt) -> InFlight:
+def in_flight(*attempts: Attempt, held: tuple[Attempt, ...] = ()) -> InFlight:
+    """The attempts running (their handlers started), and ``held`` ones claimed ahead."""
     running = InFlight()
-    for attempt in attempts:
+    for attempt in (*attempts, *held):
         running.add(attempt)
+    for attempt in attempts:
+        if attempt.started is None:
+            running.start(attempt)
     return running
 
 
@@ -123,6 +127,14 @@ def test_an_attempt_without_heartbeat_keeps_the_lease_it_has():
     attempt = attempt_of(job, heartbeat=False)
     assert Heartbeat(in_flight(attempt), lease_seconds=30).run_once() == HeartbeatPass(0, 0, 0)
     assert fresh(job).locked_until == job.locked_until
+
+
+def test_a_held_attempt_is_renewed_although_its_handler_opted_out():
+    # The opt-out covers the time the handler runs; until then the worker holds the job.
+    job = running_job(lease_seconds=3)
+    held = attempt_of(job, heartbeat=False)
+    assert Heartbeat(in_flight(held=(held,)), lease_seconds=30).run_once().renewed == 1
+    assert fresh(job).locked_until > timezone.now() + timedelta(seconds=25)
 
 
 def test_an_attempt_without_heartbeat_still_sees_its_cancel_request():

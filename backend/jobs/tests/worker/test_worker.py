@@ -19,6 +19,7 @@ from jobs.tests.helpers import (
     child_env,
     handlers_begun,
     run_workers_in_burst,
+    worker_config,
     worker_runner,
 )
 from jobs.worker import WorkerConfig, make_worker_id
@@ -46,11 +47,14 @@ def test_the_heartbeat_runs_every_setting_seconds_or_a_third_of_the_lease(
     assert WorkerConfig.from_settings().heartbeat_interval_seconds == interval
 
 
-def _batch_sizes(settings, driver: str, *, prepared: bool, threads: int, claim=0, complete=0):
+def _batch_sizes(
+    settings, driver: str, *, prepared: bool, threads: int, claim=0, complete=0, prefetch=0
+):
     """The batch sizes ``WorkerConfig.from_settings`` chooses on ``driver``."""
     settings.JOB_DB_PREPARED_STATEMENTS = prepared
     settings.JOB_WORKER_CLAIM_BATCH_SIZE = claim
     settings.JOB_WORKER_COMPLETE_BATCH_SIZE = complete
+    settings.JOB_WORKER_PREFETCH = prefetch
     (chosen,) = [d for d in drivers.available_drivers() if d.name == driver]
     with drivers.use_driver(chosen):
         config = WorkerConfig.from_settings(threads=threads)
@@ -76,6 +80,37 @@ def test_batch_sizes_left_at_0_stay_1_on_the_orm_driver(settings):
 def test_batch_sizes_left_at_0_stay_1_without_prepared_statements(settings):
     # Behind a transaction pooler the batched statements would be planned on every call.
     assert _batch_sizes(settings, "postgres", prepared=False, threads=4) == (1, 1)
+
+
+@pytest.mark.django_db
+def test_completions_left_at_0_are_batched_where_threads_hold_jobs(settings):
+    # A thread running the jobs it holds fetches only once they are done: its successes
+    # would otherwise wait for that fetch.
+    sizes = _batch_sizes(settings, "orm", prepared=False, threads=4, prefetch=8)
+    assert sizes == (1, 10)
+
+
+@pytest.mark.parametrize(
+    ("prefetch", "threads", "shares"),
+    [(0, 4, [0, 0, 0, 0]), (8, 4, [2, 2, 2, 2]), (5, 2, [3, 2]), (3, 4, [1, 1, 1, 0])],
+)
+def test_the_prefetch_is_shared_among_the_threads(prefetch, threads, shares):
+    config = worker_config(threads, prefetch=prefetch)
+    assert [config.prefetch_of(number) for number in range(1, threads + 1)] == shares
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_replacement_thread_holds_the_share_of_the_thread_it_replaced():
+    runner = worker_runner(2, prefetch=5)
+    runner.start()
+    try:
+        # Thread 3 replaces thread 2: it holds thread 2's share, not thread 1's, so the
+        # process never holds more than its prefetch.
+        runner.abandon(runner.threads[1].worker_id)
+        assert [thread.hold for thread in runner.threads] == [3, 2, 2]
+    finally:
+        runner.stop()
+        runner.wait()
 
 
 @pytest.mark.django_db

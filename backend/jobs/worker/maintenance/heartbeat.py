@@ -72,7 +72,11 @@ class Heartbeat(Periodic):
             seen = latest.get(attempt.job.id)
             if seen is None or attempt.claimed > seen.claimed:
                 latest[attempt.job.id] = attempt
-        renewing = [attempt for attempt in latest.values() if attempt.heartbeat]
+        # A held attempt (claimed, not started) is renewed whatever its handler says: the
+        # opt-out is the handler's, for the time it runs.
+        renewing = [
+            attempt for attempt in latest.values() if attempt.heartbeat or attempt.started is None
+        ]
         beats = {
             beat.job_id: beat
             for beat in services.heartbeat(
