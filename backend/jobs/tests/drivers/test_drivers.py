@@ -170,6 +170,9 @@ def _scenario(now):
     services.cancel_job(job_id=claimed[1].id, now=t[7])
     owners = [Owner(row.id, row.locked_by or "", 1) for row in claimed]
     services.release_unstarted_jobs(owners=[*owners, Owner(g.pk, "x", 1)], now=t[7])
+    # An operator runs a job scheduled for later now (a queue no claim below serves).
+    later = services.create_job(type="demo.success", queue="later", available_at=t[19], now=t[7])[0]
+    services.run_job_now(job_id=later.pk, now=t[7])
     for step in (8, 10, 12, 14):
         job = services.claim_next_job(worker_id=f"w{step}", lease_seconds=1, now=t[step])
         if job is not None and job.pk == kept.pk:
