@@ -5,7 +5,7 @@
 # driving the system Chromium, in two phases:
 #  1. the open local demo: nginx in front of `runserver` with DEBUG=true
 #     (e2e/dashboard.spec.ts, then e2e/operator.spec.ts: issue 27's operator checks, then
-#     e2e/flow-control.spec.ts: issue 24's queues and schedules, then e2e/attention.spec.ts:
+#     e2e/flow-control.spec.ts: the queues and schedules, then e2e/attention.spec.ts:
 #     what the dashboard says unasked: frozen workers, backlog age, failure triage);
 #  2. production: nginx in front of gunicorn with DEBUG=false, signed in with a session
 #     (e2e/front-door.spec.ts).
