@@ -1,7 +1,7 @@
 /**
  * What the dashboard tells an operator before they ask, on real data: a frozen worker, the
- * backlog's one age, and why a type fails. Run by run-e2e.sh last in its first phase: it
- * freezes the worker run-e2e.sh started (E2E_WORKER_PID) and thaws it before it ends.
+ * backlog's one age, and why a type fails. Run by run-e2e.sh in its first phase: it freezes
+ * the worker run-e2e.sh started (E2E_WORKER_PID) and thaws it before it ends.
  */
 import { expect, test, type Page } from '@playwright/test';
 import { mkdirSync } from 'node:fs';
@@ -32,15 +32,18 @@ test('a frozen worker: the overview says no worker is live and links to the jobs
   let waiting: string[] = [];
   try {
     await whileWorkerFrozen(async () => {
-      waiting = [
-        await createViaApi(request, { type: 'demo.success', queue: 'e2e-frozen' }),
-        await createViaApi(request, { type: 'demo.success', queue: 'e2e-frozen' }),
-      ];
       await page.goto('/');
       // Within a heartbeat interval (3 s here), not after the 5-minute backlog threshold.
       const noWorker = attentionItem(page, 'no_worker');
       await expect(noWorker).toContainText('No live worker', { timeout: 20_000 });
-      await expect(noWorker).toContainText(/\d+ due jobs? wait/);
+      // Created once the worker is seen silent: a fetch it sent just before the freeze has
+      // ended by then, so it cannot have claimed them.
+      waiting = [
+        await createViaApi(request, { type: 'demo.success', queue: 'e2e-frozen' }),
+        await createViaApi(request, { type: 'demo.success', queue: 'e2e-frozen' }),
+      ];
+      for (const id of waiting) expect(await jobStatus(request, id)).toBe('queued');
+      await expect(noWorker).toContainText(/[1-9]\d* due jobs? wait/);
       await noWorker.getByRole('link', { name: 'Due jobs' }).click();
       await expect(page).toHaveURL(/\/jobs\?status=queued&due=true$/);
       for (const id of waiting) await expect(jobRow(page, id)).toBeVisible();

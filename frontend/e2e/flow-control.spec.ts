@@ -1,5 +1,5 @@
 /**
- * Flow control on real data (issue 24): the Queues page (limits edited from the page hold
+ * Flow control on real data: the Queues page (limits edited from the page hold
  * while jobs run; pause and resume with a confirmation), the unique and concurrency keys on
  * the create and job pages, the Schedules page (trigger now, pause, resume) and the
  * overview's "Needs attention" for a paused queue with a backlog and a schedule whose last

@@ -4,8 +4,8 @@
 # (scripts/nginx_conf.py, as the Compose `web` service runs it: CSP and all), Playwright
 # driving the system Chromium, in two phases:
 #  1. the open local demo: nginx in front of `runserver` with DEBUG=true
-#     (e2e/dashboard.spec.ts, then e2e/operator.spec.ts: issue 27's operator checks, then
-#     e2e/flow-control.spec.ts: the queues and schedules, then e2e/attention.spec.ts:
+#     (e2e/dashboard.spec.ts: the pages and actions; e2e/operator.spec.ts: an operator's
+#     checks; e2e/flow-control.spec.ts: the queues and schedules; e2e/attention.spec.ts:
 #     what the dashboard says unasked: frozen workers, backlog age, failure triage);
 #  2. production: nginx in front of gunicorn with DEBUG=false, signed in with a session
 #     (e2e/front-door.spec.ts).
@@ -104,7 +104,7 @@ export JOB_WORKER_BACKOFF_BASE_SECONDS=1 JOB_WORKER_POLL_INTERVAL_MS=200
 # A worker sees a cancel request at its next heartbeat (lease/3) and demo.slow checks in
 # every min(lease/3, 5 s): a 9 s lease ends a cancelled job within about 6 s, not 15 s.
 export JOB_WORKER_LEASE_SECONDS=9
-# Flow control (issue 24): schedules for the Schedules page (one every 30 s, one nightly in
+# Flow control: schedules for the Schedules page (one every 30 s, one nightly in
 # another time zone, and one that e2e/flow-control.spec.ts triggers by hand and expects to
 # fail) and, after migrate, a limited queue for the Queues page.
 export JOB_SCHEDULES_JSON='{"e2e-heartbeat": {"type": "demo.success", "interval": 30, "queue": "default"}, "e2e-nightly-report": {"type": "demo.success", "cron": "0 3 * * *", "timezone": "Asia/Tehran", "queue": "reports", "missed": "skip"}, "e2e-failing-report": {"type": "demo.fail", "cron": "30 4 * * *", "queue": "reports", "missed": "skip"}}'
