@@ -137,8 +137,8 @@ bench-plans: venv ## Issue 25: workers with and without ANALYZE before the run a
 	cd $(BACKEND) && $(PY) -m bench.plans $(BENCH_ARGS)
 
 .PHONY: bench-readme
-bench-readme: venv ## Rewrite README.md's performance table from bench-results/latest.json (run make bench first)
-	cd $(BACKEND) && $(PY) -m bench.readme
+bench-readme: venv ## Rewrite the tables of docs/performance.md from bench-results/latest.json (run make bench first)
+	cd $(BACKEND) && $(PY) -m bench.readme --page $(ROOT)/docs/performance.md
 
 .PHONY: provision
 provision: ## Install what the tests need (Debian's nginx, chromium, prometheus, pgbouncer) and start PostgreSQL, where this user can
