@@ -96,8 +96,9 @@ test-compose: venv ## Validate docker-compose.yml (Compose schema), lint the Doc
 	$(PY) $(ROOT)/scripts/check_compose.py
 
 .PHONY: test-docs
-test-docs: venv test-site ## Build the docs site strictly; check the SVG diagrams, README image links, and that the layer diagram matches the import contracts
+test-docs: venv test-site ## Build the docs site strictly; check the SVG diagrams, every image and page link of the READMEs and docs/, the configuration reference, the layer diagram
 	$(PY) $(ROOT)/scripts/check_svgs.py
+	$(PY) $(ROOT)/scripts/check_docs.py
 	$(PY) $(ROOT)/scripts/layer_diagram.py --check
 
 # mkdocs.yml sets strict and makes a broken link, anchor or image an error; the site is
@@ -133,7 +134,7 @@ bench-peers: venv ## This queue beside PgQueuer, Celery and Dramatiq on Redis, P
 	cd $(BACKEND) && $(PY) -m bench.run --only peers $(BENCH_ARGS)
 
 .PHONY: bench-plans
-bench-plans: venv ## Issue 25: workers with and without ANALYZE before the run and with batched completion, beside pgbench (BENCH_ARGS=--help)
+bench-plans: venv ## Query plans under load: workers with and without ANALYZE before the run and with batched completion, beside pgbench (BENCH_ARGS=--help)
 	cd $(BACKEND) && $(PY) -m bench.plans $(BENCH_ARGS)
 
 .PHONY: bench-readme
