@@ -4,7 +4,7 @@ limit of the same rounds (the goal tagged "default").
 For each configuration (1 x 4 and 2 x 4, the PostgreSQL driver, default settings), each
 round runs pgbench ``fused`` and ``batched`` (``bench/raw_sql.py``) on a backlog of ``jobs``
 at the same client count, then the workers twice on the same backlog: after a stale
-backlog written and deleted (``common.stale_backlog``) without ``ANALYZE`` and with it
+backlog written and deleted (``seed.stale_backlog``) without ``ANALYZE`` and with it
 (the planner's statistics then say every row is queued, what autovacuum sees as a
 backlog arrives). Both worker runs start with the same dead rows; only the statistics
 differ. Rounds interleave everything, so drift in the machine's load favours no variant;
@@ -30,9 +30,11 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .common import Database, log, ratio, stale_backlog
+from .database import Database
+from .figures import log, ratio
 from .goals import NOT_RUN, Goal
 from .raw_sql import pgbench_available, run_pgbench
+from .seed import stale_backlog
 from .workers import run_workers
 
 CONFIGS = [(1, 4), (2, 4)]

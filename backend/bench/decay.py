@@ -29,8 +29,11 @@ from typing import Any
 
 from harness import PrivatePostgres, WorkerProcess, postgres_bin_dir, wait_until
 
-from .common import Database, enqueue_bulk, live_jobs_exist, load_average, log, ratio, reset_tables
+from .database import Database, reset_tables
+from .drain import live_jobs_exist
+from .figures import load_average, log, ratio
 from .goals import Goal
+from .seed import enqueue_bulk
 
 SERVERS = ("private", "shared")
 DECAY_GOAL = 0.85

@@ -31,17 +31,11 @@ from pathlib import Path
 
 from harness import BACKEND_DIR, started, wait_until
 
-from .common import (
-    Database,
-    EventWindow,
-    enqueue_bulk,
-    event_window,
-    live_jobs_exist,
-    load_average,
-    log,
-    reset_tables,
-)
+from .database import Database, reset_tables
+from .drain import EventWindow, event_window, live_jobs_exist
+from .figures import load_average, log
 from .goals import NOT_RUN, Goal
+from .seed import enqueue_bulk
 
 MODES = ("unlimited", "limited", "rated")
 CONTROLLED = ("limited", "rated")

@@ -17,7 +17,7 @@ from django.tasks import task
 
 from jobs import drivers, handlers
 
-from .common import CLOCK_JOB_TYPE, MIX_JOB_TYPE, SLEEP_JOB_TYPE, SLEEP_SECONDS, mix_seconds
+from .jobtypes import CLOCK_JOB_TYPE, MIX_JOB_TYPE, SLEEP_JOB_TYPE, SLEEP_SECONDS, mix_seconds
 
 
 @handlers.register("bench.noop", description="Benchmark: does nothing and succeeds.")

@@ -15,8 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .common import MIX_JOB_TYPE, MIX_SECONDS, SINGLE_ENV, Database, log, ratio
+from .database import Database
+from .environment import SINGLE_ENV
+from .figures import log, ratio
 from .goals import NOT_RUN, Goal
+from .jobtypes import MIX_JOB_TYPE, MIX_SECONDS
 from .workers import run_workers
 
 THREADS = 4

@@ -27,7 +27,7 @@ kept.
 This queue runs its default settings (1 x 4 and 2 x 4) and, at 1 x 4, each lever of
 throughput mode alone and all three together (``OUR_CONFIGS``): ``JOB_WORKER_PREFETCH``
 (36: 40 jobs in hand), ``JOB_WORKER_LEAN_TIMELINE`` (no ``claimed`` or ``succeeded`` event;
-such a drain is timed from the jobs' rows, ``common.row_window``) and
+such a drain is timed from the jobs' rows, ``drain.row_window``) and
 ``JOB_WORKER_COMPLETE_SYNCHRONOUS_COMMIT=false``.
 
 Goals (``peer_goals``): the default 1 x 4 and 2 x 4 >= ``MATCHED_GOAL`` x PgQueuer at the
@@ -58,16 +58,9 @@ from typing import Any
 from harness import BACKEND_DIR, REPO_DIR, free_port, terminate, wait_until
 
 from .backlog import beyond_reach
-from .common import (
-    Database,
-    best_of,
-    drop_database,
-    load_average,
-    log,
-    ratio,
-    recreate_database,
-)
 from .cpu import CpuSampler, cpu_between, ms_per_job
+from .database import Database, drop_database, recreate_database
+from .figures import best_of, load_average, log, ratio
 from .goals import NOT_RUN, Goal
 from .workers import run_workers
 

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .common import REPO_DIR, RESULTS_DIR
+from harness import REPO_DIR
+
+from .environment import RESULTS_DIR
 
 START = "<!-- bench:start -->"
 END = "<!-- bench:end -->"

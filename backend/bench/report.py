@@ -17,18 +17,22 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from harness import REPO_DIR
+
 from .activity import ActivityResult
 from .activity import render as render_activity
 from .backlog import BacklogResult, in_hand_limits
 from .backlog import goals as backlog_goals
 from .bulk import BulkEnqueue
-from .common import JOB_TYPE, REPO_DIR, IndexSize, TableSize, load_average, ratio
+from .database import IndexSize, TableSize
 from .decay import DecayResult
 from .decay import goals as decay_goals
 from .enqueue import PRODUCTION_LABEL, EnqueueResult
+from .figures import load_average, ratio
 from .flowcontrol import FlowControlResult, flow_control_goals
 from .flowcontrol import render as render_flow_control
 from .goals import NOT_RUN, Goal
+from .jobtypes import JOB_TYPE
 from .mix import MixResult
 from .mix import goals as mix_goals
 from .peers import PeersResult, peer_goals

@@ -25,20 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .common import (
-    Database,
-    add_finished_jobs,
-    best_of,
-    enqueue_bulk,
-    load_average,
-    log,
-    p50_p99_ms,
-    queued_count,
-    ratio,
-    reset_tables,
-    timed_calls,
-    vacuum_analyze,
-)
+from .database import Database, reset_tables
+from .drain import queued_count
+from .figures import best_of, load_average, log, p50_p99_ms, ratio, timed_calls
+from .seed import add_finished_jobs, enqueue_bulk, vacuum_analyze
 from .server import Client, EndpointLatency, ServerShape, api_server, api_token, endpoint_latency
 from .workers import WorkerRun, run_workers
 

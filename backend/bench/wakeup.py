@@ -42,19 +42,12 @@ from pathlib import Path
 
 from harness import BACKEND_DIR, started, wait_until
 
-from .common import (
-    CLOCK_JOB_TYPE,
-    JOB_TYPE,
-    SINGLE_ENV,
-    Database,
-    live_jobs_exist,
-    load_average,
-    log,
-    p50_p99_ms,
-    ratio,
-    reset_tables,
-)
+from .database import Database, reset_tables
+from .drain import live_jobs_exist
+from .environment import SINGLE_ENV
+from .figures import load_average, log, p50_p99_ms, ratio
 from .goals import NOT_RUN, Goal
+from .jobtypes import CLOCK_JOB_TYPE, JOB_TYPE
 
 POLL_INTERVAL_MS = 500  # JOB_WORKER_POLL_INTERVAL_MS's default
 THREADS = 4

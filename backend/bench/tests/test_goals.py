@@ -7,7 +7,7 @@ from dataclasses import asdict
 import pytest
 
 from bench import backlog, mix, raw_sql, readme, wakeup
-from bench.common import mix_seconds
+from bench.jobtypes import mix_seconds
 from bench.run import DEFAULT_PHASES, parse_args
 
 
