@@ -66,7 +66,7 @@ def due_or_running_jobs_exist(db: Database) -> bool:
 
 
 def queued_count(db: Database) -> int:
-    return db.scalar("SELECT count(*) FROM jobs_job WHERE status = 'queued'")
+    return int(db.scalar("SELECT count(*) FROM jobs_job WHERE status = 'queued'"))
 
 
 @dataclass(kw_only=True)

@@ -434,7 +434,7 @@ def peer_goals(
 
 
 def _fmt(value: float | None, spec: str) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None or math.isnan(value):
         return "-"
     return format(value, spec)
 

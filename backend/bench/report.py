@@ -768,11 +768,12 @@ def _wakeup(wake: WakeupResult) -> list[str]:
             f"   idle CPU s/min per window, in the order run: listen {listen_1:.3f}, "
             f"polling {polling_1:.3f}, polling {polling_2:.3f}, listen {listen_2:.3f}"
         )
-    for run in wake.completion:
+    for completion in wake.completion:
         out.append(
-            f"   lone job, handler return -> committed ({run.mode}): p50 {run.p50_ms} ms, "
-            f"p99 {run.p99_ms} ms, max {run.max_ms} ms ({run.jobs} jobs); finished_at - "
-            f"return p50 {run.stamped_p50_ms} ms, p99 {run.stamped_p99_ms} ms"
+            f"   lone job, handler return -> committed ({completion.mode}): "
+            f"p50 {completion.p50_ms} ms, p99 {completion.p99_ms} ms, max {completion.max_ms} ms "
+            f"({completion.jobs} jobs); finished_at - return p50 {completion.stamped_p50_ms} ms, "
+            f"p99 {completion.stamped_p99_ms} ms"
         )
     return out
 

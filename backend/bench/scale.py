@@ -335,9 +335,11 @@ def stats_exactness(port: int, token: str, db: Database) -> StatsExactness:
 
 
 def _job_scans(db: Database) -> int:
-    return db.scalar(
-        "SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) FROM pg_stat_user_tables"
-        " WHERE relname = 'jobs_job'"
+    return int(
+        db.scalar(
+            "SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) FROM pg_stat_user_tables"
+            " WHERE relname = 'jobs_job'"
+        )
     )
 
 

@@ -172,4 +172,4 @@ def api_token() -> str:
         )
     )
     token, _ = Token.objects.get_or_create(user=user)
-    return token.key
+    return str(token.key)

@@ -116,7 +116,9 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _commits(db: Database) -> int:
-    return db.scalar("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+    return int(
+        db.scalar("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+    )
 
 
 def run_mode(

@@ -91,7 +91,9 @@ def lean_timeline(env: Mapping[str, str]) -> bool:
 
 
 def _commits(db: Database) -> int:
-    return db.scalar("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+    return int(
+        db.scalar("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+    )
 
 
 def run_workers(
