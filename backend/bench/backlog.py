@@ -38,7 +38,6 @@ from .seed import stale_backlog
 from .workers import run_workers
 
 CONFIGS = [(1, 4), (2, 4)]
-GOAL_TAG = "default"
 IN_HAND_GOAL = 0.85
 SPREAD_GOAL = 0.10
 VARIANTS = {"not analyzed": False, "analyzed": True}
@@ -246,6 +245,8 @@ def goals(result: BacklogResult | None) -> list[Goal]:
 
 def _config_goals(label: str, item: BacklogConfig | None, jobs: int | None) -> list[Goal]:
     backlog = f"{jobs:,}-job backlog" if jobs else "backlog"
+    config = label.replace(" ", "")
+    ids = [f"default-{config}-vs-in-hand-limit", f"default-{config}-analyzed-vs-not"]
     names = [
         f"worker {label}, default settings, {backlog}, vs the in-hand pgbench limit",
         f"worker {label}, default settings, {backlog}, analyzed vs not analyzed",
@@ -258,7 +259,7 @@ def _config_goals(label: str, item: BacklogConfig | None, jobs: int | None) -> l
     if item is None:
         return [
             Goal(
-                number=GOAL_TAG,
+                id=goal_id,
                 name=name,
                 measured="-",
                 reference="backlog phase not run",
@@ -266,7 +267,7 @@ def _config_goals(label: str, item: BacklogConfig | None, jobs: int | None) -> l
                 target=target,
                 status=NOT_RUN,
             )
-            for name, target in zip(names, targets, strict=True)
+            for goal_id, name, target in zip(ids, names, targets, strict=True)
         ]
     both = f"not analyzed {item.not_analyzed:,.0f} jobs/s, analyzed {item.analyzed:,.0f} jobs/s"
     if math.isnan(item.in_hand):
@@ -283,7 +284,7 @@ def _config_goals(label: str, item: BacklogConfig | None, jobs: int | None) -> l
     spread = item.spread
     return [
         Goal(
-            number=GOAL_TAG,
+            id=ids[0],
             name=names[0],
             measured=both,
             reference=in_hand_reference,
@@ -292,7 +293,7 @@ def _config_goals(label: str, item: BacklogConfig | None, jobs: int | None) -> l
             status=Goal.verdict(None if in_hand is None else in_hand >= IN_HAND_GOAL),
         ),
         Goal(
-            number=GOAL_TAG,
+            id=ids[1],
             name=names[1],
             measured=f"analyzed {item.analyzed:,.0f} jobs/s",
             reference=f"not analyzed {item.not_analyzed:,.0f} jobs/s (ratio column: "

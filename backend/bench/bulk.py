@@ -1,4 +1,4 @@
-"""Bulk enqueue (issue 13, goal 2): ``POST /api/jobs/bulk/`` against its references.
+"""Bulk enqueue (the bulk enqueue goals): ``POST /api/jobs/bulk/`` against its references.
 
 * ``POST /api/jobs/bulk/`` under gunicorn (``CONN_MAX_AGE=60``), batches of ``batch``
   jobs from ``concurrency`` keep-alive clients, after a few untimed batches;

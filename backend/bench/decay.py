@@ -1,4 +1,4 @@
-"""Decay over history: does throughput hold as finished jobs pile up? (issue 25, goal 3)
+"""Decay over history: does throughput hold as finished jobs pile up? (the no-decay goal)
 
 One ``manage.py run_job_workers`` process with 4 threads is started once and drains
 ``--decay-rounds`` backlogs of ``--decay-jobs`` no-op jobs, one after another, nothing
@@ -127,7 +127,7 @@ def goals(result: DecayResult | None) -> list[Goal]:
             why = "decay phase not run" if result is None else result.errors.get(server, "")
             out.append(
                 Goal(
-                    number="25.3",
+                    id=f"no-decay-{server}-server",
                     name=name,
                     measured="-",
                     reference=why or "not measured",
@@ -140,7 +140,7 @@ def goals(result: DecayResult | None) -> list[Goal]:
         rates = [item.jobs_per_second for item in run.rounds]
         out.append(
             Goal(
-                number="25.3",
+                id=f"no-decay-{server}-server",
                 name=name,
                 measured=" -> ".join(f"{rate:,.0f}" for rate in rates) + " jobs/s",
                 reference=f"round 1: {rates[0]:,.0f} jobs/s",
@@ -155,7 +155,7 @@ def goals(result: DecayResult | None) -> list[Goal]:
 def render(result: DecayResult) -> list[str]:
     out = [
         "",
-        f"25.3 Decay: one 1 proc x {THREADS} thr worker drains {result.rounds} backlogs of "
+        f"12. Decay: one 1 proc x {THREADS} thr worker drains {result.rounds} backlogs of "
         f"{result.jobs:,} no-op jobs in a row, nothing cleaned up in between",
     ]
     for run in result.runs:

@@ -25,7 +25,7 @@ from .raw_sql import pgbench, pgbench_figure
 from .server import ServerShape, api_server, api_token, post_load
 
 # The run with the settings docker-compose.yml gives the API (persistent connections,
-# CONN_HEALTH_CHECKS is always on): the one goal 3 is judged on.
+# CONN_HEALTH_CHECKS is always on): the one the single-create goal is judged on.
 PRODUCTION_CONN_MAX_AGE = 60
 PRODUCTION_LABEL = f"POSTGRES_CONN_MAX_AGE={PRODUCTION_CONN_MAX_AGE}"
 

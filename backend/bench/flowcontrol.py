@@ -193,7 +193,7 @@ def flow_control_goals(result: FlowControlResult | None) -> list[Goal]:
         if result is None:
             goals.append(
                 Goal(
-                    number="11",
+                    id=f"flow-control-{mode}-not-binding",
                     name=name,
                     measured="-",
                     reference="flowcontrol phase not run",
@@ -207,7 +207,7 @@ def flow_control_goals(result: FlowControlResult | None) -> list[Goal]:
         reference = statistics.median(run.jobs_per_second for run in result.runs["unlimited"])
         goals.append(
             Goal(
-                number="11",
+                id=f"flow-control-{mode}-not-binding",
                 name=name,
                 measured=f"{median:,.0f} jobs/s",
                 reference=f"unlimited {reference:,.0f} jobs/s, same rounds",

@@ -17,7 +17,9 @@ NOT_RUN = "not run"
 
 @dataclass(kw_only=True)
 class Goal:
-    number: str  # the goal's number or short tag ("default", "peers", "throughput")
+    # What the row is, in a few words a reader can keep (``default-1x4-vs-in-hand-limit``):
+    # unique in a run, the same from run to run, what a reader of latest.json keys on.
+    id: str
     name: str
     measured: str
     reference: str  # the same run's reference figure, or why there is none
@@ -31,7 +33,7 @@ class Goal:
 
 
 class ReportsGoal(Protocol):
-    """What a scenario written elsewhere (goal 6: ``bench/pgbouncer.py``) hands the summary:
+    """What a scenario written elsewhere (``bench/pgbouncer.py``) hands the summary:
     its result, with its own report block, and its line in the goals summary."""
 
     def goal(self) -> Goal: ...

@@ -1,10 +1,10 @@
-"""Issue 25, goal 5: the realistic handler mix, the settings before issue 25 against the
-batched ones.
+"""The handler mix goal: a realistic mix of short handlers, batch sizes 1 against the
+batched defaults.
 
 One 1 x 4 worker drains ``jobs`` ``bench.mix`` jobs (each sleeps 1-10 ms, drawn from a
 generator seeded by its payload, so every run sleeps the same mix; ``bench/handlers.py``)
-with batch sizes 1 (``SINGLE_ENV``: the behaviour before issue 25, one claim and one
-completion per statement) and batched (``BATCHED_ENV``: what the defaults choose for 4
+with batch sizes 1 (``SINGLE_ENV``: one claim and one completion per statement, the
+worker before it batched) and batched (``BATCHED_ENV``: what the defaults choose for 4
 threads on PostgreSQL with prepared statements). Rounds alternate which goes first; the
 best of each is kept. The goal: batched finishes at least as fast, within ``TOLERANCE``
 (a shared machine's noise).
@@ -26,6 +26,7 @@ THREADS = 4
 BATCHED_ENV = {"JOB_WORKER_CLAIM_BATCH_SIZE": "4", "JOB_WORKER_COMPLETE_BATCH_SIZE": "10"}
 TOLERANCE = 0.05
 GOAL = 1 - TOLERANCE
+GOAL_ID = "mix-batched-vs-batch-sizes-1"
 
 
 @dataclass(kw_only=True)
@@ -46,7 +47,7 @@ class MixResult:
         low, high = (int(value * 1000) for value in MIX_SECONDS)
         return [
             "",
-            f"15. Handler mix (issue 25, goal 5): 1 x {self.threads} drains {self.jobs:,} jobs "
+            f"15. Handler mix: 1 x {self.threads} drains {self.jobs:,} jobs "
             f"sleeping {low}-{high} ms each, best of {self.rounds} interleaved rounds",
             f"   batch sizes 1 (before)         {self.single:>8,.0f} jobs/s  rounds "
             + " / ".join(f"{value:,.0f}" for value in self.single_rounds),
@@ -93,7 +94,7 @@ def goals(result: MixResult | None) -> list[Goal]:
     low, high = (int(value * 1000) for value in MIX_SECONDS)
     name = (
         f"handler mix ({low}-{high} ms sleeps), 1 x {THREADS}: batched (the defaults) vs "
-        "batch sizes 1 (before issue 25)"
+        "batch sizes 1 (one claim and one completion per statement)"
     )
     target = (
         f"batched (claim 4, completion 10) >= {GOAL:.2f}x batch sizes 1 (at least as fast, "
@@ -102,7 +103,7 @@ def goals(result: MixResult | None) -> list[Goal]:
     if result is None:
         return [
             Goal(
-                number="25.5",
+                id=GOAL_ID,
                 name=name,
                 measured="-",
                 reference="mix phase not run",
@@ -114,7 +115,7 @@ def goals(result: MixResult | None) -> list[Goal]:
     value = result.ratio
     return [
         Goal(
-            number="25.5",
+            id=GOAL_ID,
             name=f"{name}, {result.jobs:,} jobs",
             measured=f"batched {result.batched:,.0f} jobs/s",
             reference=f"batch sizes 1 {result.single:,.0f} jobs/s",

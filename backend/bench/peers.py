@@ -32,8 +32,9 @@ such a drain is timed from the jobs' rows, ``drain.row_window``) and
 
 Goals (``peer_goals``): the default 1 x 4 and 2 x 4 >= ``MATCHED_GOAL`` x PgQueuer at the
 matched shape (one instance, batch 4: no more than 4 jobs in hand) and >=
-``GOALS["celery"]`` x Celery's best configuration (tagged "peers"); throughput mode at
-1 x 4 >= ``THROUGHPUT_GOAL`` x PgQueuer's best configuration (tagged "throughput").
+``GOALS["celery"]`` x Celery's best configuration (rows ``peers-default-…``); throughput
+mode at 1 x 4 >= ``THROUGHPUT_GOAL`` x PgQueuer's best configuration (the row
+``throughput-mode-1x4-vs-pgqueuer-best``).
 """
 
 from __future__ import annotations
@@ -106,7 +107,6 @@ GOALS = {"celery": 2.0}
 MATCHED_PEER, MATCHED_CONFIG, MATCHED_GOAL = "pgqueuer", "1x4", 1.2
 # Throughput mode at 1 x 4 against PgQueuer's best configuration.
 THROUGHPUT_PEER, THROUGHPUT_GOAL = "pgqueuer", 1.0
-PEERS_TAG, THROUGHPUT_TAG = "peers", "throughput"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -341,7 +341,7 @@ def _in_hand_note(
 
 def _pair_goal(
     *,
-    number: str,
+    goal_id: str,
     name: str,
     mine: SystemRun | None,
     peer: SystemRun | None,
@@ -351,7 +351,7 @@ def _pair_goal(
 ) -> Goal:
     if mine is None or peer is None:
         return Goal(
-            number=number,
+            id=goal_id,
             name=name,
             measured="-",
             reference=why,
@@ -361,7 +361,7 @@ def _pair_goal(
         )
     value = ratio(mine.jobs_per_second, peer.jobs_per_second)
     return Goal(
-        number=number,
+        id=goal_id,
         name=name,
         measured=f"{mine.jobs_per_second:,.0f} jobs/s",
         reference=f"{peer.name} {peer.config}: {peer.jobs_per_second:,.0f} jobs/s{beside}",
@@ -389,7 +389,7 @@ def peer_goals(
         mine = find_run(runs, OURS, config)
         goals.append(
             _pair_goal(
-                number=PEERS_TAG,
+                goal_id=f"peers-default-{config.replace(' ', '')}-vs-{MATCHED_PEER}-matched-shape",
                 name=f"this queue {config} (default settings) vs {matched_name} "
                 f"{MATCHED_CONFIG} (matched shape)",
                 mine=mine,
@@ -407,7 +407,7 @@ def peer_goals(
         for config in DEFAULT_CONFIGS:
             goals.append(
                 _pair_goal(
-                    number=PEERS_TAG,
+                    goal_id=f"peers-default-{config.replace(' ', '')}-vs-{key}-best",
                     name=f"this queue {config} (default settings) vs {name}'s best configuration",
                     mine=find_run(runs, OURS, config),
                     peer=peer,
@@ -421,7 +421,7 @@ def peer_goals(
     name = next(peer.name for peer in PEERS if peer.key == THROUGHPUT_PEER)
     goals.append(
         _pair_goal(
-            number=THROUGHPUT_TAG,
+            goal_id=f"throughput-mode-1x4-vs-{THROUGHPUT_PEER}-best",
             name=f"this queue {THROUGHPUT} ({OUR_CONFIGS[THROUGHPUT].description}) vs "
             f"{name}'s best configuration",
             mine=find_run(runs, OURS, THROUGHPUT),

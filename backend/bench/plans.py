@@ -1,4 +1,4 @@
-"""``make bench-plans`` (issue 25): worker throughput with and without ``ANALYZE`` before
+"""``make bench-plans``: worker throughput with and without ``ANALYZE`` before
 the run, and with batched completion, each beside the fused single-job pgbench limit of
 the same round.
 

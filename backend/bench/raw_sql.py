@@ -10,7 +10,7 @@ as a ratio of the limit at the same concurrency:
   A connection's first call completes nothing (the nil uuid matches no job).
 * ``two-statement``: the same statement called twice per job, complete-only (a queue
   that matches nothing) then claim-only (the nil uuid): two round trips and two commits,
-  what the issue's original claim + complete method measured.
+  the claim + complete pair the first measurements of the queue used.
 * ``batched``: what a worker process does with batched fetch and
   completion (``services.claim_jobs`` carrying its successes): one statement,
   ``complete_and_claim_jobs``, that completes the ``BATCH`` jobs this client claimed in its
@@ -34,7 +34,7 @@ claimed rows into the arrays the next call's completion reads; every CTE, the
 data-modifying ones included, is the worker's text. ``:done_results`` stays the empty
 array: ``unnest`` pads it with NULLs, the SQL NULL a no-op handler's ``None`` is sent as.
 The statement reads ``:now`` as the transaction's start, as the worker's clock would be.
-``BATCH`` is the issue's 10 a side; a worker claims at most one job per idle
+``BATCH`` is 10 jobs a side; a worker claims at most one job per idle
 thread (``JOB_WORKER_CLAIM_BATCH_SIZE``), so this is a limit the worker may not reach by design.
 ``run_pgbench(batch=...)`` runs the same script with another batch: the backlog phase's
 in-hand limit (``bench/backlog.py``) splits a configuration's executors into clients x batch.

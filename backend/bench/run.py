@@ -133,16 +133,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         dest="scale_max",
         type=int,
         default=1_000_000,
-        help="finished jobs for the large scale point, where goal 4's stats latency is "
-        "measured (default 1000000; 10000000 for the issue's 10 M point, some 15 minutes "
+        help="finished jobs for the large scale point, where the stats latency goal is "
+        "measured (default 1000000; 10000000 for a 10 M point, some 15 minutes "
         "more here)",
     )
     parser.add_argument(
         "--future-jobs",
         type=int,
         default=200_000,
-        help="not-yet-due higher-priority jobs in front of 2,000 due ones (issue 15, item 5; "
-        "0 skips the case; default 200000)",
+        help="not-yet-due higher-priority jobs in front of 2,000 due ones (0 skips the case; "
+        "default 200000)",
     )
     parser.add_argument(
         "--wakeup-jobs", type=int, default=100, help="jobs per wake-up latency sample (100)"

@@ -33,7 +33,7 @@ from .server import Client, EndpointLatency, ServerShape, api_server, api_token,
 from .workers import WorkerRun, run_workers
 
 SMALL = 10_000
-# Due jobs of the future-jobs case (issue 15, item 5).
+# Due jobs of the future-jobs case.
 FUTURE_DUE = 2_000
 # The first claims after a bulk load meet cold caches; they are not timed.
 CLAIM_WARMUP = 50
@@ -113,7 +113,8 @@ class FutureJobsSide:
 
 @dataclass(kw_only=True)
 class FutureJobsCase:
-    """Issue 15 item 5: not-yet-due jobs of a higher priority in front of the due ones."""
+    """Not-yet-due jobs of a higher priority in front of the due ones: the drain and an
+    empty-due claim must not walk them."""
 
     due_jobs: int
     without: FutureJobsSide
@@ -205,7 +206,7 @@ def _claim_params() -> dict[str, Any]:
         "locked_until": now,
         "claimed_message": MESSAGES[JobEventType.CLAIMED],
         "claimed_data": "{}",
-        # What the worker sends without JOB_CONCURRENCY_KEY_LIMITS (issue 24).
+        # What the worker sends without JOB_CONCURRENCY_KEY_LIMITS.
         "keys_limited": False,
         "lean": False,
     }

@@ -45,7 +45,7 @@ def stale_backlog(jobs: int, *, analyze: bool) -> Callable[[Database], None]:
     """A ``run_workers`` setup: a backlog of ``jobs`` queued jobs written and deleted again,
     analyzed in between with ``analyze`` (so the planner's statistics say every row is
     queued, what autovacuum sees as a backlog arrives). Both ways the run starts with the
-    same dead rows; only the statistics differ (issue 25, goal 1; ``make bench-plans``)."""
+    same dead rows; only the statistics differ (the backlog phase; ``make bench-plans``)."""
 
     def setup(db: Database) -> None:
         enqueue_bulk(db, jobs)

@@ -1,5 +1,4 @@
-"""Every hot statement reaches its rows through its designed index, whatever ANALYZE saw
-(issue 25).
+"""Every hot statement reaches its rows through its designed index, whatever ANALYZE saw.
 
 The planner picks an index from the statistics of the last ANALYZE, and the states a
 queue passes through mislead it: a backlog where every row is queued (a ``running`` row
@@ -290,7 +289,7 @@ def _params(statement: str, now: datetime) -> dict[str, Any]:
             **_event("cancelled_"),
             **_event("requested_"),
         }
-    # Flow control (issue 24): the gated claim's statements and the unique key's lookup.
+    # Flow control: the gated claim's statements and the unique key's lookup.
     if statement == "gated_candidate":
         return {"queue": "default", "now": now, "blocked": ["a-key"]}
     if statement == "claim_by_id":
