@@ -32,7 +32,7 @@ from pathlib import Path
 
 from .database import Database
 from .figures import log, ratio
-from .goals import NOT_RUN, Goal
+from .goals import Goal
 from .raw_sql import pgbench_available, run_pgbench
 from .seed import stale_backlog
 from .workers import run_workers
@@ -258,15 +258,7 @@ def _config_goals(label: str, item: BacklogConfig | None, jobs: int | None) -> l
     ]
     if item is None:
         return [
-            Goal(
-                id=goal_id,
-                name=name,
-                measured="-",
-                reference="backlog phase not run",
-                ratio=None,
-                target=target,
-                status=NOT_RUN,
-            )
+            Goal.not_run(goal_id, name, target, "backlog phase not run")
             for goal_id, name, target in zip(ids, names, targets, strict=True)
         ]
     both = f"not analyzed {item.not_analyzed:,.0f} jobs/s, analyzed {item.analyzed:,.0f} jobs/s"

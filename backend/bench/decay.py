@@ -117,6 +117,7 @@ def goals(result: DecayResult | None) -> list[Goal]:
     for server in SERVERS:
         runs = result.runs if result else []
         run = next((item for item in runs if item.server == server), None)
+        goal_id = f"no-decay-{server}-server"
         name = (
             f"no decay: one 1 x {THREADS} worker drains backlogs in a row, {server} server"
             if run is None
@@ -125,22 +126,12 @@ def goals(result: DecayResult | None) -> list[Goal]:
         )
         if run is None:
             why = "decay phase not run" if result is None else result.errors.get(server, "")
-            out.append(
-                Goal(
-                    id=f"no-decay-{server}-server",
-                    name=name,
-                    measured="-",
-                    reference=why or "not measured",
-                    ratio=None,
-                    target=target,
-                    status="not run",
-                )
-            )
+            out.append(Goal.not_run(goal_id, name, target, why or "not measured"))
             continue
         rates = [item.jobs_per_second for item in run.rounds]
         out.append(
             Goal(
-                id=f"no-decay-{server}-server",
+                id=goal_id,
                 name=name,
                 measured=" -> ".join(f"{rate:,.0f}" for rate in rates) + " jobs/s",
                 reference=f"round 1: {rates[0]:,.0f} jobs/s",

@@ -31,6 +31,19 @@ class Goal:
     def verdict(cls, met: bool | None) -> str:
         return NOT_RUN if met is None else PASS if met else MISS
 
+    @classmethod
+    def not_run(cls, goal_id: str, name: str, target: str, why: str) -> Goal:
+        """The row of a goal with nothing measured, saying ``why`` where the reference goes."""
+        return cls(
+            id=goal_id,
+            name=name,
+            measured="-",
+            reference=why,
+            ratio=None,
+            target=target,
+            status=NOT_RUN,
+        )
+
 
 class ReportsGoal(Protocol):
     """What a scenario written elsewhere (``bench/pgbouncer.py``) hands the summary:

@@ -18,7 +18,7 @@ from pathlib import Path
 from .database import Database
 from .environment import SINGLE_ENV
 from .figures import log, ratio
-from .goals import NOT_RUN, Goal
+from .goals import Goal
 from .jobtypes import MIX_JOB_TYPE, MIX_SECONDS
 from .workers import run_workers
 
@@ -101,17 +101,7 @@ def goals(result: MixResult | None) -> list[Goal]:
         f"{TOLERANCE * 100:.0f} % tolerance for noise)"
     )
     if result is None:
-        return [
-            Goal(
-                id=GOAL_ID,
-                name=name,
-                measured="-",
-                reference="mix phase not run",
-                ratio=None,
-                target=target,
-                status=NOT_RUN,
-            )
-        ]
+        return [Goal.not_run(GOAL_ID, name, target, "mix phase not run")]
     value = result.ratio
     return [
         Goal(

@@ -350,15 +350,7 @@ def _pair_goal(
     beside: str = "",
 ) -> Goal:
     if mine is None or peer is None:
-        return Goal(
-            id=goal_id,
-            name=name,
-            measured="-",
-            reference=why,
-            ratio=None,
-            target=f">= {target:.1f}x",
-            status=NOT_RUN,
-        )
+        return Goal.not_run(goal_id, name, f">= {target:.1f}x", why)
     value = ratio(mine.jobs_per_second, peer.jobs_per_second)
     return Goal(
         id=goal_id,

@@ -31,7 +31,7 @@ from .enqueue import PRODUCTION_LABEL, EnqueueResult
 from .figures import load_average, ratio
 from .flowcontrol import FlowControlResult, flow_control_goals
 from .flowcontrol import render as render_flow_control
-from .goals import NOT_RUN, Goal
+from .goals import Goal
 from .jobtypes import JOB_TYPE
 from .mix import MixResult
 from .mix import goals as mix_goals
@@ -247,18 +247,6 @@ FUTURE_DRAIN_RATIO = 0.8  # within noise of the drain without future jobs
 FUTURE_CLAIM_BUFFERS = 100  # a walk over the future jobs reads thousands
 
 
-def _not_run(goal_id: str, name: str, target: str, why: str) -> Goal:
-    return Goal(
-        id=goal_id,
-        name=name,
-        measured="-",
-        reference=why,
-        ratio=None,
-        target=target,
-        status=NOT_RUN,
-    )
-
-
 def _worker_goals(results: Results) -> list[Goal]:
     fused = _raw_by_clients(results, "fused")
     two = _raw_by_clients(results, "two-statement")
@@ -277,7 +265,7 @@ def _worker_goals(results: Results) -> list[Goal]:
         clients = processes * threads
         goal_id = f"worker-{processes}x{threads}-vs-fused-limit"
         if run is None or clients not in fused:
-            goals.append(_not_run(goal_id, name, target, "workers or raw phase not run"))
+            goals.append(Goal.not_run(goal_id, name, target, "workers or raw phase not run"))
             continue
         value = ratio(run.jobs_per_second, fused[clients])
         versus_two = ratio(run.jobs_per_second, two.get(clients, math.nan))
@@ -302,8 +290,8 @@ def _bulk_goals(results: Results) -> list[Goal]:
     bulk = results.bulk
     if bulk is None:
         return [
-            _not_run("bulk-enqueue-http", name, target, "bulk phase not run"),
-            _not_run(
+            Goal.not_run("bulk-enqueue-http", name, target, "bulk phase not run"),
+            Goal.not_run(
                 "bulk-enqueue-tasks-backend",
                 "bulk enqueue, django.tasks backend enqueue_many",
                 target,
@@ -344,7 +332,7 @@ def _create_goal(results: Results) -> Goal:
         else None
     )
     if enqueue is None or load is None:
-        return _not_run("single-create-http", name, target, "enqueue phase not run")
+        return Goal.not_run("single-create-http", name, target, "enqueue phase not run")
     pgbench = enqueue.pgbench
     reference = (
         f"pgbench single-row enqueue (job + event) {fmt(pgbench.rows_per_second)} rows/s "
@@ -372,8 +360,10 @@ def _stats_goals(results: Results) -> list[Goal]:
     target = f"p50 < {STATS_P50_MS} ms, queued/running exact"
     if scale is None:
         return [
-            _not_run("stats-uncached-at-scale", "stats at scale", target, "scale phase not run"),
-            _not_run(
+            Goal.not_run(
+                "stats-uncached-at-scale", "stats at scale", target, "scale phase not run"
+            ),
+            Goal.not_run(
                 "stats-cached-for-dashboards",
                 "stats, N dashboards",
                 "one query per interval",
@@ -426,10 +416,10 @@ def _wakeup_goals(results: Results) -> list[Goal]:
     idle_target = "idle CPU and commits/s not above polling's (within 25 %)"
     if wake is None:
         return [
-            _not_run(
+            Goal.not_run(
                 "wakeup-latency-listen", "wake-up latency", latency_target, "wakeup phase not run"
             ),
-            _not_run(
+            Goal.not_run(
                 "idle-cost-listen", "idle cost of LISTEN", idle_target, "wakeup phase not run"
             ),
         ]
@@ -472,7 +462,7 @@ def _future_goal(future: FutureJobsCase | None) -> Goal:
         f"< {FUTURE_CLAIM_BUFFERS} buffers"
     )
     if future is None:
-        return _not_run("claims-behind-future-jobs", name, target, "scale phase not run")
+        return Goal.not_run("claims-behind-future-jobs", name, target, "scale phase not run")
     with_, without = future.with_future, future.without
     return Goal(
         id="claims-behind-future-jobs",
@@ -496,7 +486,7 @@ def _pgbouncer_goal(result: PgBouncerResult | None) -> Goal:
     name = "PgBouncer, 8 x 4 workers through <= 10 server connections"
     target = "no errors, no double claims, within 15 % of direct"
     if result is None or result.ratio is None:
-        return _not_run("pgbouncer-transaction-mode", name, target, "pgbouncer phase not run")
+        return Goal.not_run("pgbouncer-transaction-mode", name, target, "pgbouncer phase not run")
     clean = result.double_claims == 0 and not result.errors
     return Goal(
         id="pgbouncer-transaction-mode",

@@ -47,7 +47,7 @@ from .database import Database, reset_tables
 from .drain import live_jobs_exist
 from .environment import SINGLE_ENV
 from .figures import load_average, log, p50_p99_ms, ratio
-from .goals import NOT_RUN, Goal
+from .goals import Goal
 from .jobtypes import CLOCK_JOB_TYPE, JOB_TYPE
 
 POLL_INTERVAL_MS = 500  # JOB_WORKER_POLL_INTERVAL_MS's default
@@ -346,11 +346,11 @@ def goals(result: WakeupResult | None) -> list[Goal]:
     if result is None:
         why = "wakeup phase not run"
         return [
-            _not_run(
+            Goal.not_run(
                 CLAIM_GOAL_ID, "enqueue -> claimed, idle worker, LISTEN/NOTIFY", claim_target, why
             ),
             *(
-                _not_run(
+                Goal.not_run(
                     _completion_goal_id(mode),
                     f"lone job: handler return -> committed, {mode}",
                     completion_target,
@@ -379,7 +379,7 @@ def goals(result: WakeupResult | None) -> list[Goal]:
         run = done.get(mode)
         if run is None:
             rows.append(
-                _not_run(
+                Goal.not_run(
                     _completion_goal_id(mode),
                     name,
                     completion_target,
@@ -411,15 +411,3 @@ def goals(result: WakeupResult | None) -> list[Goal]:
 
 def _completion_goal_id(mode: str) -> str:
     return "completion-latency-" + mode.replace(" ", "-")
-
-
-def _not_run(goal_id: str, name: str, target: str, why: str) -> Goal:
-    return Goal(
-        id=goal_id,
-        name=name,
-        measured="-",
-        reference=why,
-        ratio=None,
-        target=target,
-        status=NOT_RUN,
-    )
