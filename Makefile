@@ -122,7 +122,7 @@ bench-peers: venv ## This queue beside PgQueuer, Celery and Dramatiq on Redis, P
 	cd $(BACKEND) && $(PY) -m bench.run --only peers $(BENCH_ARGS)
 
 .PHONY: bench-plans
-bench-plans: venv ## Workers with and without ANALYZE before the run and with batched completion, beside pgbench (BENCH_ARGS=--help)
+bench-plans: venv ## Issue 25: workers with and without ANALYZE before the run and with batched completion, beside pgbench (BENCH_ARGS=--help)
 	cd $(BACKEND) && $(PY) -m bench.plans $(BENCH_ARGS)
 
 .PHONY: bench-readme
