@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .common import REPO_DIR, RESULTS_DIR
+from harness import REPO_DIR
+
+from .environment import RESULTS_DIR
 
 START = "<!-- bench:start -->"
 END = "<!-- bench:end -->"
@@ -40,7 +42,7 @@ class RunNote:
 
 @dataclass(frozen=True, kw_only=True)
 class GoalRow:
-    number: str
+    id: str
     name: str
     measured: str
     reference: str
@@ -108,7 +110,8 @@ def parse(data: dict[str, Any]) -> BenchSummary:
     )
     goals = [
         GoalRow(
-            number=str(item["number"]),
+            # "number": results written before goal rows had descriptive ids.
+            id=str(item.get("id", item.get("number"))),
             name=str(item["name"]),
             measured=str(item["measured"]),
             reference=str(item["reference"]),
@@ -177,13 +180,13 @@ def render(summary: BenchSummary) -> str:
         f"{_load(note.load_end)} at end. The machine is shared: read each figure against "
         "its reference from the same run, not against another run.",
         "",
-        "| # | Goal | Measured | Reference (same run) | Ratio | Target | Result |",
+        "| Id | Goal | Measured | Reference (same run) | Ratio | Target | Result |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for goal in summary.goals:
         ratio = "-" if goal.ratio is None else f"{goal.ratio:.2f}"
         status = f"**{goal.status}**" if goal.status == "MISS" else goal.status
-        cells = [goal.number, goal.name, goal.measured, goal.reference, ratio, goal.target]
+        cells = [goal.id, goal.name, goal.measured, goal.reference, ratio, goal.target]
         lines.append("| " + " | ".join(_cell(cell) for cell in [*cells, status]) + " |")
     if summary.targets:
         lines += ["", "| Other target | Measured | Result |", "| --- | --- | --- |"]
