@@ -1,6 +1,6 @@
 /**
- * Issue 27, on real data: what an operator reads at 3 a.m. (tracebacks, short ids, live
- * workers, numbers that add up, one time-zone story, a quiet first load). Run by
+ * What an operator reads at 3 a.m., on real data: tracebacks, short ids, live workers,
+ * numbers that add up, one time-zone story, a quiet first load. Run by
  * run-e2e.sh in its first phase, after dashboard.spec.ts, against the same API, worker
  * and database.
  */

@@ -41,7 +41,7 @@ export type FormErrors = Partial<Record<CreateField, string[]>>;
 export type BuildResult = { ok: true; input: JobCreateInput } | { ok: false; errors: FormErrors };
 
 export const DEFAULT_PRIORITY = 50;
-/** Length of the unique and concurrency key columns (issue 24). */
+/** The longest unique or concurrency key the API stores (its columns' length). */
 export const KEY_MAX_LENGTH = 255;
 
 export function initialValues(config: ApiConfig | undefined): CreateFormValues {
