@@ -6,6 +6,7 @@ import { BulkActions, BulkConfirm } from '../components/BulkActions';
 import { JobTable } from '../components/JobTable';
 import { Pagination } from '../components/Pagination';
 import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
+import { useDebounced } from '../hooks/useDebounced';
 import {
   describeFilters,
   describeOutcome,
@@ -22,7 +23,6 @@ import { pageSizeChoices, parsePageSize } from '../lib/paging';
 import { formatOrdering, nextOrdering, parseOrdering } from '../lib/ordering';
 import { parseIntParam, parseStatus } from '../lib/params';
 import { queueChoices, queueNameProblem } from '../lib/queue';
-import { useDebounced } from '../lib/useDebounced';
 
 const ACTIONS: readonly BulkAction[] = ['retry', 'cancel'];
 // Every status a bulk action takes: counted one by one when no status is filtered.

@@ -6,6 +6,7 @@ import { ConfirmDialog } from '../components/ConfirmDialog';
 import { FormField } from '../components/FormField';
 import { RelativeTime } from '../components/RelativeTime';
 import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
+import { useNow } from '../hooks/useNow';
 import { errorMessage } from '../lib/errors';
 import {
   buildLimitsRequest,
@@ -19,7 +20,6 @@ import {
   type LimitField,
   type LimitsFormValues,
 } from '../lib/flowControl';
-import { useNow } from '../lib/useNow';
 
 const NO_CHANGE_NOTE = 'Your account can look at queues but not change them (that needs the permission to change jobs).';
 
