@@ -1,8 +1,7 @@
 /**
  * What an operator reads at 3 a.m., on real data: tracebacks, short ids, live workers,
  * numbers that add up, one time-zone story, a quiet first load. Run by run-e2e.sh in its
- * first phase, against the same API, worker
- * and database.
+ * first phase, against the same API, worker and database.
  */
 import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
 import { spawn } from 'node:child_process';
