@@ -39,9 +39,11 @@ format: venv ## Rewrite the backend in place: ruff format, then ruff check --fix
 	cd $(BACKEND) && $(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .
 
 .PHONY: test-backend-sqlite
+# SQLITE_PYTEST_ARGS: more pytest arguments (`make test-suites` leaves out the failover
+# tests, which it runs beside this pass).
 test-backend-sqlite: venv ## Backend tests on the embedded SQLite database
 	cd $(BACKEND) && DATABASE_ENGINE=sqlite $(PY) manage.py makemigrations --check --dry-run
-	cd $(BACKEND) && TEST_DATABASE_ENGINE=sqlite $(PY) -m pytest -q
+	cd $(BACKEND) && TEST_DATABASE_ENGINE=sqlite $(PY) -m pytest -q $(SQLITE_PYTEST_ARGS)
 
 .PHONY: test-backend-postgres
 # COVERAGE_CORE=sysmon: Python 3.12's monitoring API instead of a trace function, so
@@ -66,16 +68,17 @@ test-backend: venv ## test-backend-sqlite and test-backend-postgres at the same 
 		"$(MAKE) --no-print-directory test-backend-sqlite" \
 		"$(MAKE) --no-print-directory test-backend-postgres PG_PYTEST_ARGS='-m \"not engine_independent\"'"
 
-# What `make test` runs: the SQLite pass, the dashboard's checks and the PostgreSQL pass at
-# the same time. The PostgreSQL pass mostly waits, which leaves the dashboard's checks room
-# beside the SQLite pass; run after it, they made that pass the longest of the three.
+# What `make test` runs: the SQLite pass, the dashboard's checks, the PostgreSQL pass and
+# the failover tests at the same time. The PostgreSQL pass and the failover tests mostly
+# wait (on worker processes, leases, replication), which leaves the others room.
 .PHONY: test-suites
-test-suites: venv ## test-backend-sqlite, test-frontend and test-backend-postgres at the same time
+test-suites: venv ## test-backend-sqlite, test-frontend, test-backend-postgres and test-failover at the same time
 	$(NPM_DEPS)
 	@$(ROOT)/scripts/run-parallel.sh \
-		"$(MAKE) --no-print-directory test-backend-sqlite" \
+		"$(MAKE) --no-print-directory test-backend-sqlite SQLITE_PYTEST_ARGS='-m \"not failover\"'" \
 		"$(MAKE) --no-print-directory test-frontend" \
-		"$(MAKE) --no-print-directory test-backend-postgres PG_PYTEST_ARGS='-m \"not engine_independent\"'"
+		"$(MAKE) --no-print-directory test-backend-postgres PG_PYTEST_ARGS='-m \"not engine_independent\"'" \
+		"$(MAKE) --no-print-directory test-failover"
 
 .PHONY: test-schema
 test-schema: venv ## Generate the OpenAPI schema and validate it; any drf-spectacular warning fails
@@ -112,7 +115,8 @@ test-site: venv ## Build the documentation site (mkdocs build --strict) into a t
 docs: venv ## Serve the documentation site at http://127.0.0.1:8001/ while you edit docs/
 	cd $(ROOT) && $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8001
 
-# Both run inside test-backend-sqlite/-postgres too; these targets run them alone, with figures.
+# These run inside the backend passes too (the failover tests beside them in test-suites);
+# these targets run them alone, with figures.
 .PHONY: test-faults
 test-faults: venv ## Fault injection on PostgreSQL: kill -9, SIGTERM, DB restart, 3,000 jobs x 3 processes; property test
 	cd $(BACKEND) && $(TEST_PG_ENV) $(PY) -m pytest -q -s jobs/tests/processes/test_faults.py jobs/tests/unit/test_properties.py
