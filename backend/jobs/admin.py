@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
@@ -29,6 +30,7 @@ else:
     from django.contrib.admin import ModelAdmin, TabularInline, action, display
 
 from . import services
+from .errors import ScheduleInvalid, ScheduleNotFound
 from .models import ConcurrencyKeyLimit, Job, JobEvent, JobStatus, QueueSettings, ScheduleState
 
 
@@ -345,8 +347,15 @@ class ScheduleStateAdmin(JobPermissionsMixin, ModelAdmin):
 
     @action(description="Trigger selected schedules now", permissions=["change_jobs"])
     def trigger_schedules(self, request: HttpRequest, queryset: QuerySet[ScheduleState]) -> None:
-        for schedule in queryset:
-            services.trigger_schedule(name=schedule.name, actor=admin_actor(request))
+        # All or nothing: one schedule that cannot run (or is no longer declared) leaves
+        # the others' jobs unwritten too, and the operator reads why.
+        try:
+            with transaction.atomic():
+                for schedule in queryset:
+                    services.trigger_schedule(name=schedule.name, actor=admin_actor(request))
+        except (ScheduleInvalid, ScheduleNotFound) as error:
+            self.message_user(request, f"Nothing enqueued: {error}", messages.ERROR)
+            return
         self.message_user(
             request, f"Enqueued one job of {queryset.count()} schedule(s).", messages.SUCCESS
         )

@@ -1,11 +1,11 @@
-"""Flow control in the admin (issue 24): the same actions as the API, through the services."""
+"""Flow control in the admin: the same actions as the API, through the services."""
 
 import pytest
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.auth.models import Permission
 
 from jobs import services
-from jobs.models import QueueSettings, ScheduleState
+from jobs.models import Job, QueueSettings, ScheduleState
 
 pytestmark = pytest.mark.django_db
 
@@ -38,6 +38,29 @@ def test_admin_triggers_pauses_and_resumes_schedules(admin_client, settings):
     assert ScheduleState.objects.get(name="hourly").paused_at is not None
     admin_client.post(url, {"action": "resume_schedules", ACTION_CHECKBOX_NAME: ["hourly"]})
     assert ScheduleState.objects.get(name="hourly").paused_at is None
+
+
+def test_admin_triggers_no_schedule_when_one_of_those_selected_cannot_run(admin_client, settings):
+    settings.JOB_SCHEDULES = {
+        "hourly": {"type": "demo.success", "cron": "0 * * * *"},
+        "nightly": {"type": "demo.success", "cron": "0 3 * * *"},
+    }
+    services.enqueue_due_ticks()
+    before = {row.name: row.last_job_id for row in ScheduleState.objects.all()}
+    settings.JOB_SCHEDULES = {
+        "hourly": {"type": "demo.success", "cron": "0 * * * *"},
+        "nightly": {"type": "demo.success", "cron": "0 3 * * *", "priority": 10**9},
+    }
+    response = admin_client.post(
+        "/admin/jobs/schedulestate/",
+        {"action": "trigger_schedules", ACTION_CHECKBOX_NAME: ["hourly", "nightly"]},
+        follow=True,
+    )
+    assert response.status_code == 200
+    assert "Nothing enqueued" in response.content.decode()
+    assert "nightly" in response.content.decode()
+    assert {row.name: row.last_job_id for row in ScheduleState.objects.all()} == before
+    assert not Job.objects.filter(metadata__triggered_via="admin").exists()
 
 
 def test_admin_queue_actions_need_change_job(client, django_user_model):
