@@ -169,7 +169,7 @@ describe('attentionItems', () => {
       [makeTypeHealth('broken', { counts: { failed: 3 } })],
       NOW,
       {
-        queues: [makeQueue({ name: 'q', paused: true, counts: { queued: 1, running: 0, succeeded: 0, failed: 0, cancelled: 0 } })],
+        queues: [makeQueue({ name: 'q', paused: true, counts: { queued: 1, running: 0, succeeded: 0, failed: 0, cancelled: 0 }, due: 1 })],
         schedules: [makeSchedule({ name: 's', last_job: { id: 'j', status: 'failed', created_at: ago(1000) } })],
       },
     );
@@ -178,11 +178,13 @@ describe('attentionItems', () => {
 });
 
 describe('hasPausedBacklog and lastRunFailed', () => {
-  it('need a paused queue with queued jobs, and a last job that failed', () => {
+  it('need a paused queue with due jobs, and a last job that failed', () => {
     const one = { queued: 1, running: 0, succeeded: 0, failed: 0, cancelled: 0 };
-    expect(hasPausedBacklog(makeQueue({ paused: true, counts: one }))).toBe(true);
-    expect(hasPausedBacklog(makeQueue({ paused: false, counts: one }))).toBe(false);
+    expect(hasPausedBacklog(makeQueue({ paused: true, counts: one, due: 1 }))).toBe(true);
+    expect(hasPausedBacklog(makeQueue({ paused: false, counts: one, due: 1 }))).toBe(false);
     expect(hasPausedBacklog(makeQueue({ paused: true }))).toBe(false);
+    // Only scheduled for later: nothing waits on the pause yet.
+    expect(hasPausedBacklog(makeQueue({ paused: true, counts: one, scheduled: 1 }))).toBe(false);
     expect(lastRunFailed(makeSchedule({ last_job: { id: 'j', status: 'failed', created_at: ago(0) } }))).toBe(true);
     expect(lastRunFailed(makeSchedule({ last_job: { id: 'j', status: 'queued', created_at: ago(0) } }))).toBe(false);
     expect(lastRunFailed(makeSchedule())).toBe(false);

@@ -60,7 +60,8 @@ const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one :
  * is somebody's deliberate choice, not a problem yet.
  */
 export function hasPausedBacklog(queue: Queue): boolean {
-  return queue.paused && queue.counts.queued > 0;
+  // Jobs scheduled for later wait for their time, not for the queue: no backlog yet.
+  return queue.paused && queue.due > 0;
 }
 
 /** Whether a live process serves `queue` (`*` serves every queue). */
@@ -165,7 +166,7 @@ export function attentionItems(
       linkLabel: 'Running jobs with an expired lease',
     });
   }
-  const paused = (flow.queues ?? []).filter(hasPausedBacklog).sort((a, b) => b.counts.queued - a.counts.queued);
+  const paused = (flow.queues ?? []).filter(hasPausedBacklog).sort((a, b) => b.due - a.due);
   for (const queue of paused) {
     const since = queue.paused_at ? `, paused ${formatDuration(now - Date.parse(queue.paused_at))} ago` : '';
     const scheduled = queue.scheduled > 0 ? ` (and ${queue.scheduled.toLocaleString()} scheduled for later)` : '';
