@@ -234,8 +234,9 @@ class Fetcher:
         if not queues and handover is not None:
             handover.failed()  # nothing to claim from: the completer writes them
             return claimed
+        start = self._cursor
         for offset in range(len(queues)):
-            queue = queues[(self._cursor + offset) % len(queues)]
+            queue = queues[(start + offset) % len(queues)]
             try:
                 rows = self._write_and_claim(handover, wanting, queue)
             except Exception as error:
@@ -251,7 +252,8 @@ class Fetcher:
                 raise
             handover = None  # the first statement wrote them (or gave them back)
             if rows:
-                self._cursor = (self._cursor + offset + 1) % len(queues)
+                # The next fetch starts after the last queue that gave jobs.
+                self._cursor = (start + offset + 1) % len(queues)
                 claimed.extend(rows)
                 wanting = unclaimed(wanting, rows)
                 if not wanting:

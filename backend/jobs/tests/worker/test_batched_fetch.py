@@ -193,6 +193,15 @@ def test_jobs_a_fetch_claimed_are_handed_over_when_a_later_queue_s_claim_fails(m
     assert (fresh(job).status, fresh(job).attempts) == (Status.RUNNING, 1)
 
 
+def test_a_fetch_takes_the_queues_in_turn_from_the_one_after_the_last_that_gave_jobs():
+    jobs = {queue: queued_job("demo.success", queue=queue) for queue in ("a", "b", "c")}
+    fetching = queue_fetcher("a", "b", "c", batch_size=3)
+    first = fetching.next_jobs(WORKER, wanted=2)  # a's only job, then b's
+    second = fetching.next_jobs(WORKER, wanted=1)
+    assert [row.queue for row in first + second] == ["a", "b", "c"]
+    assert {row.id for row in first + second} == {job.id for job in jobs.values()}
+
+
 @pytest.mark.postgres
 def test_jobs_a_fetch_claimed_are_handed_over_when_its_keyed_claim_then_fails(monkeypatch):
     done = running_job("demo.success")
