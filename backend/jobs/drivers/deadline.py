@@ -198,8 +198,8 @@ def lock_waits(conn: Any) -> dict[int, float] | None:
             with connect(**params) as probing:
                 opened.append(probing)
                 rows = probing.execute(_LOCK_WAITS).fetchall()
-        except Exception:  # no answer: the server is left
-            logger.debug("action=deadline_probe_failed", exc_info=True)
+        except Exception as error:  # no answer: the server is left
+            logger.debug("action=deadline_probe_failed error=%s", str(error).strip())
             return
         answer["waits"] = {int(pid): float(seconds or 0) for pid, seconds in rows}
 
