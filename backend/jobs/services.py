@@ -357,7 +357,9 @@ def claim_jobs(
     ``complete_jobs``; a database crash may then undo both halves, and each job so undone
     runs again (it is queued as before its claim, or running with its lease lapsing):
     at least once still holds. ``lean``: no ``claimed`` and ``succeeded`` events (the
-    rows keep who and when).
+    rows keep who and when). On PostgreSQL a claim the statement answered stale or left to
+    the gated claim is made again in a transaction of its own: should that one fail after
+    the first committed, ``ClaimCutShort`` (a ``DatabaseError``) carries what committed.
     """
     now = _now(now)
     lease, locked_until = _lease_until(now, lease_seconds)

@@ -19,6 +19,7 @@ from django.db import connections
 from django.db.utils import DEFAULT_DB_ALIAS
 
 from .base import (
+    ClaimCutShort,
     Completion,
     Driver,
     JobRow,
@@ -31,6 +32,7 @@ from .base import (
 from .orm import OrmDriver
 
 __all__ = [
+    "ClaimCutShort",
     "Completion",
     "Driver",
     "JobRow",

@@ -17,6 +17,8 @@ from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
 
+from django.db import DatabaseError
+
 
 def to_json(value: Any) -> str:
     """Serialise for a JSON column; NaN and Infinity are refused (not valid JSON)."""
@@ -253,6 +255,19 @@ class TypeSample:
     last_error: str | None
     last_error_at: datetime | None
     last_error_job_id: UUID | None
+
+
+class ClaimCutShort(DatabaseError):
+    """A fetch made of more than one transaction (a claim answered stale, keyed or gated is
+    made again in one of its own) whose first committed and a later one failed (the error
+    is its ``__cause__``). What committed is written whatever comes after: ``completed``,
+    the successes it wrote, and ``claimed``, the jobs it claimed, each now running under
+    its worker id with its lease, are the caller's to acknowledge and hand over."""
+
+    def __init__(self, completed: list[JobRow], claimed: list[JobRow], error: BaseException):
+        super().__init__(f"claim cut short after a commit: {error}")
+        self.completed = completed
+        self.claimed = claimed
 
 
 class ListenerUnusable(Exception):

@@ -6,7 +6,7 @@ import json
 import secrets
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +22,7 @@ from . import deadline, sql
 from .base import (
     Analyzed,
     CancelOutcome,
+    ClaimCutShort,
     Completion,
     ExpiredLease,
     Heartbeat,
@@ -457,15 +458,19 @@ class PostgresDriver:
         found = {part: _job_row(values) for part, *values in rows if part != "gated"}
         if any(part == "gated" for part, *_ in rows):
             # Its success, if any, is committed: the claim has none of its own to count.
-            _, claimed = self._batch(
-                "claim_jobs",
-                {
-                    **params,
-                    "done_ids": [],
-                    "done_worker_ids": [],
-                    "done_attempts": [],
-                    "worker_ids": [params["worker_id"]],
-                },
+            claimed = _after_commit(
+                _listed(found.get("completed")),
+                [],
+                lambda: self._batch(
+                    "claim_jobs",
+                    {
+                        **params,
+                        "done_ids": [],
+                        "done_worker_ids": [],
+                        "done_attempts": [],
+                        "worker_ids": [params["worker_id"]],
+                    },
+                )[1],
             )
             if claimed:
                 found["claimed"] = claimed[0]
@@ -478,17 +483,19 @@ class PostgresDriver:
         one round trip, one commit), the claimed rows in worker order. A claim it answered
         stale (another claim of the controlled queue committed after its snapshot) is made
         again for the worker ids left, in a transaction that takes the queue's lock first
-        (``_claim_locked``); keyed jobs it left, one by one (``_claim_keyed``).
+        (``_claim_locked``); keyed jobs it left, one by one (``_claim_keyed``); if that
+        transaction fails, ``ClaimCutShort`` carries what the first committed.
         ``synchronous_commit=False``: its commit does not wait for the disk."""
         params = {**params, "rate_buckets": RATE_BUCKETS}
         rows = self._run_committing(query, params, synchronous_commit=synchronous_commit)
         done = [_job_row(values) for part, *values in rows if part == "completed"]
         claimed = _in_worker_order(rows, params["worker_ids"])
         parts = {part for part, *_ in rows}
+        wanting = _still_wanting(params, claimed)
         if "stale" in parts:
-            claimed += self._claim_locked(_still_wanting(params, claimed))
+            claimed = _after_commit(done, claimed, lambda: self._claim_locked(wanting))
         elif "keyed" in parts:
-            claimed += self._claim_keyed(_still_wanting(params, claimed))
+            claimed = _after_commit(done, claimed, lambda: self._claim_keyed(wanting))
         return done, claimed
 
     def _run_committing(
@@ -516,7 +523,8 @@ class PostgresDriver:
         )
         claimed = _in_worker_order(rows, params["worker_ids"])
         if any(part == "keyed" for part, *_ in rows):
-            claimed += self._claim_keyed(_still_wanting(params, claimed))
+            wanting = _still_wanting(params, claimed)
+            claimed = _after_commit([], claimed, lambda: self._claim_keyed(wanting))
         return claimed
 
     def _in_one_transaction(
@@ -899,6 +907,27 @@ def _still_wanting(params: dict[str, Any], claimed: list[JobRow]) -> dict[str, A
     """``params`` for the entries of ``params``'s worker ids that ``claimed`` left without
     a job (an id that repeats is wanting as many times as it went without)."""
     return {**params, "worker_ids": unclaimed(params["worker_ids"], claimed)}
+
+
+def _after_commit(
+    completed: list[JobRow], claimed: list[JobRow], claim_more: Callable[[], list[JobRow]]
+) -> list[JobRow]:
+    """``claimed`` and what ``claim_more`` claims in a transaction of its own, after the
+    one that committed ``completed`` and ``claimed``. Should it fail, what committed is not
+    lost with it: ``ClaimCutShort`` carries it to the caller, which alone can hand those
+    jobs to threads (dropped, they would sit running for a lease, unrun, then be retried
+    with an attempt spent) and acknowledge those successes (given back, they would be
+    written again and found stale). Inside the caller's transaction nothing committed:
+    the error goes up as it is."""
+    try:
+        return claimed + claim_more()
+    except ClaimCutShort as cut:  # a transaction after a commit after a commit
+        cause = cut.__cause__ or cut
+        raise ClaimCutShort(completed + cut.completed, claimed + cut.claimed, cause) from cause
+    except Exception as error:
+        if connections[DEFAULT_DB_ALIAS].in_atomic_block or not (completed or claimed):
+            raise
+        raise ClaimCutShort(completed, claimed, error) from error
 
 
 def _iso(value: datetime | None) -> str | None:

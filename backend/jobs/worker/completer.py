@@ -162,12 +162,29 @@ class Completer:
                 self.announce(attempt, "succeeded", row, None)
 
     def _write_failure(self, attempt: Attempt, error: str, details: services.ErrorDetails) -> None:
+        """Write the failure, retrying for a lease; past that the attempt is given up as a
+        success is (``_write``): it leaves the in-flight set, so the heartbeat no longer
+        renews a lease that only the rescuer can now end."""
         owner = attempt.owner
-        rows = retry_database(
-            lambda: services.fail_jobs(failures=[services.AttemptFailure(owner, error, details)]),
-            within=self.lease_seconds,
-            what=owner.worker_id,
-        )
+        try:
+            rows = retry_database(
+                lambda: services.fail_jobs(
+                    failures=[services.AttemptFailure(owner, error, details)]
+                ),
+                within=self.lease_seconds,
+                what=owner.worker_id,
+            )
+        except Exception as exc:
+            # Its lease lapses and the rescuer retries (or fails) the job: nothing is lost.
+            logger.error(
+                "action=fail_write_failed job_id=%s attempt=%d worker_id=%s error=%s",
+                attempt.job.id,
+                attempt.job.attempts,
+                owner.worker_id,
+                error_message(exc),
+            )
+            self.announce(attempt, "lease_lost", None, None)
+            return
         if not rows:
             self._stale(attempt)
             return

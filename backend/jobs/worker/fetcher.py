@@ -44,9 +44,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from django.db import DatabaseError, InterfaceError
+
 from .. import services
-from ..drivers import Completion, JobRow, Owner, unclaimed
+from ..drivers import ClaimCutShort, Completion, JobRow, Owner, unclaimed
 from .queues import QueueSet
+from .recovery import announce_database_error, drop_connection, error_message
 
 logger = logging.getLogger("jobs.worker")
 
@@ -213,7 +216,11 @@ class Fetcher:
     def _claim(self, entries: Sequence[str]) -> list[JobRow]:
         """Up to one job per entry of ``entries`` (worker ids; one repeats for a thread
         that holds jobs), taking the queues in turn; the first statement also writes the
-        successes the completer holds for those threads."""
+        successes the completer holds for those threads.
+
+        Every job a committed statement claimed is returned, to be handed over, even when
+        a later statement of the fetch fails (``_cut_short``); only a fetch that claimed
+        nothing raises."""
         wanting = list(entries)
         claimed: list[JobRow] = []
         group = list(dict.fromkeys(entries))
@@ -227,12 +234,26 @@ class Fetcher:
         if not queues and handover is not None:
             handover.failed()  # nothing to claim from: the completer writes them
             return claimed
+        start = self._cursor
         for offset in range(len(queues)):
-            queue = queues[(self._cursor + offset) % len(queues)]
-            rows = self._write_and_claim(handover, wanting, queue)
+            queue = queues[(start + offset) % len(queues)]
+            try:
+                rows = self._write_and_claim(handover, wanting, queue)
+            except Exception as error:
+                if isinstance(error, ClaimCutShort):
+                    claimed.extend(error.claimed)
+                if not claimed:
+                    raise
+                _cut_short(error, claimed)
+                break
+            except BaseException:
+                if claimed:
+                    self.release(claimed)  # the process stops: they would not run
+                raise
             handover = None  # the first statement wrote them (or gave them back)
             if rows:
-                self._cursor = (self._cursor + offset + 1) % len(queues)
+                # The next fetch starts after the last queue that gave jobs.
+                self._cursor = (start + offset + 1) % len(queues)
                 claimed.extend(rows)
                 wanting = unclaimed(wanting, rows)
                 if not wanting:
@@ -254,6 +275,10 @@ class Fetcher:
                 lean=self.lean,
                 synchronous_commit=self.synchronous_commit,
             )
+        except ClaimCutShort as cut:
+            if handover is not None:
+                handover.committed(cut.completed)  # the first transaction wrote them
+            raise
         except BaseException:
             if handover is not None:
                 handover.failed()
@@ -273,6 +298,17 @@ class Fetcher:
             logger.exception("action=release_failed jobs=%d", len(owners))
             return
         logger.info("action=released_unstarted jobs=%d", len(released))
+
+
+def _cut_short(error: Exception, claimed: Sequence[JobRow]) -> None:
+    """A statement of a fetch failed after others committed claims: those jobs are running
+    under their threads' worker ids, and dropped they would sit unrun and unrenewed for a
+    lease, then be retried with an attempt spent. So the fetch ends with them; the error
+    is told, the connection dropped, and a next fetch meets the error if it lasts."""
+    if isinstance(error, DatabaseError | InterfaceError):
+        announce_database_error("thread", error)
+    logger.warning("action=fetch_cut_short claimed=%d error=%s", len(claimed), error_message(error))
+    drop_connection()
 
 
 def _taking_turns(wants: Sequence[tuple[str, int]]) -> list[str]:

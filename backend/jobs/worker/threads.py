@@ -134,7 +134,14 @@ class WorkerThread(threading.Thread):
         if attempt is None:
             return False
         self.current = attempt
-        self.executor.run(attempt, sender=WorkerThread)
+        try:
+            self.executor.run(attempt, sender=WorkerThread)
+        except Exception:
+            # Recording its outcome raised and the loop carries on: the thread no longer
+            # runs it, and a later death of the thread must not fail it again. (An error
+            # that ends the thread leaves it current: ``run`` fails it at once.)
+            self.current = None
+            raise
         self.current = None
         self.jobs_processed += 1
         return True

@@ -6,13 +6,14 @@ that answers in time, however long its connection idled, is left alone.
 On a server of the module's own: leaving a server drops every connection to it, which on
 the run's shared server would include the test database's."""
 
+import threading
 import time
 
 import psycopg
 import pytest
 from django.db import connection
 
-from harness import PrivatePostgres, postgres_bin_dir
+from harness import PrivatePgBouncer, PrivatePostgres, pgbouncer_binary, postgres_bin_dir
 from jobs.drivers import deadline
 from jobs.tests.conftest import IN_CI
 
@@ -32,19 +33,33 @@ def server():
         server.destroy()
 
 
+@pytest.fixture(scope="module")
+def pgbouncer(server):
+    """A pgbouncer in transaction mode in front of the module's server."""
+    binary = pgbouncer_binary()
+    if binary is None:
+        if IN_CI:
+            pytest.fail("pgbouncer is required in CI (apt-get install pgbouncer)")
+        pytest.skip("pgbouncer not installed (apt-get install pgbouncer)")
+    with PrivatePgBouncer(binary, server_port=server.port) as bouncer:
+        yield bouncer
+
+
 @pytest.fixture
 def connect(server, settings):
-    """Watched psycopg connections to the module's server, deadline 1 s."""
+    """Watched psycopg connections to the module's server (or to ``port``: a pooler in
+    front of it), deadline 1 s."""
     settings.JOB_DB_STATEMENT_DEADLINE_SECONDS = 1
     opened = []
 
-    def open_one() -> psycopg.Connection:
+    def open_one(port: int | None = None) -> psycopg.Connection:
         conn = psycopg.connect(
             host="127.0.0.1",
-            port=server.port,
+            port=port or server.port,
             dbname=server.database,
             user="postgres",
             autocommit=True,
+            connect_timeout=5,  # as the settings' connections have one
         )
         deadline.watch(conn)
         opened.append(conn)
@@ -84,6 +99,23 @@ def test_a_pipelined_transaction_the_server_leaves_unanswered_loses_its_connecti
 
 
 @pytest.mark.engine_independent
+def test_a_statement_on_a_frozen_server_loses_its_connection_once_a_probe_goes_unanswered(
+    connect, server
+):
+    stuck = connect()
+    frozen = server.freeze()  # SIGSTOP: its sockets open, its kernel acknowledging
+    try:
+        started = time.monotonic()
+        with pytest.raises(psycopg.OperationalError):
+            stuck.execute("SELECT 1")
+        left_after = time.monotonic() - started
+    finally:
+        server.thaw(frozen)
+    # The deadline, then the probe's wait for an answer that never comes.
+    assert 1 < left_after < 1.5 + deadline.PROBE_SECONDS + 1
+
+
+@pytest.mark.engine_independent
 def test_an_idle_connection_to_a_server_that_went_silent_is_dropped_with_it(connect):
     idle, stuck = connect(), connect()
     with pytest.raises(psycopg.OperationalError):
@@ -92,6 +124,35 @@ def test_an_idle_connection_to_a_server_that_went_silent_is_dropped_with_it(conn
     # as the old primary; the one after reconnects, as the worker's recovery does.
     with pytest.raises(psycopg.OperationalError):
         idle.execute("SELECT 1")
+
+
+@pytest.mark.engine_independent
+@pytest.mark.parametrize("through", ["directly", "pgbouncer"])
+def test_a_statement_waiting_on_a_lock_of_a_server_that_answers_keeps_its_connection(
+    connect, request, settings, through
+):
+    # An operator's long bulk cancel holds the rows a heartbeat waits for: the server is
+    # healthy, just busy, and dropping every connection of the process would not help.
+    port = None
+    if through == "pgbouncer":
+        port = request.getfixturevalue("pgbouncer").port
+        settings.JOB_DB_TRANSACTION_POOLING = True
+    holder, waiter, idle = connect(port), connect(port), connect(port)
+    holder.execute("BEGIN")
+    holder.execute("SELECT pg_advisory_xact_lock(42)")
+    answered = []
+    waiting = threading.Thread(
+        target=lambda: answered.append(
+            waiter.execute("SELECT pg_advisory_xact_lock(42), 1").fetchone()
+        )
+    )
+    waiting.start()
+    time.sleep(3)  # three deadlines, the watcher looking every quarter of one
+    holder.execute("COMMIT")
+    waiting.join(5)
+    assert answered == [("", 1)]
+    assert not any(conn.broken for conn in (holder, waiter, idle))
+    assert idle.execute("SELECT 1").fetchone() == (1,)
 
 
 @pytest.mark.engine_independent

@@ -39,6 +39,7 @@ from harness import (
     serve_api,
     wait_until,
 )
+from jobs.drivers.deadline import PROBE_SECONDS as DEADLINE_PROBE_SECONDS
 from jobs.tests.conftest import IN_CI
 from jobs.tests.helpers import HealthPoller, child_env, figures
 from jobs.worker.recovery import DB_RETRY_MAX_SECONDS
@@ -609,7 +610,7 @@ def test_a_frozen_primary_is_left_within_the_bound_and_its_stale_sessions_change
     )
     new = failover.new
     deadline = LEASE / 3
-    bound = deadline + 1 + CONNECT_TIMEOUT + DB_RETRY_MAX_SECONDS
+    bound = deadline + 1 + DEADLINE_PROBE_SECONDS + CONNECT_TIMEOUT + DB_RETRY_MAX_SECONDS
 
     # No part of any process waited on the frozen server past the bound: every incident
     # the freeze opened (a fetching or claiming thread, a maintenance duty, the

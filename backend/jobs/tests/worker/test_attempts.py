@@ -398,6 +398,33 @@ def test_a_thread_that_dies_fails_its_job_at_once_and_is_replaced(register_handl
     assert fresh(doomed).last_error == "Worker thread died: the worker's own code failed"
 
 
+def test_an_attempt_whose_outcome_could_not_be_recorded_is_not_its_thread_s_current_any_more(
+    register_handler, monkeypatch
+):
+    register_handler("test.boom", lambda context: 1 / 0)
+    queued_job("test.boom")
+
+    def record_broken(self, outcome):
+        raise RuntimeError("the worker's own code failed")
+
+    monkeypatch.setattr(Completer, "record", record_broken)
+    runner = WorkerRunner(config(threads=1))
+    thread = WorkerThread(
+        1,
+        config=runner.config,
+        stopping=runner.stop_event,
+        waker=runner.waker,
+        fetcher=runner.fetcher,
+        executor=runner.executor,
+        completer=runner.completer,
+        in_flight=runner.in_flight,
+    )
+    with pytest.raises(RuntimeError):  # the loop logs it and carries on
+        thread.run_once()
+    # A later death of the thread must not fail it a second time.
+    assert thread.current is None
+
+
 def test_a_process_whose_threads_keep_dying_exits_non_zero(monkeypatch):
     def broken_claim(self):
         raise WorkerBug("claim is broken")

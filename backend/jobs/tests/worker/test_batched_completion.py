@@ -2,13 +2,20 @@
 (``JOB_WORKER_COMPLETE_BATCH_SIZE`` > 1), each under its own ownership guard, or each with
 its thread's next claim (a batch size of 1)."""
 
-import pytest
+import threading
 
-from jobs import signals
+import pytest
+from django.db import DatabaseError, OperationalError
+
+from jobs import services, signals
+from jobs.drivers import get_driver
 from jobs.models import Job, JobEvent
-from jobs.tests.factories import fresh, queued_job, timeline
+from jobs.tests.factories import WORKER, fresh, queued_job, running_job, timeline
 from jobs.tests.helpers import run_workers_in_burst
+from jobs.worker.attempts import Attempt, InFlight, Outcome
 from jobs.worker.completer import InlineCompleter
+from jobs.worker.fetcher import Fetcher
+from jobs.worker.queues import QueueSet
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -85,3 +92,48 @@ def test_batched_completions_may_commit_without_waiting_for_the_disk(register_ha
     jobs = [queued_job("test.noop") for _ in range(12)]
     run_workers_in_burst(threads=2, complete_batch_size=5, complete_synchronous_commit=False)
     assert Job.objects.filter(status=Status.SUCCEEDED).count() == len(jobs)
+
+
+@pytest.mark.postgres
+def test_a_success_a_fetch_committed_is_announced_once_though_its_gated_claim_then_fails(
+    monkeypatch,
+):
+    done = running_job("demo.success")
+    in_flight = InFlight()
+    completer = InlineCompleter(in_flight=in_flight, lease_seconds=30)
+    attempt = Attempt(job=done, worker_id=WORKER, started=0.0)
+    in_flight.add(attempt)
+    completer.record(Outcome.succeeded(attempt, '{"ok": 1}'))  # waits for the next fetch
+    # A limited queue: its claim is made again in a transaction of its own, after the
+    # statement that wrote the success committed; that transaction fails.
+    services.set_queue_limits(queue="default", concurrency_limit=5)
+    queued_job("demo.success")
+
+    def lost(*args, **kwargs):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(get_driver(), "_batch", lost)
+    outcomes: list[str] = []
+    signals.attempt_finished.connect(
+        lambda sender, outcome, **kwargs: outcomes.append(outcome),
+        weak=False,
+        dispatch_uid="gated-test",
+    )
+    try:
+        fetching = Fetcher(
+            batch_size=1,
+            lease_seconds=30,
+            queues=QueueSet(("default",), refresh_seconds=1),
+            stopping=threading.Event(),
+            successes=completer.take,
+        )
+        with pytest.raises(DatabaseError):  # nothing claimed: the thread's loop retries
+            fetching.next_jobs(WORKER)
+        monkeypatch.undo()
+        completer.flush_now()  # nothing was given back to write again
+    finally:
+        signals.attempt_finished.disconnect(dispatch_uid="gated-test")
+    # Announced as what it is (not found stale by a second write), and no longer in flight.
+    assert outcomes == ["succeeded"]
+    assert fresh(done).status == Status.SUCCEEDED
+    assert in_flight.snapshot() == []

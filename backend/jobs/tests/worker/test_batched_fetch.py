@@ -6,14 +6,19 @@ import threading
 import time
 
 import pytest
+from django.db import OperationalError
 
 from jobs import services
-from jobs.models import Job, JobEvent
-from jobs.signals import attempt_started
-from jobs.tests.factories import queued_job, queued_jobs, timeline
+from jobs.drivers import get_driver
+from jobs.models import ConcurrencyKeyLimit, Job, JobEvent
+from jobs.signals import attempt_finished, attempt_started
+from jobs.tests.factories import WORKER, fresh, queued_job, queued_jobs, running_job, timeline
 from jobs.tests.helpers import run_workers_in_burst, worker_runner
 from jobs.worker import fetcher
+from jobs.worker.attempts import Attempt, InFlight, Outcome
+from jobs.worker.completer import InlineCompleter
 from jobs.worker.maintenance.heartbeat import Heartbeat
+from jobs.worker.queues import QueueSet
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -157,3 +162,77 @@ def test_a_limited_queue_is_claimed_in_batches_within_its_limit(register_handler
     run_workers_in_burst(threads=4, claim_batch_size=4, queues=("emails",))
     assert Job.objects.filter(status=Status.SUCCEEDED).count() == 8
     assert most[0] <= 2
+
+
+def queue_fetcher(*queues: str, batch_size: int = 2, **options) -> fetcher.Fetcher:
+    """A fetcher of ``queues`` (taken in turn) for threads asking here directly."""
+    return fetcher.Fetcher(
+        batch_size=batch_size,
+        lease_seconds=30,
+        queues=QueueSet(queues, refresh_seconds=1),
+        stopping=threading.Event(),
+        **options,
+    )
+
+
+def test_jobs_a_fetch_claimed_are_handed_over_when_a_later_queue_s_claim_fails(monkeypatch):
+    job = queued_job("demo.success", queue="a", max_attempts=1)
+    claim = services.claim_jobs
+
+    def lost_after_a(*, queue, **kwargs):
+        if queue != "a":
+            raise OperationalError("server closed the connection unexpectedly")
+        return claim(queue=queue, **kwargs)
+
+    monkeypatch.setattr(services, "claim_jobs", lost_after_a)
+    # A thread holding jobs asks for two; queue a has one, the next queue's claim fails.
+    (got,) = queue_fetcher("a", "b", "c").next_jobs(WORKER, wanted=2)
+    # Committed by a's statement, so the thread runs it (not left unrun for a lease, then
+    # retried with its attempt spent, or failed on its last one without having run).
+    assert (got.id, got.locked_by) == (job.id, WORKER)
+    assert (fresh(job).status, fresh(job).attempts) == (Status.RUNNING, 1)
+
+
+def test_a_fetch_takes_the_queues_in_turn_from_the_one_after_the_last_that_gave_jobs():
+    jobs = {queue: queued_job("demo.success", queue=queue) for queue in ("a", "b", "c")}
+    fetching = queue_fetcher("a", "b", "c", batch_size=3)
+    first = fetching.next_jobs(WORKER, wanted=2)  # a's only job, then b's
+    second = fetching.next_jobs(WORKER, wanted=1)
+    assert [row.queue for row in first + second] == ["a", "b", "c"]
+    assert {row.id for row in first + second} == {job.id for job in jobs.values()}
+
+
+@pytest.mark.postgres
+def test_jobs_a_fetch_claimed_are_handed_over_when_its_keyed_claim_then_fails(monkeypatch):
+    done = running_job("demo.success")
+    in_flight = InFlight()
+    completer = InlineCompleter(in_flight=in_flight, lease_seconds=30)
+    attempt = Attempt(job=done, worker_id=WORKER, started=0.0)
+    in_flight.add(attempt)
+    completer.record(Outcome.succeeded(attempt, '{"ok": 1}'))  # waits for the next fetch
+    plain = queued_job("demo.success", priority=50)
+    queued_job("demo.success", priority=40, concurrency_key="k")
+    ConcurrencyKeyLimit.objects.create(pattern="k", limit=1)
+
+    def lost(params):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    # The statement writes the success and claims the plain job, then leaves the keyed
+    # one to a transaction of its own, which fails.
+    monkeypatch.setattr(get_driver(), "_claim_keyed", lost)
+    outcomes: list[str] = []
+    attempt_finished.connect(
+        lambda sender, outcome, **kwargs: outcomes.append(outcome),
+        weak=False,
+        dispatch_uid="keyed-test",
+    )
+    try:
+        fetching = queue_fetcher("default", successes=completer.take)
+        got = fetching.next_jobs(WORKER, wanted=2)  # a thread holding jobs
+        monkeypatch.undo()
+        completer.flush_now()  # nothing was given back to write again
+    finally:
+        attempt_finished.disconnect(dispatch_uid="keyed-test")
+    assert [(row.id, row.locked_by) for row in got] == [(plain.id, WORKER)]
+    assert outcomes == ["succeeded"]
+    assert fresh(done).status == Status.SUCCEEDED

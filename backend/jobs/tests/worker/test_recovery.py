@@ -3,16 +3,22 @@ demoted) is a lost connection to the worker: dropped, retried with back-off, tol
 the log, and no job is touched meanwhile."""
 
 import logging
+from datetime import timedelta
 
 import pytest
-from django.db import InternalError, connection, transaction
+from django.db import InternalError, OperationalError, connection, transaction
+from django.utils import timezone
 
 from harness import wait_until
-from jobs import services
+from jobs import services, signals
 from jobs.drivers import is_read_only
 from jobs.models import Job
-from jobs.tests.factories import fresh, queued_job, timeline
+from jobs.tests.factories import WORKER, fresh, queued_job, running_job, timeline
 from jobs.tests.helpers import read_only_error, worker_runner
+from jobs.worker import recovery
+from jobs.worker.attempts import Attempt, InFlight, Outcome
+from jobs.worker.completer import InlineCompleter
+from jobs.worker.maintenance.heartbeat import Heartbeat
 from jobs.worker.recovery import Incident
 
 Status = Job.Status
@@ -80,3 +86,36 @@ def test_a_thread_whose_claims_meet_a_read_only_server_retries_and_then_runs_the
     assert sum("action=database_error" in line for line in lines) == 1
     assert sum("read_only=true" in line for line in lines) == 1
     assert sum("action=database_recovered" in line and "failures=2" in line for line in lines) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failure_whose_write_gives_up_is_left_to_the_rescuer_not_heartbeated(monkeypatch):
+    job = running_job(max_attempts=2, lease_seconds=30)
+    in_flight = InFlight()
+    attempt = Attempt(job=job, worker_id=WORKER, started=0.0)
+    in_flight.add(attempt)
+    finished = []
+    signals.attempt_finished.connect(
+        lambda sender, outcome, **kwargs: finished.append(outcome), weak=False, dispatch_uid="t"
+    )
+
+    def unreachable(**kwargs):
+        raise OperationalError("could not connect to server")
+
+    # The database stays away for the whole lease the write retries within.
+    monkeypatch.setattr(services, "fail_jobs", unreachable)
+    monkeypatch.setattr(recovery.time, "sleep", lambda seconds: None)
+    completer = InlineCompleter(in_flight=in_flight, lease_seconds=1)
+    try:
+        completer.record(Outcome.failed(attempt, "boom", services.ErrorDetails()))
+    finally:
+        signals.attempt_finished.disconnect(dispatch_uid="t")
+    monkeypatch.undo()
+    assert finished == ["lease_lost"]
+    assert in_flight.snapshot() == []
+    # The database is back: the heartbeat no longer renews it, so its lease lapses and the
+    # rescuer retries the job.
+    assert Heartbeat(in_flight, lease_seconds=30).run_once().renewed == 0
+    later = timezone.now() + timedelta(seconds=31)
+    assert services.cleanup_expired_jobs(now=later).total == 1
+    assert fresh(job).status == Status.QUEUED
