@@ -58,6 +58,7 @@ from .models import (
     ScheduleState,
     WorkerPresence,
 )
+from .worker_ids import is_thread_of
 
 
 def get_job(job_id: UUID | str) -> Job:
@@ -915,7 +916,6 @@ def live_workers(*, minutes: int = 60, now: datetime | None = None) -> dict[str,
                     },
                 }
             )
-        prefix = f"{row.worker_id}:"
         processes.append(
             {
                 "worker_id": row.worker_id,
@@ -929,7 +929,9 @@ def live_workers(*, minutes: int = 60, now: datetime | None = None) -> dict[str,
                 "last_seen_at": row.last_seen_at,
                 "heartbeat_interval_seconds": row.heartbeat_interval_seconds,
                 "finished": sum(
-                    count for thread, count in finished.items() if thread.startswith(prefix)
+                    count
+                    for thread, count in finished.items()
+                    if is_thread_of(thread, row.worker_id)
                 ),
                 "threads": entries,
                 "threads_abandoned": [
