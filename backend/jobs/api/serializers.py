@@ -38,6 +38,7 @@ from ..limits import (
     TIMEOUT_SECONDS_MAX,
     TYPE_MAX_LENGTH,
     UNIQUE_KEY_MAX_LENGTH,
+    json_kind,
     metadata_problem,
 )
 from ..models import DEFAULT_QUEUE, Job, JobEvent, JobEventType, JobStatus
@@ -100,7 +101,7 @@ class JSONObjectField(serializers.JSONField):
 
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if not isinstance(data, dict):
-            self.fail("not_object", kind=_json_kind(data))
+            self.fail("not_object", kind=json_kind(data))
         problem = json_problem(data)
         if problem is not None:
             raise serializers.ValidationError(problem)
@@ -125,20 +126,6 @@ class MetadataField(serializers.JSONField):
             raise serializers.ValidationError(problem)
         assert isinstance(data, dict)  # metadata_problem refuses anything else
         return data
-
-
-def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return type(value).__name__
 
 
 @extend_schema_field(OpenApiTypes.ANY)
