@@ -162,7 +162,7 @@ _PROFILE_PARTS = [
     ("job permission check (1 query)", "jobs/permissions.py", "has_permission"),
     ("request validation (is_valid)", "rest_framework/serializers.py", "is_valid"),
     ("response serializer (.data)", "rest_framework/serializers.py", "data"),
-    ("response (job_representation)", "jobs/serializers.py", "job_representation"),
+    ("response (job_representation)", "jobs/api/serializers/jobs.py", "job_representation"),
 ]
 
 
