@@ -135,12 +135,12 @@ def create_in_process(count: int, *, driver: str) -> InProcessCreate:
 
 # (label, file suffix, function name) of the parts of a POST /api/jobs/ worth naming.
 _PROFILE_PARTS = [
-    ("create_job (service + SQL)", "jobs/services.py", "create_job"),
+    ("create_job (service + SQL)", "jobs/services/jobs.py", "create_job"),
     ("token authentication (1 query)", "rest_framework/authentication.py", "authenticate"),
     ("job permission check (1 query)", "jobs/permissions.py", "has_permission"),
     ("request validation (is_valid)", "rest_framework/serializers.py", "is_valid"),
     ("response serializer (.data)", "rest_framework/serializers.py", "data"),
-    ("response (job_representation)", "jobs/serializers.py", "job_representation"),
+    ("response (job_representation)", "jobs/api/serializers/jobs.py", "job_representation"),
 ]
 
 

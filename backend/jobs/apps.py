@@ -2,10 +2,12 @@ from importlib import import_module
 
 from django.apps import AppConfig
 from django.contrib.auth.signals import user_login_failed
+from django.core.signals import setting_changed
 from django.db.backends.signals import connection_created
 from django.utils.module_loading import autodiscover_modules
 
 from .extras import installed
+from .signals import attempt_finished, attempt_started
 
 
 class JobsConfig(AppConfig):
@@ -30,8 +32,14 @@ class JobsConfig(AppConfig):
         from .drivers.deadline import watch_connection
 
         connection_created.connect(watch_connection, dispatch_uid="jobs.watch_connection")
-        # Connects Django's task signals to the worker's attempt signals.
-        import_module("jobs.backends")
+        # Django's task signals follow the worker's attempt signals (the django.tasks
+        # backend's receivers), and a changed TASKS setting drops the backend classes the
+        # backend remembers.
+        from .backends import forget_senders, on_attempt_finished, on_attempt_started
+
+        setting_changed.connect(forget_senders, dispatch_uid="jobs.backends.forget_senders")
+        attempt_started.connect(on_attempt_started, dispatch_uid="jobs.backends.attempt_started")
+        attempt_finished.connect(on_attempt_finished, dispatch_uid="jobs.backends.attempt_finished")
         # Projects add their own handler modules through JOB_HANDLER_MODULES so the API and
         # the worker see the same types (the demo ones are the jobs.demo app's).
         for module in app_settings.JOB_HANDLER_MODULES:

@@ -39,7 +39,6 @@ from uuid import UUID
 from asgiref.sync import sync_to_async
 from django.apps import apps
 from django.core import checks
-from django.core.signals import setting_changed
 from django.db import transaction
 from django.tasks import TaskContext, TaskResult, TaskResultStatus
 from django.tasks.backends.base import BaseTaskBackend
@@ -61,7 +60,6 @@ from .limits import (
 )
 from .models import FINISHED_STATUSES, JobEventType, JobStatus
 from .registry import HandlerSpec
-from .signals import attempt_finished, attempt_started
 from .storable import UnstorableValue, json_problem
 
 # Django's priority (-100..100, default 0, higher first) plus this is the job's priority:
@@ -720,7 +718,8 @@ def _backend_class(task: JobQueueTask) -> type[BaseTaskBackend]:
     return sender
 
 
-def _forget_senders(*, setting: str, **kwargs: Any) -> None:
+def forget_senders(*, setting: str, **kwargs: Any) -> None:
+    """``setting_changed`` receiver: a new ``TASKS`` may name other backend classes."""
     if setting == "TASKS":
         _senders.clear()
 
@@ -759,9 +758,10 @@ def _history_at_claim(job: JobRow) -> list[Any]:
     return list(selectors.attempt_history(job.id))
 
 
-def _on_attempt_started(sender: object, *, job: JobRow, **kwargs: Any) -> None:
-    """A task's attempt starts: build its RUNNING TaskResult and send ``task_started``;
-    the result is kept for the task's context and ``task_finished``."""
+def on_attempt_started(sender: object, *, job: JobRow, **kwargs: Any) -> None:
+    """``attempt_started`` receiver (connected by ``JobsConfig.ready``): a task's attempt
+    starts, so build its RUNNING TaskResult and send ``task_started``; the result is kept
+    for the task's context and ``task_finished``."""
     task = registered_task(job.type)
     if task is None:
         return
@@ -772,12 +772,13 @@ def _on_attempt_started(sender: object, *, job: JobRow, **kwargs: Any) -> None:
     task_started.send(sender, task_result=result)
 
 
-def _on_attempt_finished(
+def on_attempt_finished(
     sender: object, *, job: JobRow, outcome: str, row: JobRow | None, **kwargs: Any
 ) -> None:
-    """A task's attempt ended: send ``task_finished`` once the job is finished
-    (SUCCESSFUL, or FAILED for good or cancelled). A failed attempt that will be retried
-    sends nothing: the task goes back to READY and the next attempt starts again."""
+    """``attempt_finished`` receiver (connected by ``JobsConfig.ready``): a task's attempt
+    ended, so send ``task_finished`` once the job is finished (SUCCESSFUL, or FAILED for
+    good or cancelled). A failed attempt that will be retried sends nothing: the task goes
+    back to READY and the next attempt starts again."""
     with _running_lock:
         running = _running.pop((job.id, job.attempts), None)
     task = registered_task(job.type)
@@ -795,8 +796,3 @@ def _on_attempt_finished(
         result = build_task_result(row, history, task=task, backend=task.backend)
         sender = _backend_class(task)
     task_finished.send(sender, task_result=result)
-
-
-setting_changed.connect(_forget_senders, dispatch_uid="jobs.backends.forget_senders")
-attempt_started.connect(_on_attempt_started, dispatch_uid="jobs.backends.attempt_started")
-attempt_finished.connect(_on_attempt_finished, dispatch_uid="jobs.backends.attempt_finished")

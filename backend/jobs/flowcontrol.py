@@ -29,6 +29,7 @@ from django.conf import settings
 
 from . import registry
 from .conf import app_settings
+from .errors import ScheduleInvalid, ScheduleNotFound
 from .limits import (
     PRIORITY_MAX,
     PRIORITY_MIN,
@@ -273,6 +274,20 @@ class Schedules:
 
     def names(self) -> list[str]:
         return sorted({*self.valid, *self.invalid})
+
+    def declares(self, name: str) -> bool:
+        """Whether ``name`` is declared, runnable or not."""
+        return name in self.valid or name in self.invalid
+
+    def runnable(self, name: str) -> ScheduleSpec:
+        """The declared schedule ``name``: ``ScheduleNotFound`` when none is,
+        ``ScheduleInvalid`` when it cannot run as declared."""
+        if name in self.invalid:
+            raise ScheduleInvalid(name, self.invalid[name])
+        spec = self.valid.get(name)
+        if spec is None:
+            raise ScheduleNotFound(name)
+        return spec
 
 
 def parse_schedules(raw: object, *, default_timezone: str) -> Schedules:

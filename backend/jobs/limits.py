@@ -61,7 +61,7 @@ def metadata_problem(value: object) -> str | None:
         if not isinstance(key, str) or not 1 <= len(key) <= METADATA_KEY_MAX_LENGTH:
             return f"Keys must be strings of 1 to {METADATA_KEY_MAX_LENGTH} characters."
         if not isinstance(item, str):
-            return f"The value of {key!r} must be a string, got {_kind(item)}."
+            return f"The value of {key!r} must be a string, got {json_kind(item)}."
         if len(item) > METADATA_VALUE_MAX_LENGTH:
             return (
                 f"The value of {key!r} is {len(item)} characters long; at most "
@@ -73,13 +73,16 @@ def metadata_problem(value: object) -> str | None:
     return None
 
 
-def _kind(value: object) -> str:
+def json_kind(value: object) -> str:
+    """What a JSON value is, as an error message names it ("a string", "an array"...)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, int | float):
         return "a number"
+    if isinstance(value, str):
+        return "a string"
     if isinstance(value, list):
         return "an array"
     if isinstance(value, dict):

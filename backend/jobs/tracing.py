@@ -45,8 +45,7 @@ from .signals import attempt_finished
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
 
-    from .drivers import JobRow
-    from .drivers.base import NewJob
+    from .drivers import JobRow, NewJob
 
 # messaging.system: this queue is no system the conventions list, so its own name.
 SYSTEM = "job_queue"

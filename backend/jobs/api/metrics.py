@@ -12,7 +12,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from .. import metrics
-from .views import DomainErrorsMixin
+from .views.common import DomainErrorsMixin
 
 
 class JsonErrorsNegotiation(DefaultContentNegotiation):

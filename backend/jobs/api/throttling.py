@@ -7,16 +7,11 @@ with the default per-process cache each gunicorn worker process counts on its ow
 
 from __future__ import annotations
 
-from functools import cache
-from typing import Any, cast
+from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
-from django.db import DEFAULT_DB_ALIAS, connection
-from django.db.models import Field, ForeignKey, Model
-from django.db.models.expressions import Col
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 from rest_framework.authentication import TokenAuthentication, get_authorization_header
@@ -25,7 +20,8 @@ from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle, UserRateThrottle
 
-from ..permissions import APP_LABEL, held_job_permissions_join, remember_job_perms
+from ..drivers import get_driver
+from ..permissions import APP_LABEL, remember_job_perms
 
 # A view argument the throttles below never read.
 _NO_VIEW: Any = None
@@ -99,71 +95,16 @@ class ThrottledTokenAuthentication(TokenAuthentication):
 
     def authenticate_credentials(self, key: str) -> tuple[Any, Any]:
         """DRF's answer (the token's user, and the token; 401 for an unknown key or an
-        inactive user) from one statement written once per process."""
-        token_model = self.get_model()
-        sql, converters, user_fields, token_fields = _token_user_sql(token_model)
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [APP_LABEL, key])
-            rows = cursor.fetchall()  # one per jobs permission the user holds, or one
-        if not rows:
+        inactive user) from one statement (the driver's ``token_user``), which reads the
+        user's jobs permissions too: the request's permission check then needs no
+        statement of its own (``jobs.permissions``)."""
+        found = get_driver().token_user(self.get_model(), key, app_label=APP_LABEL)
+        if found is None:
             raise AuthenticationFailed(_("Invalid token."))
-        values = list(rows[0])
-        for index, column, convert in converters:
-            values[index] = convert(values[index], column, connection)
-        user = get_user_model().from_db(DEFAULT_DB_ALIAS, user_fields, values[: len(user_fields)])
-        if not user.is_active:
+        if not found.user.is_active:
             raise AuthenticationFailed(_("User inactive or deleted."))
-        token: Any = token_model.from_db(DEFAULT_DB_ALIAS, token_fields, values[len(user_fields) :])
-        token.user = user  # the relation DRF's select_related would have filled
-        remember_job_perms(user, (row[-1] for row in rows if row[-1] is not None))
-        return user, token
-
-
-@cache
-def _token_user_sql(
-    token_model: type[Model],
-) -> tuple[str, list[tuple[int, Col, Any]], list[str], list[str]]:
-    """The user and the token of one key, and the user's jobs permissions: the statement
-    (parameters: the app label and the key; a row per permission held, or one), the
-    converters its rows need to read as the ORM reads them (SQLite's booleans are integers
-    and its datetimes text; PostgreSQL's need none), and the attribute names of the
-    user's and the token's part (the permission's codename comes last).
-
-    DRF asks ``Token.objects.select_related("user").get(key=key)``: compiling that
-    queryset on every request cost four times what running this statement does (0.58
-    against 0.13 ms of CPU per authentication here). Tables and columns come from the models,
-    so a custom user model is read the same way. The permissions come along so that the
-    request's permission check needs no statement of its own (``jobs.permissions``).
-    """
-    user_model = get_user_model()
-
-    def quoted(field: Field[Any, Any]) -> str:
-        return connection.ops.quote_name(cast(str, field.column))  # concrete: never None
-
-    def table(model: type[Model]) -> str:
-        return connection.ops.quote_name(model._meta.db_table)
-
-    users = list(user_model._meta.concrete_fields)
-    tokens = list(token_model._meta.concrete_fields)
-    relation = cast("ForeignKey[Any, Any]", token_model._meta.get_field("user"))
-    key = cast("Field[Any, Any]", token_model._meta.get_field("key"))
-    user_pk = user_model._meta.pk
-    selected = [f"u.{quoted(field)}" for field in users] + [f"t.{quoted(f)}" for f in tokens]
-    sql = (
-        f"SELECT {', '.join(selected)}, p.codename FROM {table(token_model)} AS t"
-        f" JOIN {table(user_model)} AS u ON u.{quoted(user_pk)} = t.{quoted(relation)}"
-        f"{held_job_permissions_join(f'u.{quoted(user_pk)}')}"
-        f" WHERE t.{quoted(key)} = %s"
-    )
-    # Every connection of the alias has this one's backend and settings.
-    columns = [field.get_col("u") for field in users] + [field.get_col("t") for field in tokens]
-    converters = [
-        (index, column, convert)
-        for index, column in enumerate(columns)
-        for convert in connection.ops.get_db_converters(column)
-        + column.get_db_converters(connection)
-    ]
-    return sql, converters, [field.attname for field in users], [f.attname for f in tokens]
+        remember_job_perms(found.user, found.codenames)
+        return found.user, found.token
 
 
 class ThrottledModelBackend(ModelBackend):

@@ -5,9 +5,12 @@ PostgreSQL gets ``PostgresDriver`` (named statements in ``queries.sql``), everyt
 ``OrmDriver``. ``use_driver()`` pins one explicitly (the driver suite runs both on
 PostgreSQL; the benchmark measures the ORM path with it).
 
-Every statement the app runs is here, the worker's LISTEN included. psycopg is imported
-with ``drivers.postgres``, and that only when the database is PostgreSQL: on SQLite the
-app runs with Django alone.
+Every SQL statement the app writes is here: the transitions' (``queries.sql`` and the
+ORM driver's equivalents), the worker's LISTEN, and the health probe and a request's
+authentication and permission check (``portable``, the same on both drivers). The
+services and selectors come in through this package: ``get_driver()`` and the values the
+contract trades are re-exported below. psycopg is imported with ``drivers.postgres``, and
+that only when the database is PostgreSQL: on SQLite the app runs with Django alone.
 """
 
 from __future__ import annotations
@@ -19,28 +22,50 @@ from django.db import connections
 from django.db.utils import DEFAULT_DB_ALIAS
 
 from .base import (
+    Analyzed,
+    CancelOutcome,
     ClaimCutShort,
     Completion,
     Driver,
+    Event,
+    Failure,
+    Heartbeat,
     JobRow,
     ListenerUnusable,
     Listening,
+    NewJob,
     Owner,
+    Release,
+    RetryOutcome,
+    Selection,
     ServerInRecovery,
+    Vacuumed,
     unclaimed,
 )
 from .orm import OrmDriver
+from .portable import TokenUser
 
 __all__ = [
+    "Analyzed",
+    "CancelOutcome",
     "ClaimCutShort",
     "Completion",
     "Driver",
+    "Event",
+    "Failure",
+    "Heartbeat",
     "JobRow",
     "ListenerUnusable",
     "Listening",
+    "NewJob",
     "OrmDriver",
     "Owner",
+    "Release",
+    "RetryOutcome",
+    "Selection",
     "ServerInRecovery",
+    "TokenUser",
+    "Vacuumed",
     "available_drivers",
     "get_driver",
     "is_read_only",

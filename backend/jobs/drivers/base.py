@@ -14,10 +14,15 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
 from django.db import DatabaseError
+
+if TYPE_CHECKING:
+    from django.db.models import Model
+
+    from .portable import TokenUser
 
 
 def to_json(value: Any) -> str:
@@ -504,9 +509,32 @@ class Driver(Protocol):
         ``True`` when it changed."""
         ...
 
+    def job(self, job_id: UUID | str) -> JobRow:
+        """The job's row as it is now; ``JobNotFound`` when there is none."""
+        ...
+
     def cancel_jobs(
         self, selection: Selection, *, now: datetime, cancelled: Event, requested: Event
     ) -> CancelOutcome:
         """Selected queued jobs become cancelled (``cancelled`` event); selected running
         jobs not yet asked get ``cancel_requested_at`` (``cancel_requested`` event)."""
+        ...
+
+    # The health probe and a request's authentication and permission check
+    # (``jobs.drivers.portable``: the same statements on every driver).
+
+    def ping(self) -> None:
+        """One round trip to the database; ``DatabaseError`` when it fails."""
+        ...
+
+    def held_permissions(
+        self, *, user_pk: Any, app_label: str, codenames: Sequence[str]
+    ) -> frozenset[str]:
+        """Which of ``codenames`` of ``app_label`` the user holds, directly or through a
+        group."""
+        ...
+
+    def token_user(self, token_model: type[Model], key: str, *, app_label: str) -> TokenUser | None:
+        """The user and the token of an API key, with the user's permissions of
+        ``app_label``; ``None`` for an unknown key."""
         ...

@@ -52,6 +52,7 @@ from .base import (
     TypeSample,
     Vacuumed,
 )
+from .portable import PortableStatements
 
 
 def job_row(job: Job) -> JobRow:
@@ -229,7 +230,7 @@ def _succeeded_timing(job: Job, now: datetime) -> dict[str, int | None]:
     }
 
 
-class OrmDriver:
+class OrmDriver(PortableStatements):
     name = "orm"
     # Its creates notify nobody: its workers poll (SQLite has no notifications).
     supports_listen = False
@@ -776,6 +777,9 @@ class OrmDriver:
                 job.pk, JobEventType.RUN_NOW, job.attempts, event, job_type=job.type, created_at=now
             ).save()
         return True
+
+    def job(self, job_id: UUID | str) -> JobRow:
+        return job_row(Job.objects.by_id(job_id))
 
     def cancel_jobs(
         self, selection: Selection, *, now: datetime, cancelled: Event, requested: Event

@@ -17,6 +17,7 @@ import psycopg
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 
 from ..conf import app_settings
+from ..errors import JobNotFound
 from ..flowcontrol import RATE_BUCKETS, key_limit
 from . import deadline, sql
 from .base import (
@@ -37,6 +38,7 @@ from .base import (
     to_json,
     unclaimed,
 )
+from .portable import PortableStatements
 
 if TYPE_CHECKING:
     from .base import Event, Failure, NewJob, Owner, Release, Selection
@@ -329,7 +331,7 @@ class _Notifications:
         return queues
 
 
-class PostgresDriver:
+class PostgresDriver(PortableStatements):
     name = "postgres"
     supports_listen = True
 
@@ -884,6 +886,12 @@ class PostgresDriver:
     def run_job_now(self, job_id: UUID | str, *, now: datetime, event: Event) -> bool:
         row = self._fetchone("run_job_now", {"id": job_id, "now": now, **_event_params(event)})
         return row is not None and row[0] == 1
+
+    def job(self, job_id: UUID | str) -> JobRow:
+        row = self._job("job", {"id": job_id})
+        if row is None:
+            raise JobNotFound(job_id)
+        return row
 
     def cancel_jobs(
         self, selection: Selection, *, now: datetime, cancelled: Event, requested: Event

@@ -839,6 +839,10 @@ WITH target AS (
 )
 SELECT count(*) FROM changed;
 
+-- name: job
+-- One job's row as it is now (an operator's action answers with it), by the primary key.
+SELECT * FROM jobs_job WHERE id = :id::uuid;
+
 -- name: cancel_jobs
 -- Selected queued jobs become cancelled at once (cancelled event); selected running jobs
 -- not asked before get cancel_requested_at (cancel_requested event), which their worker's

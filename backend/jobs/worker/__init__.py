@@ -26,7 +26,8 @@ the idle threads' wait), ``listener`` (the wake-ups, through the driver's LISTEN
 exports what ``run_job_workers`` and integrations use.
 """
 
-from .config import WorkerConfig, make_worker_id
+from ..worker_ids import make_worker_id
+from .config import WorkerConfig
 from .runner import WorkerRunner
 
 __all__ = ["WorkerConfig", "WorkerRunner", "make_worker_id"]

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import secrets
-import socket
 from dataclasses import dataclass
 
 from ..conf import app_settings
@@ -109,8 +106,3 @@ class WorkerConfig:
             lean_timeline=app_settings.JOB_WORKER_LEAN_TIMELINE,
             prefetch=app_settings.JOB_WORKER_PREFETCH,
         )
-
-
-def make_worker_id(thread_number: int) -> str:
-    """``hostname:pid:thread-N:random``; unique per thread start, never reused."""
-    return f"{socket.gethostname()}:{os.getpid()}:thread-{thread_number}:{secrets.token_hex(4)}"

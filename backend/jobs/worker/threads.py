@@ -19,9 +19,10 @@ from datetime import datetime
 
 from django.db import DatabaseError, InterfaceError
 
+from ..worker_ids import make_worker_id
 from .attempts import Attempt, InFlight, Outcome
 from .completer import Completer
-from .config import WorkerConfig, make_worker_id
+from .config import WorkerConfig
 from .executor import Executor, attempt_of
 from .fetcher import Fetcher
 from .queues import Waker

@@ -18,9 +18,9 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.test import APIClient
 
 from jobs import handlers, selectors, services
-from jobs.api import views
 from jobs.api.pagination import JobEventCursorPagination, JobPagination, JobTimelinePagination
 from jobs.api.serializers import validated_job_create
+from jobs.drivers import portable
 from jobs.models import Job, JobEvent
 from jobs.storable import UnstorableValue
 from jobs.tests.factories import (
@@ -90,7 +90,7 @@ def test_health_is_503_with_the_error_when_the_database_fails(
             raise OperationalError("connection refused")
 
     settings.DEBUG = debug  # production names the failure without hosts and ports
-    monkeypatch.setattr(views, "connection", BrokenConnection())
+    monkeypatch.setattr(portable, "connection", BrokenConnection())
     response = api.get("/api/health/")
     assert response.status_code == 503
     assert response.json() == {"ok": False, "database": "error", "detail": detail}

@@ -48,7 +48,7 @@ def refused_jobs(monkeypatch):
             raise RuntimeError("the database refused the job")
         return create_jobs(specs, **kwargs)
 
-    monkeypatch.setattr(services, "create_jobs", refusing)
+    monkeypatch.setattr(services.schedules, "create_jobs", refusing)
 
 
 def start_and_pass(minutes: int):
@@ -124,12 +124,12 @@ def test_a_pass_the_database_fails_is_raised_and_sets_no_schedule_apart(
     def failing(specs, **kwargs):
         raise failure()
 
-    monkeypatch.setattr(services, "create_jobs", failing)
+    monkeypatch.setattr(services.schedules, "create_jobs", failing)
     with pytest.raises(DatabaseError):
         services.enqueue_due_ticks(now=start + timedelta(minutes=2))
     assert not ScheduleState.objects.exclude(error="").exists()
     # The database answers again: the ticks owed are enqueued at once, no back-off.
-    monkeypatch.setattr(services, "create_jobs", create_jobs)
+    monkeypatch.setattr(services.schedules, "create_jobs", create_jobs)
     assert services.enqueue_due_ticks(now=start + timedelta(minutes=2, seconds=1)).created == 4
 
 

@@ -21,7 +21,7 @@ DOCUMENTED = {
     "jobs.drivers.postgres.behind_pooler": "jobs.drivers.postgres.behind_pooler",
     "jobs.worker.WorkerConfig": "jobs.worker.config.WorkerConfig",
     "jobs.worker.WorkerRunner": "jobs.worker.runner.WorkerRunner",
-    "jobs.worker.make_worker_id": "jobs.worker.config.make_worker_id",
+    "jobs.worker.make_worker_id": "jobs.worker_ids.make_worker_id",
     "jobs.urls.urlpatterns": "jobs.api.urls.urlpatterns",
 }
 

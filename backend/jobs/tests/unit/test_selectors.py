@@ -137,7 +137,7 @@ def test_requests_that_miss_the_stats_cache_together_share_one_computation(setti
         time.sleep(0.2)  # long enough for every thread to miss the empty cache
         return {"by_status": {}}
 
-    monkeypatch.setattr(selectors, "job_stats", slow_stats)
+    monkeypatch.setattr(selectors.stats, "job_stats", slow_stats)
     results = []
     threads = [
         threading.Thread(target=lambda: results.append(selectors.cached_job_stats()))

@@ -161,7 +161,7 @@ def test_a_schedule_that_starts_failing_is_logged_once(settings, monkeypatch, ca
     def refusing(specs, **kwargs):
         raise RuntimeError("the database refused the job")
 
-    monkeypatch.setattr(services, "create_jobs", refusing)
+    monkeypatch.setattr(services.schedules, "create_jobs", refusing)
     time.sleep(1.1)
     with caplog.at_level(logging.INFO, logger="jobs.worker"):
         ticker.run_once()

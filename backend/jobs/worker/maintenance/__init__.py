@@ -27,8 +27,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ...worker_ids import make_worker_id
 from ..attempts import InFlight, Outcome
-from ..config import WorkerConfig, make_worker_id
+from ..config import WorkerConfig
 from ..recovery import DB_RETRY_MAX_SECONDS
 from .heartbeat import Heartbeat
 from .loop import Duty, DutyLoop

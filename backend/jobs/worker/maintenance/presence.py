@@ -18,14 +18,10 @@ from typing import Any
 from django.utils import timezone
 
 from ... import services
+from ...worker_ids import process_id
 from .loop import Periodic
 
 logger = logging.getLogger("jobs.worker")
-
-
-def process_id() -> str:
-    """``hostname:pid``: the process part of its threads' worker ids."""
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 class Presence(Periodic):

@@ -24,7 +24,7 @@ import logging
 import time
 
 from ... import services
-from ...drivers.base import Analyzed, Vacuumed
+from ...drivers import Analyzed, Vacuumed
 from ..attempts import InFlight
 from .loop import Periodic
 

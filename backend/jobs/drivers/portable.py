@@ -1,0 +1,174 @@
+"""The statements that read the same on every database, run on Django's connection: the
+health probe, and a request's authentication and permission check.
+
+Both drivers take them as they are (``PortableStatements``). Who holds which of an app's
+permissions, and the user and token of an API key with those permissions, are asked in
+SQL written once per process: compiling the equivalent querysets cost more than running
+them. Tables and columns are read from the user model's relations, so a custom user
+model is asked the same question. The rules (inactive users, superusers, other
+authentication backends) stay with the callers, ``jobs.permissions`` and
+``jobs.api.throttling``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, cast
+
+from django.contrib.auth import get_user_model
+from django.db import DEFAULT_DB_ALIAS, connection
+from django.db.models import Field, ForeignKey, Model
+from django.db.models.expressions import Col
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUser:
+    """The user and the token of one key, as the ORM would read them (the token's ``user``
+    filled), and the codenames of the app's permissions the user holds."""
+
+    user: Any
+    token: Any
+    codenames: frozenset[str]
+
+
+class PortableStatements:
+    """The health probe and the two statements of a request's authentication and
+    permission check."""
+
+    def ping(self) -> None:
+        """One round trip to the database; raises ``DatabaseError`` when it fails."""
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+
+    def held_permissions(
+        self, *, user_pk: Any, app_label: str, codenames: Sequence[str]
+    ) -> frozenset[str]:
+        """Which of ``codenames`` of ``app_label`` the user holds, directly or through a
+        group (the rule ModelBackend applies), in one statement."""
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _held_permissions_sql(len(codenames)),
+                [app_label, *codenames, user_pk, user_pk],
+            )
+            return frozenset(codename for (codename,) in cursor.fetchall())
+
+    def token_user(self, token_model: type[Model], key: str, *, app_label: str) -> TokenUser | None:
+        """The user and the token of ``key`` and the user's permissions of ``app_label``,
+        in one statement (a row per permission held, or one); ``None`` for an unknown key.
+        What DRF asks with ``Token.objects.select_related("user").get(key=key)``, whose
+        compilation cost four times the statement's run (0.58 against 0.13 ms of CPU per
+        authentication here)."""
+        sql, converters, user_fields, token_fields = _token_user_sql(token_model)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [app_label, key])
+            rows = cursor.fetchall()
+        if not rows:
+            return None
+        values = list(rows[0])
+        for index, column, convert in converters:
+            values[index] = convert(values[index], column, connection)
+        user = get_user_model().from_db(DEFAULT_DB_ALIAS, user_fields, values[: len(user_fields)])
+        token: Any = token_model.from_db(DEFAULT_DB_ALIAS, token_fields, values[len(user_fields) :])
+        token.user = user  # the relation DRF's select_related would have filled
+        codenames = frozenset(row[-1] for row in rows if row[-1] is not None)
+        return TokenUser(user=user, token=token, codenames=codenames)
+
+
+@cache
+def _held_permissions_join(user: str) -> str:
+    """A ``LEFT JOIN`` giving one row per permission of an app that the user whose primary
+    key is the column ``user`` holds, as ``p.codename`` (one row of NULL if none). Its one
+    parameter is the app label."""
+    from django.contrib.auth.models import Permission
+
+    return f" LEFT JOIN {_table(Permission)} AS p ON {_in_app()} AND ({_held(user)})"
+
+
+@cache
+def _held_permissions_sql(count: int) -> str:
+    """Which of ``count`` codenames of an app a user holds, directly or through a group
+    (parameters: the app label, the codenames, the user's key twice)."""
+    from django.contrib.auth.models import Permission
+
+    codenames = ", ".join(["%s"] * count)
+    return (
+        f"SELECT p.codename FROM {_table(Permission)} AS p"
+        f" WHERE {_in_app()} AND p.codename IN ({codenames}) AND ({_held('%s')})"
+    )
+
+
+@cache
+def _token_user_sql(
+    token_model: type[Model],
+) -> tuple[str, list[tuple[int, Col, Any]], list[str], list[str]]:
+    """``token_user``'s statement (parameters: the app label and the key), the converters
+    its rows need to read as the ORM reads them (SQLite's booleans are integers and its
+    datetimes text; PostgreSQL's need none), and the attribute names of the user's and the
+    token's part (the permission's codename comes last)."""
+    user_model = get_user_model()
+
+    def quoted(field: Field[Any, Any]) -> str:
+        return connection.ops.quote_name(cast(str, field.column))  # concrete: never None
+
+    users = list(user_model._meta.concrete_fields)
+    tokens = list(token_model._meta.concrete_fields)
+    relation = cast("ForeignKey[Any, Any]", token_model._meta.get_field("user"))
+    key = cast("Field[Any, Any]", token_model._meta.get_field("key"))
+    user_pk = user_model._meta.pk
+    selected = [f"u.{quoted(field)}" for field in users] + [f"t.{quoted(f)}" for f in tokens]
+    sql = (
+        f"SELECT {', '.join(selected)}, p.codename FROM {_table(token_model)} AS t"
+        f" JOIN {_table(user_model)} AS u ON u.{quoted(user_pk)} = t.{quoted(relation)}"
+        f"{_held_permissions_join(f'u.{quoted(user_pk)}')}"
+        f" WHERE t.{quoted(key)} = %s"
+    )
+    # Every connection of the alias has this one's backend and settings.
+    columns = [field.get_col("u") for field in users] + [field.get_col("t") for field in tokens]
+    converters = [
+        (index, column, convert)
+        for index, column in enumerate(columns)
+        for convert in connection.ops.get_db_converters(column)
+        + column.get_db_converters(connection)
+    ]
+    return sql, converters, [field.attname for field in users], [f.attname for f in tokens]
+
+
+def _table(model: Any) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def _in_app() -> str:
+    """The permission ``p`` belongs to the app named by the one parameter."""
+    from django.contrib.contenttypes.models import ContentType
+
+    return f"p.content_type_id IN (SELECT id FROM {_table(ContentType)} WHERE app_label = %s)"
+
+
+def _held(user: str) -> str:
+    """The user ``user`` (a parameter or a column) holds the permission ``p``, directly
+    or through a group: the rule ModelBackend applies."""
+    from django.contrib.auth.models import Group
+
+    quote = connection.ops.quote_name
+    user_model = get_user_model()
+
+    def m2m(field: Any) -> tuple[str, str, str]:
+        return (
+            quote(field.m2m_db_table()),
+            quote(field.m2m_column_name()),
+            quote(field.m2m_reverse_name()),
+        )
+
+    up_table, up_user, up_permission = m2m(user_model._meta.get_field("user_permissions"))
+    ug_table, ug_user, ug_group = m2m(user_model._meta.get_field("groups"))
+    gp_table, gp_group, gp_permission = m2m(Group._meta.get_field("permissions"))
+    return (
+        f"EXISTS (SELECT 1 FROM {up_table} AS up"
+        f" WHERE up.{up_user} = {user} AND up.{up_permission} = p.id)"
+        f" OR EXISTS (SELECT 1 FROM {ug_table} AS ug"
+        f" JOIN {gp_table} AS gp ON gp.{gp_group} = ug.{ug_group}"
+        f" WHERE ug.{ug_user} = {user} AND gp.{gp_permission} = p.id)"
+    )

@@ -1,0 +1,41 @@
+"""What the reads of several sub-domains share: time windows in whole minutes and epoch
+seconds as the database computes them.
+
+Data access: none of its own; ``EpochSeconds`` is an ORM expression the others use.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Func, IntegerField
+
+from .. import rollups
+
+
+class EpochSeconds(Func):
+    """Whole seconds since the Unix epoch of a datetime column, floored."""
+
+    output_field = IntegerField()
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return self.as_sql(
+            compiler, connection, template="FLOOR(EXTRACT(EPOCH FROM %(expressions)s))::bigint"
+        )
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        # SQLite stores UTC text "YYYY-MM-DD HH:MM:SS.ffffff"; the fraction is cut off
+        # because strftime would round it to milliseconds (and 59.9999 up a second).
+        return self.as_sql(
+            compiler,
+            connection,
+            template="CAST(strftime('%%%%s', substr(%(expressions)s, 1, 19)) AS INTEGER)",
+        )
+
+
+def _window(now: datetime, minutes: int) -> tuple[int, datetime]:
+    """The first epoch minute of a window of ``minutes`` whole minutes ending with the one
+    that holds ``now`` (partial), and that minute's start."""
+    first = int(now.timestamp()) // 60 - (minutes - 1)
+    return first, rollups.minute_start(first)
