@@ -1,0 +1,159 @@
+"""Batched fetch (issue 25): a process's idle threads claim together, one statement for up
+to ``JOB_WORKER_CLAIM_BATCH_SIZE`` jobs, never more than the threads waiting; lease,
+cancellation, timeouts and a graceful stop still hold per job."""
+
+import threading
+import time
+
+import pytest
+
+from jobs import services
+from jobs.models import Job, JobEvent
+from jobs.signals import attempt_started
+from jobs.worker import fetcher
+from jobs.worker.maintenance.heartbeat import Heartbeat
+from tests.factories import queued_job, queued_jobs, timeline
+from tests.helpers import run_workers_in_burst, worker_runner
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+Status = Job.Status
+Event = JobEvent.Type
+
+
+def test_batched_fetch_runs_every_job_once(register_handler):
+    register_handler("test.echo", lambda context: {"n": context.payload["n"]})
+    jobs = [queued_job("test.echo", payload={"n": n}) for n in range(40)]
+    runner = run_workers_in_burst(threads=4, claim_batch_size=4, complete_batch_size=10)
+    for job in jobs:
+        job.refresh_from_db()
+        assert (job.status, job.attempts) == (Status.SUCCEEDED, 1)
+        assert job.result == {"n": job.payload["n"]}
+        assert timeline(job) == [Event.CREATED, Event.CLAIMED, Event.SUCCEEDED]
+    assert runner.fetcher is not None
+    assert runner.fetcher.claimed == len(jobs)
+
+
+def test_a_fetch_claims_for_the_waiting_threads_only(register_handler, monkeypatch):
+    register_handler("test.noop", lambda context: time.sleep(0.01))
+    queued_jobs(60, "test.noop")
+    asked: list[list[str]] = []
+    claim = services.claim_jobs
+
+    def recording(*, worker_ids, **kwargs):
+        asked.append(list(worker_ids))
+        return claim(worker_ids=worker_ids, **kwargs)
+
+    monkeypatch.setattr(fetcher.services, "claim_jobs", recording)
+    runner = run_workers_in_burst(threads=3, claim_batch_size=8)
+    assert Job.objects.filter(status=Status.SUCCEEDED).count() == 60
+    threads = {thread.worker_id for thread in runner.threads}
+    for ids in asked:
+        # Never more than the process's threads, each asking once: no job is held for a
+        # thread that is busy.
+        assert len(ids) == len(set(ids)) <= len(threads)
+        assert set(ids) <= threads
+
+
+def test_a_stop_releases_jobs_claimed_but_not_started(register_handler, monkeypatch):
+    ran: list[str] = []
+    register_handler("test.noop", lambda context: ran.append(str(context.job_id)))
+    jobs = queued_jobs(4, "test.noop")
+    runner = worker_runner(4, claim_batch_size=4)
+    claim = services.claim_jobs
+    claimed: list[object] = []
+
+    def claim_then_stop(**kwargs):
+        fetched = claim(**kwargs)
+        claimed.extend(row.id for row in fetched.claimed)
+        runner.stop()  # SIGTERM arrives while the batch is on its way to the threads
+        return fetched
+
+    monkeypatch.setattr(fetcher.services, "claim_jobs", claim_then_stop)
+    started = time.monotonic()
+    runner.start()
+    runner.wait()
+    assert time.monotonic() - started < 10  # no lease to wait for
+    assert ran == []
+    assert claimed
+    for job in jobs:
+        row = Job.objects.get(pk=job.id)
+        assert (row.status, row.attempts, row.locked_by) == (Status.QUEUED, 0, None)
+        if job.id in claimed:
+            # Released at once; a fetch already under way may claim and release it again.
+            events = timeline(row)
+            assert events[0] == Event.CREATED and len(events) >= 3
+            assert events[1:] == [Event.CLAIMED, Event.RELEASED] * ((len(events) - 1) // 2)
+        else:
+            assert timeline(row) == [Event.CREATED]
+    # Due at once, and each runs exactly once.
+    monkeypatch.setattr(fetcher.services, "claim_jobs", claim)
+    run_workers_in_burst(threads=2, claim_batch_size=4)
+    assert sorted(ran) == sorted(str(job.id) for job in jobs)
+    for job in jobs:
+        row = Job.objects.get(pk=job.id)
+        assert (row.status, row.attempts) == (Status.SUCCEEDED, 1)
+        assert timeline(row)[-2:] == [Event.CLAIMED, Event.SUCCEEDED]
+
+
+def test_a_job_cancelled_before_its_handler_starts_never_starts(register_handler):
+    ran: list[str] = []
+    register_handler("test.noop", lambda context: ran.append("ran"))
+    job = queued_job("test.noop")
+    runner = worker_runner(1, claim_batch_size=4, burst=True)
+    heartbeat = Heartbeat(runner.in_flight, lease_seconds=30)
+
+    def cancel_then_beat(sender, job, **kwargs):
+        # Between the claim and the handler: the cancel request, then the heartbeat that
+        # tells the process about it.
+        services.cancel_job(job_id=job.id)
+        heartbeat.run_once()
+
+    attempt_started.connect(cancel_then_beat, weak=False, dispatch_uid="cancel-before-start")
+    try:
+        runner.run()
+    finally:
+        attempt_started.disconnect(dispatch_uid="cancel-before-start")
+    assert ran == []
+    job.refresh_from_db()
+    assert job.status == Status.CANCELLED
+    assert timeline(job) == [Event.CREATED, Event.CLAIMED, Event.CANCEL_REQUESTED, Event.CANCELLED]
+
+
+def test_a_timeout_counts_from_the_handler_start_not_from_the_claim(register_handler, monkeypatch):
+    register_handler("test.quick", lambda context: time.sleep(0.2))
+    job = queued_job("test.quick", timeout_seconds=1)
+    claim = services.claim_jobs
+
+    def slow_handoff(**kwargs):
+        fetched = claim(**kwargs)
+        time.sleep(1.5)  # claimed, not started, for longer than the job's timeout
+        return fetched
+
+    monkeypatch.setattr(fetcher.services, "claim_jobs", slow_handoff)
+    run_workers_in_burst(threads=1, claim_batch_size=4)
+    job.refresh_from_db()
+    assert (job.status, job.attempts) == (Status.SUCCEEDED, 1)
+    succeeded = job.events.get(type=Event.SUCCEEDED)
+    assert succeeded.run_ms is not None and succeeded.run_ms >= 1500  # measured from the claim
+
+
+def test_a_limited_queue_is_claimed_in_batches_within_its_limit(register_handler):
+    running: list[int] = []
+    most = [0]
+    lock = threading.Lock()
+
+    def tracked(context):
+        with lock:
+            running.append(1)
+            most[0] = max(most[0], len(running))
+        time.sleep(0.05)
+        with lock:
+            running.pop()
+
+    register_handler("test.tracked", tracked)
+    queued_jobs(8, "test.tracked", queue="emails")
+    services.set_queue_limits(queue="emails", concurrency_limit=2)
+    run_workers_in_burst(threads=4, claim_batch_size=4, queues=("emails",))
+    assert Job.objects.filter(status=Status.SUCCEEDED).count() == 8
+    assert most[0] <= 2
