@@ -1,6 +1,7 @@
 """Tracing costs nothing when it is off: no OpenTelemetry import, whether the package is
-installed or not; and its settings are checked at start-up (jobs.E008, jobs.E009). The
-spans themselves are worker/test_tracing.py's and processes/test_tracing.py's."""
+installed or not; on without the package, start-up stops naming the extra (jobs.E008). The
+spans are integration/worker/test_tracing.py's and processes/test_tracing.py's, the
+settings' checks unit/test_tracing_settings.py's."""
 
 import subprocess
 import sys
@@ -8,7 +9,6 @@ import sys
 import pytest
 
 from harness import BACKEND_DIR
-from jobs.checks import check_settings
 from tests.helpers import child_env
 
 # Run first in the child: opentelemetry cannot be imported, as in a project without it.
@@ -87,28 +87,3 @@ def test_tracing_on_without_opentelemetry_stops_start_up_naming_the_extra():
     assert done.returncode == 1
     assert "(jobs.E008) JOB_TRACING is on, but opentelemetry-api is not installed." in done.stderr
     assert 'pip install "job-queue-backend[otel]", or set JOB_TRACING = False.' in done.stderr
-
-
-@pytest.mark.parametrize(
-    ("tracing", "record", "ids"),
-    [
-        (False, [], []),
-        (True, ["payload", "result", "metadata"], []),
-        ("yes", [], ["jobs.E008"]),
-        (False, ["payloads"], ["jobs.E009"]),
-        (True, "payload", ["jobs.E009"]),
-    ],
-)
-def test_the_tracing_settings_are_checked(settings, tracing, record, ids):
-    settings.JOB_TRACING = tracing
-    settings.JOB_TRACING_RECORD = record
-    assert [error.id for error in check_settings()] == ids
-
-
-def test_a_wrong_record_setting_is_named_with_the_choices(settings):
-    settings.JOB_TRACING_RECORD = ["payload", "secrets"]
-    (error,) = check_settings()
-    assert error.msg == (
-        "JOB_TRACING_RECORD is ['payload', 'secrets']; it must be a list of any of payload, "
-        "result, metadata (none: the messaging attributes only)."
-    )

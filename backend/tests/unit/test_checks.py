@@ -9,7 +9,6 @@ from django.utils import timezone
 
 from jobs import extras
 from jobs.checks import INTEGER_RANGES, check_settings
-from tests.helpers import run_manage
 
 
 def errors(settings, **values) -> list[str]:
@@ -94,36 +93,6 @@ def test_the_largest_lease_and_backoff_still_make_valid_timestamps():
 def test_log_level_and_queues_are_checked(settings, values, expected):
     found = errors(settings, **values)
     assert len(found) == 1 and found[0].startswith(expected)
-
-
-LEASE_ERROR = "JOB_WORKER_LEASE_SECONDS is 999999999999; it must be an integer from 1 to 86400."
-
-
-def test_manage_check_fails_on_an_out_of_range_environment_value():
-    result = run_manage("check", JOB_WORKER_LEASE_SECONDS="999999999999")
-    assert result.returncode != 0
-    assert "jobs.E001" in result.stderr and LEASE_ERROR in result.stderr
-
-
-def test_the_worker_refuses_to_start_with_an_out_of_range_setting():
-    result = run_manage("run_job_workers", "--burst", JOB_WORKER_LEASE_SECONDS="999999999999")
-    assert result.returncode != 0
-    assert LEASE_ERROR in result.stderr
-    assert "worker_started" not in result.stdout + result.stderr
-
-
-@pytest.mark.parametrize(
-    ("variable", "value", "message"),
-    [
-        ("JOB_WORKER_THREADS", "four", "JOB_WORKER_THREADS must be an integer, got 'four'"),
-        ("JOB_WORKER_LOG_LEVEL", "LOUD", "JOB_WORKER_LOG_LEVEL must be DEBUG, INFO"),
-        ("DJANGO_THROTTLE_JOB_CREATE", "lots", "DJANGO_THROTTLE_JOB_CREATE must be a rate"),
-    ],
-)
-def test_settings_refuse_unparseable_environment_values_by_name(variable, value, message):
-    result = run_manage("check", **{variable: value})
-    assert result.returncode != 0
-    assert "ImproperlyConfigured" in result.stderr and message in result.stderr
 
 
 def test_serving_worker_metrics_without_the_metrics_extra_is_refused_naming_it(

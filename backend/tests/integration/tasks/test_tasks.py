@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
-import subprocess
 import sys
 from datetime import timedelta
 from uuid import UUID
@@ -19,7 +17,6 @@ from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued, task_finished, task_started
 from django.utils import timezone
 
-from harness import BACKEND_DIR
 from jobs import backends, selectors, services
 from jobs.backends import (
     InvalidTaskArguments,
@@ -304,46 +301,6 @@ def test_system_checks_report_options_the_backend_would_misread(settings):
         "['MAX_ATTEMPTS', 'TIMEOUT_SECONDS'].",
         "TASKS['default']: OPTIONS['MAX_ATTEMPTS'] must be a whole number from 1 to 100.",
     ]
-
-
-MISSING_APP_SETTINGS = """
-SECRET_KEY = "missing-app"
-DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
-INSTALLED_APPS = ["django.contrib.contenttypes", "django.contrib.auth", "shop"]
-TASKS = {"default": {"BACKEND": "jobs.backends.JobQueueBackend"}}
-"""
-
-
-def test_the_backend_reports_a_missing_jobs_app_at_check_with_a_hint(tmp_path):
-    """TASKS names the backend but INSTALLED_APPS lacks jobs: the project's task module
-    still imports, and `check` names the app to add (as the reference database backend
-    does) instead of a traceback."""
-    (tmp_path / "shop").mkdir()
-    (tmp_path / "shop" / "__init__.py").write_text("")
-    (tmp_path / "shop" / "tasks.py").write_text(
-        "from django.tasks import task\n\n\n@task\ndef add(a, b):\n    return a + b\n"
-    )
-    (tmp_path / "shop" / "models.py").write_text("from .tasks import add  # noqa: F401\n")
-    (tmp_path / "missing_app_settings.py").write_text(MISSING_APP_SETTINGS)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "JOB_"))}
-    env.update(
-        DJANGO_SETTINGS_MODULE="missing_app_settings",
-        PYTHONPATH=os.pathsep.join([str(tmp_path), str(BACKEND_DIR)]),
-    )
-    done = subprocess.run(
-        [sys.executable, "-m", "django", "check"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 1, done.stderr
-    assert "Traceback" not in done.stderr
-    assert (
-        "?: (jobs.E102) TASKS['default'] uses JobQueueBackend, but the jobs app is not "
-        "installed.\n\tHINT: Add 'jobs' to INSTALLED_APPS." in done.stderr
-    )
 
 
 # --- Enqueue -------------------------------------------------------------------------------

@@ -1,24 +1,19 @@
-"""The worker: real threads (and real processes) running jobs through the services."""
+"""The worker: real threads running jobs through the services."""
 
 import re
 import signal
-import subprocess
-import sys
 from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.utils import timezone
 
-from harness import BACKEND_DIR, wait_until
+from harness import wait_until
 from jobs import drivers, services, signals
 from jobs.models import Job, JobEvent
 from jobs.worker import WorkerConfig, make_worker_id
 from tests.factories import queued_job, running_job, timeline
 from tests.helpers import (
-    WorkerProcess,
-    child_env,
-    handlers_begun,
     run_workers_in_burst,
     worker_config,
     worker_runner,
@@ -118,21 +113,6 @@ def test_a_replacement_thread_holds_the_share_of_the_thread_it_replaced():
 def test_batch_sizes_set_are_kept(settings, claim, complete):
     sizes = _batch_sizes(settings, "orm", prepared=False, threads=4, claim=claim, complete=complete)
     assert sizes == (claim, complete)
-
-
-def test_a_heartbeat_interval_not_shorter_than_the_lease_is_refused_at_start_up():
-    env = child_env(JOB_WORKER_LEASE_SECONDS="5", JOB_WORKER_HEARTBEAT_SECONDS="5")
-    result = subprocess.run(
-        [sys.executable, "manage.py", "check"],
-        cwd=BACKEND_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode != 0
-    assert "JOB_WORKER_HEARTBEAT_SECONDS is 5; it must be shorter than" in result.stderr
-    assert "jobs.E004" in result.stderr
 
 
 def test_demo_success_runs_to_succeeded_with_progress_and_renewal():
@@ -306,27 +286,6 @@ def test_first_signal_stops_claiming_and_lets_in_flight_job_finish():
     late.refresh_from_db()
     assert job.status == Status.SUCCEEDED
     assert late.status == Status.QUEUED
-
-
-@pytest.mark.slow
-def test_worker_process_exits_zero_on_sigterm_after_finishing_in_flight_job(tmp_path):
-    job = queued_job("demo.slow", payload={"sleep_seconds": 1.5})
-    worker = WorkerProcess(tmp_path / "worker.log", "--threads", "2", JOB_WORKER_LOG_LEVEL="DEBUG")
-    try:
-        wait_until(lambda: handlers_begun(worker, "demo.slow") == 1, 20, "the handler to begin")
-        worker.signal(signal.SIGTERM)
-        worker.wait_for_log("action=shutdown_requested")
-        late = queued_job("demo.success", payload={"sleep_seconds": 0})
-        assert worker.wait(timeout=30) == 0
-    finally:
-        worker.kill()
-    job.refresh_from_db()
-    late.refresh_from_db()
-    assert job.status == Status.SUCCEEDED
-    assert late.status == Status.QUEUED
-    log = worker.log()
-    assert "action=worker_stopped" in log
-    assert f"action=finished job_id={job.pk}" in log
 
 
 @pytest.mark.postgres
