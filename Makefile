@@ -111,7 +111,7 @@ test-failover: venv ## Failover on clusters of the tests' own: sync and async re
 
 .PHONY: test-fuzz
 test-fuzz: venv ## Fuzz the API from its OpenAPI schema (schemathesis) + production-mode security tests
-	cd $(BACKEND) && DATABASE_ENGINE=sqlite $(PY) -m pytest -q tests/integration/api/test_fuzz.py tests/processes/test_security.py
+	cd $(BACKEND) && DATABASE_ENGINE=sqlite $(PY) -m pytest -q tests/integration/api/test_fuzz.py tests/integration/api/test_security.py tests/processes/test_security.py
 
 .PHONY: bench
 bench: venv ## Every performance goal beside its same-run reference on PostgreSQL: prints a report, writes bench-results/latest.json (BENCH_ARGS=--help)
