@@ -22,7 +22,8 @@ ENGINES = ("sqlite", "postgres")
 def pytest_load_initial_conftests() -> None:
     # The workers tests start leave the test database's jobs_job to the tests: its dead rows
     # (every rolled-back test leaves some) would have them vacuum it now and then, each pass
-    # waiting on the tests' transactions. tests/worker/test_vacuum.py sets its own floors.
+    # waiting on the tests' transactions. tests/integration/worker/test_vacuum.py sets its own
+    # floors.
     os.environ.setdefault("JOB_WORKER_VACUUM_DEAD_ROWS", "0")
     engine = os.environ.get("TEST_DATABASE_ENGINE", "").strip().lower()
     if not engine:

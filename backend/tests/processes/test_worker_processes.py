@@ -5,7 +5,7 @@ Every worker is ``manage.py run_job_workers`` as a child process (``WorkerProces
 the handlers of ``tests.fault_handlers``; the API is gunicorn (``serve_api``) on the
 same test database. Leases are 2-3 s and idle polls 50 ms, so each bound asserted here is
 a few seconds; each test prints its figures (run with ``-s``). The in-process versions of
-these behaviours are in worker/test_attempts.py.
+these behaviours are in integration/worker/test_attempts.py.
 """
 
 from __future__ import annotations
