@@ -96,9 +96,21 @@ test-compose: venv ## Validate docker-compose.yml (Compose schema), lint the Doc
 	$(PY) $(ROOT)/scripts/check_compose.py
 
 .PHONY: test-docs
-test-docs: venv ## Check the SVG diagrams (well-formed, viewBox, <title>), README image links, and that the layer diagram matches the import contracts
+test-docs: venv test-site ## Build the docs site strictly; check the SVG diagrams, every image and page link of the READMEs and docs/, the configuration reference, the layer diagram
 	$(PY) $(ROOT)/scripts/check_svgs.py
+	$(PY) $(ROOT)/scripts/check_docs.py
 	$(PY) $(ROOT)/scripts/layer_diagram.py --check
+
+# mkdocs.yml sets strict and makes a broken link, anchor or image an error; the site is
+# built into a temporary directory and thrown away (`make docs` serves it while you edit).
+.PHONY: test-site
+test-site: venv ## Build the documentation site (mkdocs build --strict) into a temporary directory
+	@site=$$(mktemp -d) && trap 'rm -rf "$$site"' EXIT && \
+		cd $(ROOT) && $(VENV)/bin/mkdocs build --strict --quiet --site-dir "$$site" && echo "docs site: built, no warning"
+
+.PHONY: docs
+docs: venv ## Serve the documentation site at http://127.0.0.1:8001/ while you edit docs/
+	cd $(ROOT) && $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8001
 
 # Both run inside test-backend-sqlite/-postgres too; these targets run them alone, with figures.
 .PHONY: test-faults
@@ -122,12 +134,12 @@ bench-peers: venv ## This queue beside PgQueuer, Celery and Dramatiq on Redis, P
 	cd $(BACKEND) && $(PY) -m bench.run --only peers $(BENCH_ARGS)
 
 .PHONY: bench-plans
-bench-plans: venv ## Issue 25: workers with and without ANALYZE before the run and with batched completion, beside pgbench (BENCH_ARGS=--help)
+bench-plans: venv ## Query plans under load: workers with and without ANALYZE before the run and with batched completion, beside pgbench (BENCH_ARGS=--help)
 	cd $(BACKEND) && $(PY) -m bench.plans $(BENCH_ARGS)
 
 .PHONY: bench-readme
-bench-readme: venv ## Rewrite README.md's performance table from bench-results/latest.json (run make bench first)
-	cd $(BACKEND) && $(PY) -m bench.readme
+bench-readme: venv ## Rewrite the tables of docs/performance.md from bench-results/latest.json (run make bench first)
+	cd $(BACKEND) && $(PY) -m bench.readme --page $(ROOT)/docs/performance.md
 
 .PHONY: provision
 provision: ## Install what the tests need (Debian's nginx, chromium, prometheus, pgbouncer) and start PostgreSQL, where this user can

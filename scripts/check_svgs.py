@@ -2,8 +2,9 @@
 
 Every ``.svg`` under ``assets/`` must be well-formed XML with an ``<svg>`` root in the SVG
 namespace, a ``viewBox`` of four numbers with a positive size, and a non-empty ``<title>``
-(screen readers announce it). Every SVG that ``README.md`` or ``backend/README.md`` embeds,
-as ``](path.svg)``, ``[label]: path.svg`` or ``src="path.svg"``, must exist.
+(screen readers announce it). Every SVG that the READMEs, ``CONTRIBUTING.md`` or a page of
+``docs/`` embeds, as ``](path.svg)``, ``[label]: path.svg`` or ``src="path.svg"``, must exist
+(relative to the file that embeds it).
 
 Run from anywhere: ``python scripts/check_svgs.py``. Exits 1 and names each problem.
 """
@@ -18,7 +19,12 @@ from urllib.parse import unquote
 
 ROOT = Path(__file__).resolve().parent.parent
 ASSETS = ROOT / "assets"
-MARKDOWN_FILES = (ROOT / "README.md", ROOT / "backend" / "README.md")
+MARKDOWN_FILES = (
+    ROOT / "README.md",
+    ROOT / "backend" / "README.md",
+    ROOT / "CONTRIBUTING.md",
+    *sorted((ROOT / "docs").rglob("*.md")),
+)
 SVG_NS = "http://www.w3.org/2000/svg"
 
 # ](target.svg) or ](target.svg "title"), [label]: target.svg, src="target.svg" / src='...'

@@ -4,7 +4,7 @@ Reads ``[tool.importlinter]`` in ``backend/pyproject.toml``: the ``layers`` cont
 the rows (top to bottom, each row's modules side by side), and each ``forbidden`` contract
 on third-party packages gives a note of which modules may import them (the container's
 modules its sources leave out). Writes ``assets/images/backend/layers.svg``, which
-``backend/README.md`` embeds.
+``docs/explanation/architecture.md`` embeds.
 
     python scripts/layer_diagram.py          # write the SVG
     python scripts/layer_diagram.py --check  # exit 1 if the committed SVG is stale

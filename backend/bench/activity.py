@@ -18,27 +18,14 @@ Benchmarks print figures; nothing here asserts a timing.
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from harness import BACKEND_DIR
-
-from .common import (
-    Database,
-    bench_environment,
-    conninfo_from,
-    drop_database,
-    load_average,
-    log,
-    ms,
-    percentile,
-    recreate_database,
-    reset_tables,
-)
+from .database import Database, reset_tables
+from .environment import bench_database
+from .figures import load_average, log, ms, percentile
 
 # Jobs and their three events, dated evenly over the window ending now. Types t.0..t.9,
 # worker ids of four processes of four threads, runs of 10..1000 ms, waits of 0..500 ms.
@@ -155,30 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-db", action="store_true", help="leave the database in place")
     args = parser.parse_args(argv)
 
-    env = bench_environment(args.db)
-    conninfo = conninfo_from(env)
-    recreate_database(conninfo, args.db)
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
-        cwd=BACKEND_DIR,
-        env=env,
-        check=True,
-    )
-    os.environ.clear()
-    os.environ.update(env)
-    import django
-
-    django.setup()
-    from django.db import connections
-
-    db = Database(conninfo)
-    try:
+    with bench_database(args.db, keep=args.keep_db) as (_, db):
         result = run_activity(db, events=args.events, minutes=args.minutes, calls=args.calls)
-    finally:
-        db.close()
-        connections.close_all()
-        if not args.keep_db:
-            drop_database(conninfo, args.db)
     print("\n".join(render(result)))
     print(asdict(result))
     return 0

@@ -4,7 +4,7 @@ limit of the same rounds (the goal tagged "default").
 For each configuration (1 x 4 and 2 x 4, the PostgreSQL driver, default settings), each
 round runs pgbench ``fused`` and ``batched`` (``bench/raw_sql.py``) on a backlog of ``jobs``
 at the same client count, then the workers twice on the same backlog: after a stale
-backlog written and deleted (``common.stale_backlog``) without ``ANALYZE`` and with it
+backlog written and deleted (``seed.stale_backlog``) without ``ANALYZE`` and with it
 (the planner's statistics then say every row is queued, what autovacuum sees as a
 backlog arrives). Both worker runs start with the same dead rows; only the statistics
 differ. Rounds interleave everything, so drift in the machine's load favours no variant;
@@ -30,13 +30,14 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .common import Database, log, ratio, stale_backlog
-from .goals import NOT_RUN, Goal
+from .database import Database
+from .figures import log, ratio
+from .goals import Goal
 from .raw_sql import pgbench_available, run_pgbench
+from .seed import stale_backlog
 from .workers import run_workers
 
 CONFIGS = [(1, 4), (2, 4)]
-GOAL_TAG = "default"
 IN_HAND_GOAL = 0.85
 SPREAD_GOAL = 0.10
 VARIANTS = {"not analyzed": False, "analyzed": True}
@@ -244,6 +245,8 @@ def goals(result: BacklogResult | None) -> list[Goal]:
 
 def _config_goals(label: str, item: BacklogConfig | None, jobs: int | None) -> list[Goal]:
     backlog = f"{jobs:,}-job backlog" if jobs else "backlog"
+    config = label.replace(" ", "")
+    ids = [f"default-{config}-vs-in-hand-limit", f"default-{config}-analyzed-vs-not"]
     names = [
         f"worker {label}, default settings, {backlog}, vs the in-hand pgbench limit",
         f"worker {label}, default settings, {backlog}, analyzed vs not analyzed",
@@ -255,16 +258,8 @@ def _config_goals(label: str, item: BacklogConfig | None, jobs: int | None) -> l
     ]
     if item is None:
         return [
-            Goal(
-                number=GOAL_TAG,
-                name=name,
-                measured="-",
-                reference="backlog phase not run",
-                ratio=None,
-                target=target,
-                status=NOT_RUN,
-            )
-            for name, target in zip(names, targets, strict=True)
+            Goal.not_run(goal_id, name, target, "backlog phase not run")
+            for goal_id, name, target in zip(ids, names, targets, strict=True)
         ]
     both = f"not analyzed {item.not_analyzed:,.0f} jobs/s, analyzed {item.analyzed:,.0f} jobs/s"
     if math.isnan(item.in_hand):
@@ -281,7 +276,7 @@ def _config_goals(label: str, item: BacklogConfig | None, jobs: int | None) -> l
     spread = item.spread
     return [
         Goal(
-            number=GOAL_TAG,
+            id=ids[0],
             name=names[0],
             measured=both,
             reference=in_hand_reference,
@@ -290,7 +285,7 @@ def _config_goals(label: str, item: BacklogConfig | None, jobs: int | None) -> l
             status=Goal.verdict(None if in_hand is None else in_hand >= IN_HAND_GOAL),
         ),
         Goal(
-            number=GOAL_TAG,
+            id=ids[1],
             name=names[1],
             measured=f"analyzed {item.analyzed:,.0f} jobs/s",
             reference=f"not analyzed {item.not_analyzed:,.0f} jobs/s (ratio column: "

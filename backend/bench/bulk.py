@@ -1,10 +1,10 @@
-"""Bulk enqueue (issue 13, goal 2): ``POST /api/jobs/bulk/`` against its references.
+"""Bulk enqueue (the bulk enqueue goals): ``POST /api/jobs/bulk/`` against its references.
 
 * ``POST /api/jobs/bulk/`` under gunicorn (``CONN_MAX_AGE=60``), batches of ``batch``
   jobs from ``concurrency`` keep-alive clients, after a few untimed batches;
 * ``services.create_jobs`` in this process, the same batches one after another: the
   service without HTTP, DRF validation or JSON;
-* one ``INSERT … SELECT`` of jobs and their events (``common.enqueue_bulk``): what
+* one ``INSERT … SELECT`` of jobs and their events (``seed.enqueue_bulk``): what
   PostgreSQL itself takes, the ceiling.
 
 * ``JobQueueBackend.enqueue_many`` in this process, the same batches of the no-op
@@ -14,16 +14,16 @@
 
 from __future__ import annotations
 
-import itertools
 import json
-import threading
 import time
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from .common import JOB_TYPE, Database, enqueue_bulk, load_average, log, p50_p99_ms, reset_tables
-from .server import Client, ServerShape, api_server, api_token
+from .database import Database, reset_tables
+from .figures import load_average, log, p50_p99_ms
+from .jobtypes import JOB_TYPE
+from .seed import enqueue_bulk
+from .server import ServerShape, api_server, api_token, post_load
 
 
 @dataclass(kw_only=True)
@@ -50,40 +50,6 @@ def _body(start: int, batch: int) -> bytes:
     return json.dumps({"jobs": jobs}).encode()
 
 
-def _http(
-    port: int, token: str, *, batch: int, batches: int, concurrency: int
-) -> tuple[float, list[float], Counter[int]]:
-    counter = itertools.count()
-    latencies: list[float] = []
-    codes: Counter[int] = Counter()
-    lock = threading.Lock()
-
-    def loop() -> None:
-        client = Client(port, token)
-        mine: list[float] = []
-        seen: Counter[int] = Counter()
-        try:
-            while (index := next(counter)) < batches:
-                body = _body(index * batch, batch)
-                start = time.perf_counter()
-                code, _ = client.request("POST", "/api/jobs/bulk/", body)
-                mine.append(time.perf_counter() - start)
-                seen[code] += 1
-        finally:
-            client.close()
-            with lock:
-                latencies.extend(mine)
-                codes.update(seen)
-
-    threads = [threading.Thread(target=loop) for _ in range(concurrency)]
-    began = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return time.perf_counter() - began, latencies, codes
-
-
 def run_bulk(
     db: Database,
     env: dict[str, str],
@@ -103,14 +69,18 @@ def run_bulk(
     reset_tables(db)
     log(f"bulk: POST /api/jobs/bulk/, {batches} batches of {batch}, {concurrency} clients")
     with api_server(env, shape, conn_max_age=60, log_dir=log_dir) as port:
-        _http(port, token, batch=batch, batches=4, concurrency=concurrency)
-        seconds, latencies, codes = _http(
-            port, token, batch=batch, batches=batches, concurrency=concurrency
+
+        def body(index: int) -> bytes:
+            return _body(index * batch, batch)
+
+        post_load(port, token, "/api/jobs/bulk/", body, concurrency=concurrency, total=4)
+        load = post_load(
+            port, token, "/api/jobs/bulk/", body, concurrency=concurrency, total=batches
         )
-    if set(codes) != {201}:
-        raise RuntimeError(f"POST /api/jobs/bulk/ answered {dict(codes)}")
-    p50, p99 = p50_p99_ms(latencies)
-    http_jobs = batch * len(latencies)
+    if set(load.status_codes) != {201}:
+        raise RuntimeError(f"POST /api/jobs/bulk/ answered {dict(load.status_codes)}")
+    p50, p99 = p50_p99_ms(load.latencies)
+    http_jobs = batch * len(load.latencies)
 
     reset_tables(db)
     log("bulk: services.create_jobs in-process")
@@ -146,11 +116,11 @@ def run_bulk(
         batch=batch,
         concurrency=concurrency,
         http_jobs=http_jobs,
-        http_seconds=round(seconds, 2),
-        http_jobs_per_second=round(http_jobs / seconds, 1),
+        http_seconds=round(load.seconds, 2),
+        http_jobs_per_second=round(http_jobs / load.seconds, 1),
         http_p50_ms=p50,
         http_p99_ms=p99,
-        status_codes=dict(codes),
+        status_codes=dict(load.status_codes),
         service_jobs=batch * service_batches,
         service_jobs_per_second=round(batch * service_batches / service_seconds, 1),
         insert_select_jobs=insert_jobs,

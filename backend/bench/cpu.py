@@ -38,6 +38,14 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def live_cpu_seconds(pid: int) -> float:
+    """``cpu_seconds`` of a process that must still run."""
+    seconds = cpu_seconds(pid)
+    if seconds is None:
+        raise RuntimeError(f"process {pid} has exited")
+    return seconds
+
+
 def descendants(pid: int) -> list[int]:
     """``pid`` and every live process below it."""
     found, stack = [], [pid]

@@ -1,4 +1,4 @@
-"""Decay over history: does throughput hold as finished jobs pile up? (issue 25, goal 3)
+"""Decay over history: does throughput hold as finished jobs pile up? (the no-decay goal)
 
 One ``manage.py run_job_workers`` process with 4 threads is started once and drains
 ``--decay-rounds`` backlogs of ``--decay-jobs`` no-op jobs, one after another, nothing
@@ -29,8 +29,11 @@ from typing import Any
 
 from harness import PrivatePostgres, WorkerProcess, postgres_bin_dir, wait_until
 
-from .common import Database, enqueue_bulk, live_jobs_exist, load_average, log, ratio, reset_tables
+from .database import Database, reset_tables
+from .drain import live_jobs_exist
+from .figures import load_average, log, ratio
 from .goals import Goal
+from .seed import enqueue_bulk
 
 SERVERS = ("private", "shared")
 DECAY_GOAL = 0.85
@@ -114,6 +117,7 @@ def goals(result: DecayResult | None) -> list[Goal]:
     for server in SERVERS:
         runs = result.runs if result else []
         run = next((item for item in runs if item.server == server), None)
+        goal_id = f"no-decay-{server}-server"
         name = (
             f"no decay: one 1 x {THREADS} worker drains backlogs in a row, {server} server"
             if run is None
@@ -122,22 +126,12 @@ def goals(result: DecayResult | None) -> list[Goal]:
         )
         if run is None:
             why = "decay phase not run" if result is None else result.errors.get(server, "")
-            out.append(
-                Goal(
-                    number="25.3",
-                    name=name,
-                    measured="-",
-                    reference=why or "not measured",
-                    ratio=None,
-                    target=target,
-                    status="not run",
-                )
-            )
+            out.append(Goal.not_run(goal_id, name, target, why or "not measured"))
             continue
         rates = [item.jobs_per_second for item in run.rounds]
         out.append(
             Goal(
-                number="25.3",
+                id=goal_id,
                 name=name,
                 measured=" -> ".join(f"{rate:,.0f}" for rate in rates) + " jobs/s",
                 reference=f"round 1: {rates[0]:,.0f} jobs/s",
@@ -152,7 +146,7 @@ def goals(result: DecayResult | None) -> list[Goal]:
 def render(result: DecayResult) -> list[str]:
     out = [
         "",
-        f"25.3 Decay: one 1 proc x {THREADS} thr worker drains {result.rounds} backlogs of "
+        f"12. Decay: one 1 proc x {THREADS} thr worker drains {result.rounds} backlogs of "
         f"{result.jobs:,} no-op jobs in a row, nothing cleaned up in between",
     ]
     for run in result.runs:

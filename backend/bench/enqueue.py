@@ -11,21 +11,21 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
-import subprocess
-import threading
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .common import JOB_TYPE, PATHS, Database, load_average, log, ms, p50_p99_ms, reset_tables
-from .server import Client, ServerShape, api_server, api_token
+from .database import Database, reset_tables
+from .environment import PATHS
+from .figures import load_average, log, ms, p50_p99_ms
+from .jobtypes import JOB_TYPE
+from .raw_sql import pgbench, pgbench_figure
+from .server import ServerShape, api_server, api_token, post_load
 
 # The run with the settings docker-compose.yml gives the API (persistent connections,
-# CONN_HEALTH_CHECKS is always on): the one goal 3 is judged on.
+# CONN_HEALTH_CHECKS is always on): the one the single-create goal is judged on.
 PRODUCTION_CONN_MAX_AGE = 60
 PRODUCTION_LABEL = f"POSTGRES_CONN_MAX_AGE={PRODUCTION_CONN_MAX_AGE}"
 
@@ -86,36 +86,14 @@ def http_load(
     port: int, token: str, *, label: str, concurrency: int, total: int, seconds: float
 ) -> HttpLoad:
     """POST ``total`` jobs from ``concurrency`` keep-alive clients (or stop at ``seconds``)."""
-    counter = itertools.count()
-    latencies: list[float] = []
-    statuses: Counter[int] = Counter()
-    lock = threading.Lock()
-    deadline = time.perf_counter() + seconds
 
-    def client_loop() -> None:
-        client = Client(port, token)
-        mine: list[float] = []
-        codes: Counter[int] = Counter()
-        try:
-            while (index := next(counter)) < total and time.perf_counter() < deadline:
-                body = json.dumps({"type": JOB_TYPE, "payload": {"n": index}}).encode()
-                start = time.perf_counter()
-                code, _ = client.request("POST", "/api/jobs/", body)
-                mine.append(time.perf_counter() - start)
-                codes[code] += 1
-        finally:
-            client.close()
-            with lock:
-                latencies.extend(mine)
-                statuses.update(codes)
+    def body(index: int) -> bytes:
+        return json.dumps({"type": JOB_TYPE, "payload": {"n": index}}).encode()
 
-    threads = [threading.Thread(target=client_loop) for _ in range(concurrency)]
-    began = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    wall = time.perf_counter() - began
+    load = post_load(
+        port, token, "/api/jobs/", body, concurrency=concurrency, total=total, seconds=seconds
+    )
+    latencies, wall = load.latencies, load.seconds
     p50, p99 = p50_p99_ms(latencies)
     return HttpLoad(
         label=label,
@@ -126,7 +104,7 @@ def http_load(
         p50_ms=p50,
         p99_ms=p99,
         max_ms=ms(max(latencies)),
-        status_codes=dict(statuses),
+        status_codes=dict(load.status_codes),
         load_average=load_average(),
     )
 
@@ -258,47 +236,23 @@ def pgbench_enqueue(
     reset_tables(db)
     script = log_dir / "enqueue.pgbench.sql"
     script.write_text(PGBENCH_ENQUEUE)
-    command = [
-        "pgbench",
-        "--no-vacuum",
-        "--protocol=prepared",
-        f"--client={clients}",
-        f"--jobs={min(clients, 2)}",
-        f"--transactions={math.ceil(rows / clients)}",
-        f"--file={script}",
-        f"--define=type={JOB_TYPE}",
-        "--host",
-        env["POSTGRES_HOST"],
-        "--port",
-        env["POSTGRES_PORT"],
-        "--username",
-        env["POSTGRES_USER"],
-        env["POSTGRES_DB"],
-    ]
-    done = subprocess.run(
-        command,
-        env=dict(env, PGPASSWORD=env["POSTGRES_PASSWORD"]),
-        capture_output=True,
-        text=True,
+    output = pgbench(
+        env,
+        script=script,
+        clients=clients,
+        transactions=math.ceil(rows / clients),
+        protocol="prepared",
+        variables={"type": JOB_TYPE},
+        log_path=log_dir / f"pgbench-enqueue-c{clients}.log",
         timeout=300,
     )
-    (log_dir / f"pgbench-enqueue-c{clients}.log").write_text(done.stdout + done.stderr)
-    if done.returncode != 0:
-        raise RuntimeError(f"pgbench failed ({done.returncode}): {done.stderr[-2000:]}")
-
-    def figure(prefix: str) -> float:
-        for line in done.stdout.splitlines():
-            if line.startswith(prefix):
-                return float(line.split("=")[1].split()[0])
-        return math.nan
-
     written = db.scalar("SELECT count(*) FROM jobs_job")
     reset_tables(db)
     return PgbenchEnqueue(
         clients=clients,
         rows=written,
-        rows_per_second=round(figure("tps"), 1),
-        latency_ms=figure("latency average"),
+        rows_per_second=round(pgbench_figure(output, "tps"), 1),
+        latency_ms=pgbench_figure(output, "latency average"),
         load_average=load_average(),
     )
 

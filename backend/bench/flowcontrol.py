@@ -31,17 +31,11 @@ from pathlib import Path
 
 from harness import BACKEND_DIR, started, wait_until
 
-from .common import (
-    Database,
-    EventWindow,
-    enqueue_bulk,
-    event_window,
-    live_jobs_exist,
-    load_average,
-    log,
-    reset_tables,
-)
-from .goals import NOT_RUN, Goal
+from .database import Database, reset_tables
+from .drain import EventWindow, event_window, live_jobs_exist
+from .figures import load_average, log
+from .goals import Goal
+from .seed import enqueue_bulk
 
 MODES = ("unlimited", "limited", "rated")
 CONTROLLED = ("limited", "rated")
@@ -194,26 +188,17 @@ def flow_control_goals(result: FlowControlResult | None) -> list[Goal]:
     """One line per controlled mode: its throughput against the same rounds' unlimited."""
     goals = []
     for mode in CONTROLLED:
+        goal_id = f"flow-control-{mode}-not-binding"
         name = f"flow control not binding: {LABELS[mode]}, 1 x 4 batched"
         target = f">= {GOAL} of the same queue without controls"
         if result is None:
-            goals.append(
-                Goal(
-                    number="11",
-                    name=name,
-                    measured="-",
-                    reference="flowcontrol phase not run",
-                    ratio=None,
-                    target=target,
-                    status=NOT_RUN,
-                )
-            )
+            goals.append(Goal.not_run(goal_id, name, target, "flowcontrol phase not run"))
             continue
         median = statistics.median(run.jobs_per_second for run in result.runs[mode])
         reference = statistics.median(run.jobs_per_second for run in result.runs["unlimited"])
         goals.append(
             Goal(
-                number="11",
+                id=goal_id,
                 name=name,
                 measured=f"{median:,.0f} jobs/s",
                 reference=f"unlimited {reference:,.0f} jobs/s, same rounds",

@@ -17,7 +17,9 @@ NOT_RUN = "not run"
 
 @dataclass(kw_only=True)
 class Goal:
-    number: str  # the goal's number or short tag ("default", "peers", "throughput")
+    # What the row is, in a few words a reader can keep (``default-1x4-vs-in-hand-limit``):
+    # unique in a run, the same from run to run, what a reader of latest.json keys on.
+    id: str
     name: str
     measured: str
     reference: str  # the same run's reference figure, or why there is none
@@ -29,9 +31,22 @@ class Goal:
     def verdict(cls, met: bool | None) -> str:
         return NOT_RUN if met is None else PASS if met else MISS
 
+    @classmethod
+    def not_run(cls, goal_id: str, name: str, target: str, why: str) -> Goal:
+        """The row of a goal with nothing measured, saying ``why`` where the reference goes."""
+        return cls(
+            id=goal_id,
+            name=name,
+            measured="-",
+            reference=why,
+            ratio=None,
+            target=target,
+            status=NOT_RUN,
+        )
+
 
 class ReportsGoal(Protocol):
-    """What a scenario written elsewhere (goal 6: ``bench/pgbouncer.py``) hands the summary:
+    """What a scenario written elsewhere (``bench/pgbouncer.py``) hands the summary:
     its result, with its own report block, and its line in the goals summary."""
 
     def goal(self) -> Goal: ...

@@ -4,8 +4,8 @@
 ``noop_task`` is the same through ``django.tasks`` (``bench.tasks`` compares the two).
 ``bench.sleep`` sleeps ``SLEEP_SECONDS`` without checking in, so attempts stay in flight
 (what the heartbeat scenario needs). ``bench.mix`` sleeps 1-10 ms, the same for the
-same payload (issue 25, goal 5); ``bench.clock`` returns ``time.time()`` as its result,
-for the completion latency (issue 25, goal 4). With ``BENCH_DRIVER=orm`` in the environment (set
+same payload (the handler mix goal); ``bench.clock`` returns ``time.time()`` as its
+result, for the completion latency goal. With ``BENCH_DRIVER=orm`` in the environment (set
 only by ``bench.workers`` for the ORM-path runs), the process runs the services on
 ``OrmDriver`` on PostgreSQL too, so both drivers can be timed side by side.
 """
@@ -17,7 +17,7 @@ from django.tasks import task
 
 from jobs import drivers, handlers
 
-from .common import CLOCK_JOB_TYPE, MIX_JOB_TYPE, SLEEP_JOB_TYPE, SLEEP_SECONDS, mix_seconds
+from .jobtypes import CLOCK_JOB_TYPE, MIX_JOB_TYPE, SLEEP_JOB_TYPE, SLEEP_SECONDS, mix_seconds
 
 
 @handlers.register("bench.noop", description="Benchmark: does nothing and succeeds.")
@@ -49,7 +49,7 @@ def noop_task() -> None:
     description="Benchmark: sleeps 1-10 ms, drawn from a generator seeded by payload n.",
 )
 def mixed(context: handlers.JobContext) -> None:
-    # Seeded per job, so every run of the same backlog sleeps the same mix (issue 25, goal 5).
+    # Seeded per job, so every run of the same backlog sleeps the same mix.
     time.sleep(mix_seconds(int(context.payload.get("n", 0))))
 
 
@@ -57,5 +57,5 @@ def mixed(context: handlers.JobContext) -> None:
     CLOCK_JOB_TYPE, description="Benchmark: returns the wall clock as its handler returns."
 )
 def clock(context: handlers.JobContext) -> float:
-    # time.time(): the same clock as the bench process that compares it (issue 25, goal 4).
+    # time.time(): the same clock as the bench process that compares it.
     return time.time()

@@ -1,10 +1,10 @@
-"""Issue 25, goal 5: the realistic handler mix, the settings before issue 25 against the
-batched ones.
+"""The handler mix goal: a realistic mix of short handlers, batch sizes 1 against the
+batched defaults.
 
 One 1 x 4 worker drains ``jobs`` ``bench.mix`` jobs (each sleeps 1-10 ms, drawn from a
 generator seeded by its payload, so every run sleeps the same mix; ``bench/handlers.py``)
-with batch sizes 1 (``SINGLE_ENV``: the behaviour before issue 25, one claim and one
-completion per statement) and batched (``BATCHED_ENV``: what the defaults choose for 4
+with batch sizes 1 (``SINGLE_ENV``: one claim and one completion per statement, the
+worker before it batched) and batched (``BATCHED_ENV``: what the defaults choose for 4
 threads on PostgreSQL with prepared statements). Rounds alternate which goes first; the
 best of each is kept. The goal: batched finishes at least as fast, within ``TOLERANCE``
 (a shared machine's noise).
@@ -15,14 +15,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .common import MIX_JOB_TYPE, MIX_SECONDS, SINGLE_ENV, Database, log, ratio
-from .goals import NOT_RUN, Goal
+from .database import Database
+from .environment import SINGLE_ENV
+from .figures import log, ratio
+from .goals import Goal
+from .jobtypes import MIX_JOB_TYPE, MIX_SECONDS
 from .workers import run_workers
 
 THREADS = 4
 BATCHED_ENV = {"JOB_WORKER_CLAIM_BATCH_SIZE": "4", "JOB_WORKER_COMPLETE_BATCH_SIZE": "10"}
 TOLERANCE = 0.05
 GOAL = 1 - TOLERANCE
+GOAL_ID = "mix-batched-vs-batch-sizes-1"
 
 
 @dataclass(kw_only=True)
@@ -43,7 +47,7 @@ class MixResult:
         low, high = (int(value * 1000) for value in MIX_SECONDS)
         return [
             "",
-            f"15. Handler mix (issue 25, goal 5): 1 x {self.threads} drains {self.jobs:,} jobs "
+            f"15. Handler mix: 1 x {self.threads} drains {self.jobs:,} jobs "
             f"sleeping {low}-{high} ms each, best of {self.rounds} interleaved rounds",
             f"   batch sizes 1 (before)         {self.single:>8,.0f} jobs/s  rounds "
             + " / ".join(f"{value:,.0f}" for value in self.single_rounds),
@@ -90,28 +94,18 @@ def goals(result: MixResult | None) -> list[Goal]:
     low, high = (int(value * 1000) for value in MIX_SECONDS)
     name = (
         f"handler mix ({low}-{high} ms sleeps), 1 x {THREADS}: batched (the defaults) vs "
-        "batch sizes 1 (before issue 25)"
+        "batch sizes 1 (one claim and one completion per statement)"
     )
     target = (
         f"batched (claim 4, completion 10) >= {GOAL:.2f}x batch sizes 1 (at least as fast, "
         f"{TOLERANCE * 100:.0f} % tolerance for noise)"
     )
     if result is None:
-        return [
-            Goal(
-                number="25.5",
-                name=name,
-                measured="-",
-                reference="mix phase not run",
-                ratio=None,
-                target=target,
-                status=NOT_RUN,
-            )
-        ]
+        return [Goal.not_run(GOAL_ID, name, target, "mix phase not run")]
     value = result.ratio
     return [
         Goal(
-            number="25.5",
+            id=GOAL_ID,
             name=f"{name}, {result.jobs:,} jobs",
             measured=f"batched {result.batched:,.0f} jobs/s",
             reference=f"batch sizes 1 {result.single:,.0f} jobs/s",

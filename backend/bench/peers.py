@@ -27,13 +27,14 @@ kept.
 This queue runs its default settings (1 x 4 and 2 x 4) and, at 1 x 4, each lever of
 throughput mode alone and all three together (``OUR_CONFIGS``): ``JOB_WORKER_PREFETCH``
 (36: 40 jobs in hand), ``JOB_WORKER_LEAN_TIMELINE`` (no ``claimed`` or ``succeeded`` event;
-such a drain is timed from the jobs' rows, ``common.row_window``) and
+such a drain is timed from the jobs' rows, ``drain.row_window``) and
 ``JOB_WORKER_COMPLETE_SYNCHRONOUS_COMMIT=false``.
 
 Goals (``peer_goals``): the default 1 x 4 and 2 x 4 >= ``MATCHED_GOAL`` x PgQueuer at the
 matched shape (one instance, batch 4: no more than 4 jobs in hand) and >=
-``GOALS["celery"]`` x Celery's best configuration (tagged "peers"); throughput mode at
-1 x 4 >= ``THROUGHPUT_GOAL`` x PgQueuer's best configuration (tagged "throughput").
+``GOALS["celery"]`` x Celery's best configuration (rows ``peers-default-…``); throughput
+mode at 1 x 4 >= ``THROUGHPUT_GOAL`` x PgQueuer's best configuration (the row
+``throughput-mode-1x4-vs-pgqueuer-best``).
 """
 
 from __future__ import annotations
@@ -58,16 +59,9 @@ from typing import Any
 from harness import BACKEND_DIR, REPO_DIR, free_port, terminate, wait_until
 
 from .backlog import beyond_reach
-from .common import (
-    Database,
-    best_of,
-    drop_database,
-    load_average,
-    log,
-    ratio,
-    recreate_database,
-)
 from .cpu import CpuSampler, cpu_between, ms_per_job
+from .database import Database, drop_database, recreate_database
+from .figures import best_of, load_average, log, ratio
 from .goals import NOT_RUN, Goal
 from .workers import run_workers
 
@@ -113,7 +107,6 @@ GOALS = {"celery": 2.0}
 MATCHED_PEER, MATCHED_CONFIG, MATCHED_GOAL = "pgqueuer", "1x4", 1.2
 # Throughput mode at 1 x 4 against PgQueuer's best configuration.
 THROUGHPUT_PEER, THROUGHPUT_GOAL = "pgqueuer", 1.0
-PEERS_TAG, THROUGHPUT_TAG = "peers", "throughput"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -348,7 +341,7 @@ def _in_hand_note(
 
 def _pair_goal(
     *,
-    number: str,
+    goal_id: str,
     name: str,
     mine: SystemRun | None,
     peer: SystemRun | None,
@@ -357,18 +350,10 @@ def _pair_goal(
     beside: str = "",
 ) -> Goal:
     if mine is None or peer is None:
-        return Goal(
-            number=number,
-            name=name,
-            measured="-",
-            reference=why,
-            ratio=None,
-            target=f">= {target:.1f}x",
-            status=NOT_RUN,
-        )
+        return Goal.not_run(goal_id, name, f">= {target:.1f}x", why)
     value = ratio(mine.jobs_per_second, peer.jobs_per_second)
     return Goal(
-        number=number,
+        id=goal_id,
         name=name,
         measured=f"{mine.jobs_per_second:,.0f} jobs/s",
         reference=f"{peer.name} {peer.config}: {peer.jobs_per_second:,.0f} jobs/s{beside}",
@@ -396,7 +381,7 @@ def peer_goals(
         mine = find_run(runs, OURS, config)
         goals.append(
             _pair_goal(
-                number=PEERS_TAG,
+                goal_id=f"peers-default-{config.replace(' ', '')}-vs-{MATCHED_PEER}-matched-shape",
                 name=f"this queue {config} (default settings) vs {matched_name} "
                 f"{MATCHED_CONFIG} (matched shape)",
                 mine=mine,
@@ -414,7 +399,7 @@ def peer_goals(
         for config in DEFAULT_CONFIGS:
             goals.append(
                 _pair_goal(
-                    number=PEERS_TAG,
+                    goal_id=f"peers-default-{config.replace(' ', '')}-vs-{key}-best",
                     name=f"this queue {config} (default settings) vs {name}'s best configuration",
                     mine=find_run(runs, OURS, config),
                     peer=peer,
@@ -428,7 +413,7 @@ def peer_goals(
     name = next(peer.name for peer in PEERS if peer.key == THROUGHPUT_PEER)
     goals.append(
         _pair_goal(
-            number=THROUGHPUT_TAG,
+            goal_id=f"throughput-mode-1x4-vs-{THROUGHPUT_PEER}-best",
             name=f"this queue {THROUGHPUT} ({OUR_CONFIGS[THROUGHPUT].description}) vs "
             f"{name}'s best configuration",
             mine=find_run(runs, OURS, THROUGHPUT),
@@ -441,7 +426,7 @@ def peer_goals(
 
 
 def _fmt(value: float | None, spec: str) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None or math.isnan(value):
         return "-"
     return format(value, spec)
 

@@ -24,7 +24,6 @@ one attempt; must be 0).
 from __future__ import annotations
 
 import math
-import os
 import subprocess
 import threading
 from dataclasses import dataclass, field
@@ -35,7 +34,10 @@ import psycopg
 
 from harness import PrivatePgBouncer, pgbouncer_binary
 
-from .common import SINGLE_ENV, Database, best_of, log
+from .cpu import cpu_seconds, live_cpu_seconds
+from .database import Database
+from .environment import SINGLE_ENV
+from .figures import best_of, log
 from .workers import WorkerRun, run_workers
 
 PROCESSES = 8
@@ -94,11 +96,6 @@ def _cpu_times() -> tuple[int, int]:
     return sum(fields) - idle, sum(fields)
 
 
-def _process_cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
-
-
 def _server_counters(db: Database) -> tuple[int, int, int]:
     """(WAL syncs, WAL bytes, commits of this database) so far."""
     syncs, wal_bytes = db.rows("SELECT wal_sync, wal_bytes FROM pg_stat_wal")[0]
@@ -147,9 +144,8 @@ class Sampler(threading.Thread):
                 ticks += 1
                 if ticks % 4 == 0:
                     for pid, _ in rows:
-                        try:
-                            seconds = _process_cpu_seconds(pid)
-                        except (FileNotFoundError, ProcessLookupError):
+                        seconds = cpu_seconds(pid)
+                        if seconds is None:
                             continue  # gone (its last 200 ms are not counted)
                         # Present at the first sample (pgbouncer's server connections
                         # outlive a run): from then; born later: from its start.
@@ -195,7 +191,7 @@ def _drain(
     syncs, wal_bytes, commits = _server_counters(db)
     busy, total = _cpu_times()
     pooler_pid = int(pgbouncer.pidfile.read_text()) if pgbouncer is not None else None
-    pooler_cpu = _process_cpu_seconds(pooler_pid) if pooler_pid else 0.0
+    pooler_cpu = live_cpu_seconds(pooler_pid) if pooler_pid else 0.0
     sampler.start()
     try:
         # Raises if any job was not claimed and succeeded exactly once: a double claim
@@ -219,7 +215,7 @@ def _drain(
     seconds = run.drain_wall_seconds or math.nan
     pooler_percent = None
     if pooler_pid:
-        pooler_percent = round(100 * (_process_cpu_seconds(pooler_pid) - pooler_cpu) / seconds, 1)
+        pooler_percent = round(100 * (live_cpu_seconds(pooler_pid) - pooler_cpu) / seconds, 1)
     return ConnectionRun(
         **vars(run),
         mode=mode,

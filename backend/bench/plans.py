@@ -1,4 +1,4 @@
-"""``make bench-plans`` (issue 25): worker throughput with and without ``ANALYZE`` before
+"""``make bench-plans``: worker throughput with and without ``ANALYZE`` before
 the run, and with batched completion, each beside the fused single-job pgbench limit of
 the same round.
 
@@ -14,26 +14,14 @@ Nothing here asserts a timing.
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-from harness import BACKEND_DIR
+from .database import Database
+from .environment import RESULTS_DIR, SINGLE_ENV, bench_database
+from .figures import log
+from .seed import stale_backlog
 
-from .common import (
-    SINGLE_ENV,
-    Database,
-    bench_environment,
-    conninfo_from,
-    drop_database,
-    log,
-    recreate_database,
-    stale_backlog,
-)
-
-RESULTS_DIR = BACKEND_DIR.parent / "bench-results"
 LATENCY = re.compile(r"latency_p50_ms=([\d.]+) latency_p99_ms=([\d.]+)")
 
 
@@ -73,76 +61,67 @@ def main(argv: list[str] | None = None) -> int:
         "--variants", default="", help="variant names separated by ; (default: all)"
     )
     args = parser.parse_args(argv)
-    env = bench_environment(args.db)
-    conninfo = conninfo_from(env)
     log_dir = RESULTS_DIR / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
-    recreate_database(conninfo, args.db)
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
-        cwd=BACKEND_DIR,
-        env=env,
-        check=True,
-    )
-    os.environ.update(env)
-    import django
+    with bench_database(args.db) as (env, db):
+        run_variants(db, env, args, log_dir=log_dir)
+    return 0
 
-    django.setup()
+
+def run_variants(
+    db: Database, env: dict[str, str], args: argparse.Namespace, *, log_dir: Path
+) -> None:
+    """Each configuration's variants, ``args.rounds`` times, beside pgbench's fused script;
+    prints the best rate of each."""
     from .raw_sql import pgbench_available, run_pgbench  # they read the Django settings
     from .workers import run_workers
 
-    db = Database(conninfo)
     configs = [tuple(int(n) for n in config.split("x")) for config in args.configs.split(",")]
-    try:
-        for processes, threads in configs:
-            best: dict[str, float] = {}
-            latency: dict[str, str] = {}
-            for round_number in range(1, args.rounds + 1):
-                if pgbench_available():
-                    raw = run_pgbench(
-                        db,
-                        env,
-                        script="fused",
-                        clients=processes * threads,
-                        jobs=args.jobs,
-                        protocol="prepared",
-                        log_dir=log_dir,
-                    )
-                    best["pgbench fused"] = max(best.get("pgbench fused", 0), raw.jobs_per_second)
-                chosen = args.variants.split(";") if args.variants else list(VARIANTS)
-                for name in chosen:
-                    extra_env, analyze = VARIANTS[name]
-                    label = f"plans-{processes}x{threads}-{name.replace(' ', '_').replace(',', '')}"
-                    log(f"{processes} x {threads}, {name} (round {round_number})")
-                    run = run_workers(
-                        db,
-                        env,
-                        processes=processes,
-                        threads=threads,
-                        jobs=args.jobs,
-                        driver="postgres",
-                        log_dir=log_dir,
-                        extra_env=extra_env,
-                        label=label,
-                        setup=stale_backlog(args.jobs, analyze=analyze),
-                    )
-                    best[name] = max(best.get(name, 0), run.jobs_per_second)
-                    for path in Path(log_dir).glob(f"worker-{label}-*.log"):
-                        found = LATENCY.findall(path.read_text())
-                        if found:
-                            latency[name] = f"p50 {found[-1][0]} ms, p99 {found[-1][1]} ms"
-            reference = best.get("pgbench fused")
-            print(f"\n{processes} x {threads}, {args.jobs} jobs, best of {args.rounds} rounds")
-            for name, rate in best.items():
-                versus = f"  {rate / reference:.2f}x pgbench fused" if reference else ""
-                extra = f"  completion latency {latency[name]}" if name in latency else ""
-                print(f"  {name:32s} {rate:8,.0f} jobs/s{versus}{extra}")
-            if "not analyzed" in best and "analyzed" in best:
-                print(f"  analyzed / not analyzed: {best['analyzed'] / best['not analyzed']:.2f}")
-    finally:
-        db.conn.close()
-        drop_database(conninfo, args.db)
-    return 0
+    for processes, threads in configs:
+        best: dict[str, float] = {}
+        latency: dict[str, str] = {}
+        for round_number in range(1, args.rounds + 1):
+            if pgbench_available():
+                raw = run_pgbench(
+                    db,
+                    env,
+                    script="fused",
+                    clients=processes * threads,
+                    jobs=args.jobs,
+                    protocol="prepared",
+                    log_dir=log_dir,
+                )
+                best["pgbench fused"] = max(best.get("pgbench fused", 0), raw.jobs_per_second)
+            chosen = args.variants.split(";") if args.variants else list(VARIANTS)
+            for name in chosen:
+                extra_env, analyze = VARIANTS[name]
+                label = f"plans-{processes}x{threads}-{name.replace(' ', '_').replace(',', '')}"
+                log(f"{processes} x {threads}, {name} (round {round_number})")
+                run = run_workers(
+                    db,
+                    env,
+                    processes=processes,
+                    threads=threads,
+                    jobs=args.jobs,
+                    driver="postgres",
+                    log_dir=log_dir,
+                    extra_env=extra_env,
+                    label=label,
+                    setup=stale_backlog(args.jobs, analyze=analyze),
+                )
+                best[name] = max(best.get(name, 0), run.jobs_per_second)
+                for path in Path(log_dir).glob(f"worker-{label}-*.log"):
+                    found = LATENCY.findall(path.read_text())
+                    if found:
+                        latency[name] = f"p50 {found[-1][0]} ms, p99 {found[-1][1]} ms"
+        reference = best.get("pgbench fused")
+        print(f"\n{processes} x {threads}, {args.jobs} jobs, best of {args.rounds} rounds")
+        for name, rate in best.items():
+            versus = f"  {rate / reference:.2f}x pgbench fused" if reference else ""
+            extra = f"  completion latency {latency[name]}" if name in latency else ""
+            print(f"  {name:32s} {rate:8,.0f} jobs/s{versus}{extra}")
+        if "not analyzed" in best and "analyzed" in best:
+            print(f"  analyzed / not analyzed: {best['analyzed'] / best['not analyzed']:.2f}")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ as a ratio of the limit at the same concurrency:
   A connection's first call completes nothing (the nil uuid matches no job).
 * ``two-statement``: the same statement called twice per job, complete-only (a queue
   that matches nothing) then claim-only (the nil uuid): two round trips and two commits,
-  what the issue's original claim + complete method measured.
+  the claim + complete pair the first measurements of the queue used.
 * ``batched``: what a worker process does with batched fetch and
   completion (``services.claim_jobs`` carrying its successes): one statement,
   ``complete_and_claim_jobs``, that completes the ``BATCH`` jobs this client claimed in its
@@ -34,7 +34,7 @@ claimed rows into the arrays the next call's completion reads; every CTE, the
 data-modifying ones included, is the worker's text. ``:done_results`` stays the empty
 array: ``unnest`` pads it with NULLs, the SQL NULL a no-op handler's ``None`` is sent as.
 The statement reads ``:now`` as the transaction's start, as the worker's clock would be.
-``BATCH`` is the issue's 10 a side; a worker claims at most one job per idle
+``BATCH`` is 10 jobs a side; a worker claims at most one job per idle
 thread (``JOB_WORKER_CLAIM_BATCH_SIZE``), so this is a limit the worker may not reach by design.
 ``run_pgbench(batch=...)`` runs the same script with another batch: the backlog phase's
 in-hand limit (``bench/backlog.py``) splits a configuration's executors into clients x batch.
@@ -55,7 +55,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .common import Database, EventWindow, enqueue_bulk, event_window, load_average, reset_tables
+from .database import Database, reset_tables
+from .drain import EventWindow, event_window
+from .figures import load_average
+from .seed import enqueue_bulk
 
 PROTOCOLS = ("prepared", "extended")
 SCRIPTS = ("fused", "two-statement", "batched")
@@ -203,6 +206,53 @@ def pgbench_available() -> str | None:
     return shutil.which("pgbench")
 
 
+def pgbench(
+    env: dict[str, str],
+    *,
+    script: Path,
+    clients: int,
+    transactions: int,
+    protocol: str,
+    variables: dict[str, str],
+    log_path: Path,
+    timeout: float = 600,
+) -> str:
+    """Run ``script`` from ``clients`` connections, ``transactions`` each, against the
+    bench's database; keeps its output at ``log_path`` and returns it."""
+    command = [
+        pgbench_available() or "pgbench",
+        "--no-vacuum",
+        f"--protocol={protocol}",
+        f"--client={clients}",
+        f"--jobs={min(clients, 2)}",
+        f"--transactions={transactions}",
+        f"--file={script}",
+        *(f"--define={name}={value}" for name, value in variables.items()),
+        "--host",
+        env["POSTGRES_HOST"],
+        "--port",
+        env["POSTGRES_PORT"],
+        "--username",
+        env["POSTGRES_USER"],
+        env["POSTGRES_DB"],
+    ]
+    pg_env = dict(env, PGPASSWORD=env["POSTGRES_PASSWORD"])
+    done = subprocess.run(command, env=pg_env, capture_output=True, text=True, timeout=timeout)
+    log_path.write_text(done.stdout + done.stderr)
+    if done.returncode != 0:
+        raise RuntimeError(f"pgbench failed ({done.returncode}): {done.stderr[-2000:]}")
+    return done.stdout
+
+
+def pgbench_figure(output: str, prefix: str) -> float:
+    """The number after ``=`` on pgbench's summary line that starts with ``prefix``
+    (``tps``, ``latency average``); ``nan`` if it printed none."""
+    for line in output.splitlines():
+        if line.startswith(prefix):
+            return float(line.split("=")[1].split()[0])
+    return math.nan
+
+
 def _leftover_params(job_id: Any, worker_id: str, attempts: int) -> dict[str, Any]:
     """complete_and_claim's parameters to complete one leftover attempt and claim nothing."""
     variables = pgbench_variables()
@@ -252,36 +302,16 @@ def run_pgbench(
         per_client = math.ceil(jobs / clients / batch * BATCHED_SLACK) + 2
     else:
         per_client = math.ceil(jobs / clients * SLACK) + 2
-    command = [
-        pgbench_available() or "pgbench",
-        "--no-vacuum",
-        f"--protocol={protocol}",
-        f"--client={clients}",
-        f"--jobs={min(clients, 2)}",
-        f"--transactions={per_client}",
-        f"--file={path}",
-        *(f"--define={name}={value}" for name, value in pgbench_variables().items()),
-        "--host",
-        env["POSTGRES_HOST"],
-        "--port",
-        env["POSTGRES_PORT"],
-        "--username",
-        env["POSTGRES_USER"],
-        env["POSTGRES_DB"],
-    ]
-    pg_env = dict(env, PGPASSWORD=env["POSTGRES_PASSWORD"])
-    done = subprocess.run(command, env=pg_env, capture_output=True, text=True, timeout=600)
-    (log_dir / f"pgbench-{name}-c{clients}.log").write_text(done.stdout + done.stderr)
-    if done.returncode != 0:
-        raise RuntimeError(f"pgbench failed ({done.returncode}): {done.stderr[-2000:]}")
-    tps = next(
-        (
-            float(line.split("=")[1].split()[0])
-            for line in done.stdout.splitlines()
-            if line.startswith("tps")
-        ),
-        math.nan,
+    output = pgbench(
+        env,
+        script=path,
+        clients=clients,
+        transactions=per_client,
+        protocol=protocol,
+        variables=pgbench_variables(),
+        log_path=log_dir / f"pgbench-{name}-c{clients}.log",
     )
+    tps = pgbench_figure(output, "tps")
     leftovers = _complete_leftovers(db)
     result = RawSqlRun(
         **vars(event_window(db)),

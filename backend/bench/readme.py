@@ -1,9 +1,10 @@
-"""The README's performance table, generated from ``bench-results/latest.json``.
+"""The performance page's tables, generated from ``bench-results/latest.json``.
 
-``python -m bench.readme`` (``make bench-readme``) renders the goals summary and the other
-targets of the last ``make bench`` run as markdown, with the run's date, commit and
-machine, and rewrites what lies between ``<!-- bench:start -->`` and
-``<!-- bench:end -->`` in the README. Nothing in that block is written by hand.
+``python -m bench.readme`` (``make bench-readme``) renders the goals summary, the other
+targets and the peers of the last ``make bench`` run as markdown, with the run's date,
+commit and machine, and rewrites what lies between ``<!-- bench:start -->`` and
+``<!-- bench:end -->`` in ``docs/performance.md`` (``--page`` names another file). Nothing
+in that block is written by hand.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .common import REPO_DIR, RESULTS_DIR
+from harness import REPO_DIR
+
+from .environment import RESULTS_DIR
 
 START = "<!-- bench:start -->"
 END = "<!-- bench:end -->"
-README = REPO_DIR / "README.md"
+PAGE = REPO_DIR / "docs" / "performance.md"
 OURS = "this-queue"  # bench.peers.OURS (not imported: this module reads JSON only)
 
 
@@ -39,7 +42,7 @@ class RunNote:
 
 @dataclass(frozen=True, kw_only=True)
 class GoalRow:
-    number: str
+    id: str
     name: str
     measured: str
     reference: str
@@ -107,7 +110,8 @@ def parse(data: dict[str, Any]) -> BenchSummary:
     )
     goals = [
         GoalRow(
-            number=str(item["number"]),
+            # "number": results written before goal rows had descriptive ids.
+            id=str(item.get("id", item.get("number"))),
             name=str(item["name"]),
             measured=str(item["measured"]),
             reference=str(item["reference"]),
@@ -176,13 +180,13 @@ def render(summary: BenchSummary) -> str:
         f"{_load(note.load_end)} at end. The machine is shared: read each figure against "
         "its reference from the same run, not against another run.",
         "",
-        "| # | Goal | Measured | Reference (same run) | Ratio | Target | Result |",
+        "| Id | Goal | Measured | Reference (same run) | Ratio | Target | Result |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for goal in summary.goals:
         ratio = "-" if goal.ratio is None else f"{goal.ratio:.2f}"
         status = f"**{goal.status}**" if goal.status == "MISS" else goal.status
-        cells = [goal.number, goal.name, goal.measured, goal.reference, ratio, goal.target]
+        cells = [goal.id, goal.name, goal.measured, goal.reference, ratio, goal.target]
         lines.append("| " + " | ".join(_cell(cell) for cell in [*cells, status]) + " |")
     if summary.targets:
         lines += ["", "| Other target | Measured | Result |", "| --- | --- | --- |"]
@@ -242,19 +246,21 @@ def replace_block(text: str, block: str) -> str:
     """``text`` with what lies between the markers replaced by ``block``."""
     start, end = text.find(START), text.find(END)
     if start < 0 or end < start:
-        raise ValueError(f"the README has no {START} ... {END} block")
+        raise ValueError(f"the page has no {START} ... {END} block")
     return text[: start + len(START)] + "\n" + block + "\n" + text[end:]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.readme", description=__doc__)
     parser.add_argument("--results", type=Path, default=RESULTS_DIR / "latest.json")
-    parser.add_argument("--readme", type=Path, default=README)
+    parser.add_argument(
+        "--page", "--readme", type=Path, default=PAGE, help="the Markdown file to rewrite"
+    )
     args = parser.parse_args(argv)
     summary = parse(json.loads(args.results.read_text()))
-    readme = args.readme.read_text()
-    args.readme.write_text(replace_block(readme, render(summary)))
-    print(f"rewrote the performance table in {args.readme} from {args.results}")
+    page = args.page.read_text()
+    args.page.write_text(replace_block(page, render(summary)))
+    print(f"rewrote the performance tables in {args.page} from {args.results}")
     return 0
 
 

@@ -17,18 +17,22 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from harness import REPO_DIR
+
 from .activity import ActivityResult
 from .activity import render as render_activity
 from .backlog import BacklogResult, in_hand_limits
 from .backlog import goals as backlog_goals
 from .bulk import BulkEnqueue
-from .common import JOB_TYPE, REPO_DIR, IndexSize, TableSize, load_average, ratio
+from .database import IndexSize, TableSize
 from .decay import DecayResult
 from .decay import goals as decay_goals
 from .enqueue import PRODUCTION_LABEL, EnqueueResult
+from .figures import load_average, ratio
 from .flowcontrol import FlowControlResult, flow_control_goals
 from .flowcontrol import render as render_flow_control
-from .goals import NOT_RUN, Goal
+from .goals import Goal
+from .jobtypes import JOB_TYPE
 from .mix import MixResult
 from .mix import goals as mix_goals
 from .peers import PeersResult, peer_goals
@@ -147,7 +151,7 @@ def _raw_by_clients(results: Results, script: str) -> dict[int, float]:
 
 
 def evaluate_targets(results: Results) -> list[Target]:
-    """Targets other than issue 13's goals (those are in ``evaluate_goals``)."""
+    """The targets that are not goal rows (those are in ``evaluate_goals``)."""
     targets: list[Target] = []
     if results.heartbeat and results.heartbeat.cost_percent is not None:
         cost = results.heartbeat.cost_percent
@@ -231,7 +235,7 @@ def _pgbouncer_targets(result: PgBouncerResult | None) -> list[Target]:
     ]
 
 
-# --- Goals (issue 13, and issue 15's future-jobs case) -----------------------------------
+# --- Goals -------------------------------------------------------------------------------
 
 WORKER_GOALS = {(1, 4): 0.6, (2, 4): 0.7}
 BULK_TARGET = 10_000  # jobs/s through POST /api/jobs/bulk/
@@ -241,18 +245,6 @@ STATS_P50_MS = 30
 WAKE_P50_MS, WAKE_P99_MS = 50, 200
 FUTURE_DRAIN_RATIO = 0.8  # within noise of the drain without future jobs
 FUTURE_CLAIM_BUFFERS = 100  # a walk over the future jobs reads thousands
-
-
-def _not_run(number: str, name: str, target: str, why: str) -> Goal:
-    return Goal(
-        number=number,
-        name=name,
-        measured="-",
-        reference=why,
-        ratio=None,
-        target=target,
-        status=NOT_RUN,
-    )
 
 
 def _worker_goals(results: Results) -> list[Goal]:
@@ -271,14 +263,15 @@ def _worker_goals(results: Results) -> list[Goal]:
             None,
         )
         clients = processes * threads
+        goal_id = f"worker-{processes}x{threads}-vs-fused-limit"
         if run is None or clients not in fused:
-            goals.append(_not_run("1", name, target, "workers or raw phase not run"))
+            goals.append(Goal.not_run(goal_id, name, target, "workers or raw phase not run"))
             continue
         value = ratio(run.jobs_per_second, fused[clients])
         versus_two = ratio(run.jobs_per_second, two.get(clients, math.nan))
         goals.append(
             Goal(
-                number="1",
+                id=goal_id,
                 name=name,
                 measured=f"{fmt(run.jobs_per_second)} jobs/s",
                 reference=f"fused {fmt(fused[clients])} jobs/s; two-statement "
@@ -296,10 +289,18 @@ def _bulk_goals(results: Results) -> list[Goal]:
     target = f">= {BULK_TARGET:,} jobs/s"
     bulk = results.bulk
     if bulk is None:
-        return [_not_run("2", name, target, "bulk phase not run")]
+        return [
+            Goal.not_run("bulk-enqueue-http", name, target, "bulk phase not run"),
+            Goal.not_run(
+                "bulk-enqueue-tasks-backend",
+                "bulk enqueue, django.tasks backend enqueue_many",
+                target,
+                "bulk phase not run",
+            ),
+        ]
     return [
         Goal(
-            number="2",
+            id="bulk-enqueue-http",
             name=f"bulk enqueue, POST /api/jobs/bulk/ batches of {bulk.batch}",
             measured=f"{fmt(bulk.http_jobs_per_second)} jobs/s (p99 {bulk.http_p99_ms} ms "
             f"per batch, {bulk.concurrency} clients)",
@@ -310,7 +311,7 @@ def _bulk_goals(results: Results) -> list[Goal]:
             status=Goal.verdict(bulk.http_jobs_per_second >= BULK_TARGET),
         ),
         Goal(
-            number="2",
+            id="bulk-enqueue-tasks-backend",
             name=f"bulk enqueue, django.tasks backend enqueue_many, batches of {bulk.batch}",
             measured=f"{fmt(bulk.tasks_jobs_per_second)} jobs/s (in-process)",
             reference=f"services.create_jobs in-process {fmt(bulk.service_jobs_per_second)} jobs/s",
@@ -331,7 +332,7 @@ def _create_goal(results: Results) -> Goal:
         else None
     )
     if enqueue is None or load is None:
-        return _not_run("3", name, target, "enqueue phase not run")
+        return Goal.not_run("single-create-http", name, target, "enqueue phase not run")
     pgbench = enqueue.pgbench
     reference = (
         f"pgbench single-row enqueue (job + event) {fmt(pgbench.rows_per_second)} rows/s "
@@ -340,7 +341,7 @@ def _create_goal(results: Results) -> Goal:
         else "no pgbench"
     )
     return Goal(
-        number="3",
+        id="single-create-http",
         name=f"single create, POST /api/jobs/ at concurrency {load.concurrency}, "
         "compose settings (CONN_MAX_AGE=60, health checks)",
         measured=f"{fmt(load.requests_per_second)} req/s, p50 {load.p50_ms} ms, "
@@ -359,8 +360,15 @@ def _stats_goals(results: Results) -> list[Goal]:
     target = f"p50 < {STATS_P50_MS} ms, queued/running exact"
     if scale is None:
         return [
-            _not_run("4", "stats at scale", target, "scale phase not run"),
-            _not_run("4", "stats, N dashboards", "one query per interval", "scale phase not run"),
+            Goal.not_run(
+                "stats-uncached-at-scale", "stats at scale", target, "scale phase not run"
+            ),
+            Goal.not_run(
+                "stats-cached-for-dashboards",
+                "stats, N dashboards",
+                "one query per interval",
+                "scale phase not run",
+            ),
         ]
     small, exact = scale.small, scale.exactness
     dash = scale.dashboards
@@ -368,7 +376,7 @@ def _stats_goals(results: Results) -> list[Goal]:
     return [
         *(
             Goal(
-                number="4",
+                id=f"stats-uncached-at-{point.finished_jobs}-jobs",
                 name=f"GET /api/jobs/stats/ at {point.finished_jobs:,} jobs (uncached)",
                 measured=f"p50 {point.stats_endpoint.p50_ms} ms, p99 "
                 f"{point.stats_endpoint.p99_ms} ms"
@@ -389,7 +397,7 @@ def _stats_goals(results: Results) -> list[Goal]:
             for point in [*scale.middle, scale.large]
         ),
         Goal(
-            number="4",
+            id="stats-cached-for-dashboards",
             name=f"{dash.dashboards} dashboards polling stats every {dash.poll_seconds} s for "
             f"{dash.seconds:.0f} s",
             measured=f"{fmt(dash.stats_queries, '.1f')} stats queries for {dash.requests} GETs",
@@ -408,8 +416,12 @@ def _wakeup_goals(results: Results) -> list[Goal]:
     idle_target = "idle CPU and commits/s not above polling's (within 25 %)"
     if wake is None:
         return [
-            _not_run("5", "wake-up latency", latency_target, "wakeup phase not run"),
-            _not_run("5", "idle cost of LISTEN", idle_target, "wakeup phase not run"),
+            Goal.not_run(
+                "wakeup-latency-listen", "wake-up latency", latency_target, "wakeup phase not run"
+            ),
+            Goal.not_run(
+                "idle-cost-listen", "idle cost of LISTEN", idle_target, "wakeup phase not run"
+            ),
         ]
     listen, polling = wake.listen, wake.polling
     cpu_ok = listen.idle_cpu_seconds_per_minute <= max(
@@ -420,7 +432,7 @@ def _wakeup_goals(results: Results) -> list[Goal]:
     )
     return [
         Goal(
-            number="5",
+            id="wakeup-latency-listen",
             name=f"wake-up latency, enqueue -> claimed, idle 1 x {wake.threads} worker, LISTEN",
             measured=f"p50 {listen.p50_ms} ms, p99 {listen.p99_ms} ms ({listen.jobs} jobs)",
             reference=f"polling only ({wake.poll_interval_ms} ms): p50 {polling.p50_ms} ms, "
@@ -430,7 +442,7 @@ def _wakeup_goals(results: Results) -> list[Goal]:
             status=Goal.verdict(listen.p50_ms < WAKE_P50_MS and listen.p99_ms < WAKE_P99_MS),
         ),
         Goal(
-            number="5",
+            id="idle-cost-listen",
             name="idle cost with LISTEN",
             measured=f"{listen.idle_cpu_seconds_per_minute} CPU s/min, "
             f"{listen.idle_commits_per_second} commits/s",
@@ -444,18 +456,18 @@ def _wakeup_goals(results: Results) -> list[Goal]:
 
 
 def _future_goal(future: FutureJobsCase | None) -> Goal:
-    name = "claims behind 200,000 not-yet-due higher-priority jobs (issue 15, item 5)"
+    name = "claims behind 200,000 not-yet-due higher-priority jobs"
     target = (
         f"drain >= {FUTURE_DRAIN_RATIO} of without; empty-due claim "
         f"< {FUTURE_CLAIM_BUFFERS} buffers"
     )
     if future is None:
-        return _not_run("15.5", name, target, "scale phase not run")
+        return Goal.not_run("claims-behind-future-jobs", name, target, "scale phase not run")
     with_, without = future.with_future, future.without
     return Goal(
-        number="15.5",
+        id="claims-behind-future-jobs",
         name=f"{future.due_jobs:,} due jobs behind {with_.future_jobs:,} future higher-"
-        "priority jobs (issue 15, item 5)",
+        "priority jobs",
         measured=f"drain {fmt(with_.drain.jobs_per_second)} jobs/s; empty-due claim "
         f"p99 {with_.empty_claim.p99_ms} ms, {with_.empty_claim.shared_buffers} buffers",
         reference=f"without: {fmt(without.drain.jobs_per_second)} jobs/s; "
@@ -474,10 +486,10 @@ def _pgbouncer_goal(result: PgBouncerResult | None) -> Goal:
     name = "PgBouncer, 8 x 4 workers through <= 10 server connections"
     target = "no errors, no double claims, within 15 % of direct"
     if result is None or result.ratio is None:
-        return _not_run("6", name, target, "pgbouncer phase not run")
+        return Goal.not_run("pgbouncer-transaction-mode", name, target, "pgbouncer phase not run")
     clean = result.double_claims == 0 and not result.errors
     return Goal(
-        number="6",
+        id="pgbouncer-transaction-mode",
         name=f"PgBouncer, {result.processes} x {result.threads} workers through "
         f"<= {result.pool_size} server connections",
         measured=f"{result.server_connections} server connections, {len(result.errors)} "
@@ -560,8 +572,9 @@ def _workers(workers: list[WorkerRun], fused: dict[int, float], two: dict[int, f
         )
     out.append("   path cte = the PostgreSQL driver (complete_and_claim: one statement per job);")
     out.append("   orm = OrmDriver on PostgreSQL (what SQLite runs). Limits at the same client")
-    out.append("   count (section 2); goal 1 is judged against the fused limit, the statement the")
-    out.append("   worker runs; the two-statement limit is the issue's original method.")
+    out.append("   count (section 2); the worker goals are judged against the fused limit, the")
+    out.append("   statement the worker runs; the two-statement limit is the claim + complete")
+    out.append("   pair the first measurements used.")
     return out
 
 
@@ -703,8 +716,7 @@ def _scale(scale: ScaleResult) -> list[str]:
 
 def _future(future: FutureJobsCase) -> list[str]:
     out = [
-        f"   future jobs (issue 15, item 5): {future.due_jobs:,} due priority-50 jobs, "
-        "drained by 1 proc x 4 thr",
+        f"   future jobs: {future.due_jobs:,} due priority-50 jobs, drained by 1 proc x 4 thr",
         f"   {'':<34}{'claim p50 ms':>13}{'p99 ms':>8}{'buffers':>9}{'drain jobs/s':>14}",
     ]
     for label, side in (
@@ -764,20 +776,21 @@ def _wakeup(wake: WakeupResult) -> list[str]:
             f"   idle CPU s/min per window, in the order run: listen {listen_1:.3f}, "
             f"polling {polling_1:.3f}, polling {polling_2:.3f}, listen {listen_2:.3f}"
         )
-    for run in wake.completion:
+    for completion in wake.completion:
         out.append(
-            f"   lone job, handler return -> committed ({run.mode}): p50 {run.p50_ms} ms, "
-            f"p99 {run.p99_ms} ms, max {run.max_ms} ms ({run.jobs} jobs); finished_at - "
-            f"return p50 {run.stamped_p50_ms} ms, p99 {run.stamped_p99_ms} ms"
+            f"   lone job, handler return -> committed ({completion.mode}): "
+            f"p50 {completion.p50_ms} ms, p99 {completion.p99_ms} ms, max {completion.max_ms} ms "
+            f"({completion.jobs} jobs); finished_at - return p50 {completion.stamped_p50_ms} ms, "
+            f"p99 {completion.stamped_p99_ms} ms"
         )
     return out
 
 
 def _goals(goals: list[Goal]) -> list[str]:
-    width = max((len(goal.number) for goal in goals), default=4)
+    width = max((len(goal.id) for goal in goals), default=4)
     out = ["", "Goals: measured | same-run reference | ratio"]
     for goal in goals:
-        out.append(f"   [{goal.status:<7}] {goal.number:<{width}} {goal.name}")
+        out.append(f"   [{goal.status:<7}] {goal.id:<{width}} {goal.name}")
         out.append(f"             measured : {goal.measured}")
         out.append(f"             reference: {goal.reference}")
         out.append(f"             ratio {fmt(goal.ratio, '.2f')}; target {goal.target}")

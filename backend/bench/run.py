@@ -51,32 +51,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
-
-from harness import BACKEND_DIR
 
 from . import report
 from .activity import run_activity
 from .backlog import run_backlog
 from .bulk import run_bulk
-from .common import (
-    RESULTS_DIR,
-    Database,
-    bench_environment,
-    best_of,
-    conninfo_from,
-    drop_database,
-    load_average,
-    log,
-    recreate_database,
-    server_info,
-    table_sizes,
-)
+from .database import Database, server_info, table_sizes
 from .decay import SERVERS, run_decay
 from .enqueue import run_enqueue
+from .environment import RESULTS_DIR, bench_database
+from .figures import best_of, load_average, log
 from .flowcontrol import run_flow_control
 from .mix import run_mix
 from .peers import OURS, PEER_KEYS, run_peers
@@ -146,16 +133,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         dest="scale_max",
         type=int,
         default=1_000_000,
-        help="finished jobs for the large scale point, where goal 4's stats latency is "
-        "measured (default 1000000; 10000000 for the issue's 10 M point, some 15 minutes "
+        help="finished jobs for the large scale point, where the stats latency goal is "
+        "measured (default 1000000; 10000000 for a 10 M point, some 15 minutes "
         "more here)",
     )
     parser.add_argument(
         "--future-jobs",
         type=int,
         default=200_000,
-        help="not-yet-due higher-priority jobs in front of 2,000 due ones (issue 15, item 5; "
-        "0 skips the case; default 200000)",
+        help="not-yet-due higher-priority jobs in front of 2,000 due ones (0 skips the case; "
+        "default 200000)",
     )
     parser.add_argument(
         "--wakeup-jobs", type=int, default=100, help="jobs per wake-up latency sample (100)"
@@ -401,148 +388,135 @@ def run_throughput(
             results.workers.extend(best_of(samples) for samples in worker_samples.values())
 
 
+def run_phases(
+    db: Database,
+    env: dict[str, str],
+    args: argparse.Namespace,
+    results: report.Results,
+    *,
+    shape: ServerShape,
+    log_dir: Path,
+) -> None:
+    """Every phase ``args`` names, in order, each writing its part of ``results``."""
+    if args.phases & {"workers", "raw"}:
+        run_throughput(db, env, args, results)
+    if "enqueue" in args.phases:
+        results.enqueue = run_enqueue(
+            db,
+            env,
+            shape=shape,
+            concurrency=args.concurrency,
+            requests=args.requests,
+            creates=args.creates,
+            drivers=["postgres", "orm"] if args.orm_path else ["postgres"],
+            log_dir=log_dir,
+        )
+    if "bulk" in args.phases:
+        results.bulk = run_bulk(db, env, shape=shape, log_dir=log_dir)
+    if "scale" in args.phases:
+        results.scale = run_scale(
+            db,
+            env,
+            shape=shape,
+            scale_max=args.scale_max,
+            backlog=args.backlog,
+            claims=args.claims,
+            requests=args.endpoint_requests,
+            log_dir=log_dir,
+            future=args.future_jobs,
+        )
+        results.sizes["after the scale run"] = table_sizes(db)
+    if "wakeup" in args.phases:
+        results.wakeup = run_wakeup(
+            db,
+            env,
+            jobs=args.wakeup_jobs,
+            idle_seconds=args.wakeup_idle_seconds,
+            log_dir=log_dir,
+            completion_jobs=args.completion_jobs,
+        )
+    if "tasks" in args.phases:
+        results.tasks = run_tasks(
+            db, env, jobs=args.jobs, threads=4, rounds=args.task_rounds, log_dir=log_dir
+        )
+    if "heartbeat" in args.phases:
+        log(f"heartbeat cost: {args.heartbeat_jobs} sleeping jobs, without and with")
+        results.heartbeat = run_heartbeat_cost(
+            db, env, jobs=args.heartbeat_jobs, repeat=args.repeat, log_dir=log_dir
+        )
+    if "activity" in args.phases:
+        results.activity = run_activity(
+            db, events=args.activity_events, minutes=60, calls=args.endpoint_requests
+        )
+    if "pgbouncer" in args.phases:
+        results.pgbouncer = run_pgbouncer(
+            db, env, jobs=args.jobs, repeat=args.repeat, log_dir=log_dir
+        )
+    if "flowcontrol" in args.phases:
+        results.flowcontrol = run_flow_control(
+            db,
+            env,
+            jobs=args.flow_jobs,
+            threads=4,
+            rounds=args.flow_rounds,
+            log_dir=log_dir,
+        )
+    if "tracing" in args.phases:
+        results.tracing = run_tracing(
+            db,
+            env,
+            jobs=args.tracing_jobs,
+            threads=4,
+            rounds=args.tracing_rounds,
+            log_dir=log_dir,
+        )
+    if "decay" in args.phases:
+        results.decay = run_decay(
+            db,
+            env,
+            jobs=args.decay_jobs,
+            rounds=args.decay_rounds,
+            servers=args.decay_servers,
+            log_dir=log_dir,
+        )
+    if "backlog" in args.phases:
+        results.backlog = run_backlog(
+            db,
+            env,
+            jobs=args.backlog_goal_jobs,
+            rounds=args.backlog_goal_rounds,
+            log_dir=log_dir,
+        )
+    if "mix" in args.phases:
+        results.mix = run_mix(db, env, jobs=args.mix_jobs, rounds=args.mix_rounds, log_dir=log_dir)
+    if "peers" in args.phases:
+        results.peers = run_peers(
+            db,
+            env,
+            jobs=args.peer_jobs,
+            rounds=args.peer_rounds,
+            systems=args.peer_systems,
+            base_database=args.db,
+            keep_db=args.keep_db,
+            log_dir=log_dir,
+            analyzed=args.peer_analyze,
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     began = time.monotonic()
-    env = bench_environment(args.db)
-    conninfo = conninfo_from(env)
     log_dir = RESULTS_DIR / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     shape = ServerShape(workers=args.api_workers, threads=args.api_threads)
 
     log(f"creating database {args.db} and migrating")
-    recreate_database(conninfo, args.db)
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
-        cwd=BACKEND_DIR,
-        env=env,
-        check=True,
-    )
-    # This process measures through Django too (in-process creates, claims, stats).
-    os.environ.clear()
-    os.environ.update(env)
-    import django
-
-    django.setup()
-
-    db = Database(conninfo)
-    results = report.Results(
-        meta=report.machine_meta(args.db, f"{env['POSTGRES_HOST']}:{env['POSTGRES_PORT']}")
-    )
-    results.meta.postgres = server_info(db)
-    try:
-        if args.phases & {"workers", "raw"}:
-            run_throughput(db, env, args, results)
-        if "enqueue" in args.phases:
-            results.enqueue = run_enqueue(
-                db,
-                env,
-                shape=shape,
-                concurrency=args.concurrency,
-                requests=args.requests,
-                creates=args.creates,
-                drivers=["postgres", "orm"] if args.orm_path else ["postgres"],
-                log_dir=log_dir,
-            )
-        if "bulk" in args.phases:
-            results.bulk = run_bulk(db, env, shape=shape, log_dir=log_dir)
-        if "scale" in args.phases:
-            results.scale = run_scale(
-                db,
-                env,
-                shape=shape,
-                scale_max=args.scale_max,
-                backlog=args.backlog,
-                claims=args.claims,
-                requests=args.endpoint_requests,
-                log_dir=log_dir,
-                future=args.future_jobs,
-            )
-            results.sizes["after the scale run"] = table_sizes(db)
-        if "wakeup" in args.phases:
-            results.wakeup = run_wakeup(
-                db,
-                env,
-                jobs=args.wakeup_jobs,
-                idle_seconds=args.wakeup_idle_seconds,
-                log_dir=log_dir,
-                completion_jobs=args.completion_jobs,
-            )
-        if "tasks" in args.phases:
-            results.tasks = run_tasks(
-                db, env, jobs=args.jobs, threads=4, rounds=args.task_rounds, log_dir=log_dir
-            )
-        if "heartbeat" in args.phases:
-            log(f"heartbeat cost: {args.heartbeat_jobs} sleeping jobs, without and with")
-            results.heartbeat = run_heartbeat_cost(
-                db, env, jobs=args.heartbeat_jobs, repeat=args.repeat, log_dir=log_dir
-            )
-        if "activity" in args.phases:
-            results.activity = run_activity(
-                db, events=args.activity_events, minutes=60, calls=args.endpoint_requests
-            )
-        if "pgbouncer" in args.phases:
-            results.pgbouncer = run_pgbouncer(
-                db, env, jobs=args.jobs, repeat=args.repeat, log_dir=log_dir
-            )
-        if "flowcontrol" in args.phases:
-            results.flowcontrol = run_flow_control(
-                db,
-                env,
-                jobs=args.flow_jobs,
-                threads=4,
-                rounds=args.flow_rounds,
-                log_dir=log_dir,
-            )
-        if "tracing" in args.phases:
-            results.tracing = run_tracing(
-                db,
-                env,
-                jobs=args.tracing_jobs,
-                threads=4,
-                rounds=args.tracing_rounds,
-                log_dir=log_dir,
-            )
-        if "decay" in args.phases:
-            results.decay = run_decay(
-                db,
-                env,
-                jobs=args.decay_jobs,
-                rounds=args.decay_rounds,
-                servers=args.decay_servers,
-                log_dir=log_dir,
-            )
-        if "backlog" in args.phases:
-            results.backlog = run_backlog(
-                db,
-                env,
-                jobs=args.backlog_goal_jobs,
-                rounds=args.backlog_goal_rounds,
-                log_dir=log_dir,
-            )
-        if "mix" in args.phases:
-            results.mix = run_mix(
-                db, env, jobs=args.mix_jobs, rounds=args.mix_rounds, log_dir=log_dir
-            )
-        if "peers" in args.phases:
-            results.peers = run_peers(
-                db,
-                env,
-                jobs=args.peer_jobs,
-                rounds=args.peer_rounds,
-                systems=args.peer_systems,
-                base_database=args.db,
-                keep_db=args.keep_db,
-                log_dir=log_dir,
-                analyzed=args.peer_analyze,
-            )
-    finally:
-        db.close()
-        from django.db import connections
-
-        connections.close_all()
-        if not args.keep_db:
-            drop_database(conninfo, args.db)
+    with bench_database(args.db, keep=args.keep_db) as (env, db):
+        results = report.Results(
+            meta=report.machine_meta(args.db, f"{env['POSTGRES_HOST']}:{env['POSTGRES_PORT']}")
+        )
+        results.meta.postgres = server_info(db)
+        run_phases(db, env, args, results, shape=shape, log_dir=log_dir)
 
     results.meta.load_end = load_average()
     results.meta.duration_seconds = round(time.monotonic() - began, 1)

@@ -25,25 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .common import (
-    Database,
-    add_finished_jobs,
-    best_of,
-    enqueue_bulk,
-    load_average,
-    log,
-    p50_p99_ms,
-    queued_count,
-    ratio,
-    reset_tables,
-    timed_calls,
-    vacuum_analyze,
-)
+from .database import Database, reset_tables
+from .drain import queued_count
+from .figures import best_of, load_average, log, p50_p99_ms, ratio, timed_calls
+from .seed import add_finished_jobs, enqueue_bulk, vacuum_analyze
 from .server import Client, EndpointLatency, ServerShape, api_server, api_token, endpoint_latency
 from .workers import WorkerRun, run_workers
 
 SMALL = 10_000
-# Due jobs of the future-jobs case (issue 15, item 5).
+# Due jobs of the future-jobs case.
 FUTURE_DUE = 2_000
 # The first claims after a bulk load meet cold caches; they are not timed.
 CLAIM_WARMUP = 50
@@ -123,7 +113,8 @@ class FutureJobsSide:
 
 @dataclass(kw_only=True)
 class FutureJobsCase:
-    """Issue 15 item 5: not-yet-due jobs of a higher priority in front of the due ones."""
+    """Not-yet-due jobs of a higher priority in front of the due ones: the drain and an
+    empty-due claim must not walk them."""
 
     due_jobs: int
     without: FutureJobsSide
@@ -215,7 +206,7 @@ def _claim_params() -> dict[str, Any]:
         "locked_until": now,
         "claimed_message": MESSAGES[JobEventType.CLAIMED],
         "claimed_data": "{}",
-        # What the worker sends without JOB_CONCURRENCY_KEY_LIMITS (issue 24).
+        # What the worker sends without JOB_CONCURRENCY_KEY_LIMITS.
         "keys_limited": False,
         "lean": False,
     }
@@ -345,9 +336,11 @@ def stats_exactness(port: int, token: str, db: Database) -> StatsExactness:
 
 
 def _job_scans(db: Database) -> int:
-    return db.scalar(
-        "SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) FROM pg_stat_user_tables"
-        " WHERE relname = 'jobs_job'"
+    return int(
+        db.scalar(
+            "SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) FROM pg_stat_user_tables"
+            " WHERE relname = 'jobs_job'"
+        )
     )
 
 

@@ -6,14 +6,19 @@ and scale scenarios share.
 from __future__ import annotations
 
 import http.client
-from collections.abc import Iterator
+import itertools
+import math
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness import serve_api
 
-from .common import p50_p99_ms, timed_calls
+from .figures import p50_p99_ms, timed_calls
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,6 +78,60 @@ class Client:
 
 
 @dataclass(kw_only=True)
+class PostLoad:
+    """What ``post_load`` sent: its wall time, each request's seconds and the answers."""
+
+    seconds: float
+    latencies: list[float]
+    status_codes: Counter[int]
+
+
+def post_load(
+    port: int,
+    token: str,
+    path: str,
+    body: Callable[[int], bytes],
+    *,
+    concurrency: int,
+    total: int,
+    seconds: float = math.inf,
+) -> PostLoad:
+    """POST ``body(index)`` to ``path`` for each index below ``total`` from ``concurrency``
+    keep-alive clients, each taking the next index when its answer came (or stopping at
+    ``seconds``)."""
+    counter = itertools.count()
+    latencies: list[float] = []
+    codes: Counter[int] = Counter()
+    lock = threading.Lock()
+    deadline = time.perf_counter() + seconds
+
+    def client_loop() -> None:
+        client = Client(port, token)
+        mine: list[float] = []
+        seen: Counter[int] = Counter()
+        try:
+            while (index := next(counter)) < total and time.perf_counter() < deadline:
+                payload = body(index)
+                start = time.perf_counter()
+                code, _ = client.request("POST", path, payload)
+                mine.append(time.perf_counter() - start)
+                seen[code] += 1
+        finally:
+            client.close()
+            with lock:
+                latencies.extend(mine)
+                codes.update(seen)
+
+    threads = [threading.Thread(target=client_loop) for _ in range(concurrency)]
+    began = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return PostLoad(seconds=time.perf_counter() - began, latencies=latencies, status_codes=codes)
+
+
+@dataclass(kw_only=True)
 class EndpointLatency:
     path: str
     requests: int
@@ -113,4 +172,4 @@ def api_token() -> str:
         )
     )
     token, _ = Token.objects.get_or_create(user=user)
-    return token.key
+    return str(token.key)

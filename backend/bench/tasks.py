@@ -14,27 +14,17 @@ since the two runs of a round see about the same background load.
 
 from __future__ import annotations
 
-import os
-import signal
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import BACKEND_DIR, started, wait_until
-
-from .common import (
-    JOB_TYPE,
-    Database,
-    EventWindow,
-    event_window,
-    live_jobs_exist,
-    load_average,
-    log,
-    reset_tables,
-)
+from .database import Database, reset_tables
+from .drain import EventWindow, event_window
+from .figures import load_average, log
+from .jobtypes import JOB_TYPE
+from .workers import drain_cpu_ms_per_job
 
 PATHS = ("register", "tasks")
 
@@ -99,56 +89,16 @@ def _enqueue(path: str, count: int) -> float:
     return round(count / (time.perf_counter() - begin), 1)
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds the process has used so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _succeeded(db: Database) -> int:
-    return db.scalar("SELECT count(*) FROM jobs_job WHERE status = 'succeeded'")
-
-
-def _drain(db: Database, env: dict[str, str], *, path: str, threads: int, log_dir: Path) -> float:
-    """Run one worker process until the queue is empty; returns its CPU milliseconds per
-    job, counted from the moment its threads are up (start-up left out)."""
-    log_path = log_dir / f"worker-tasks-{path}.log"
-    command = [sys.executable, "manage.py", "run_job_workers", "--threads", str(threads)]
-    procs: list[subprocess.Popen[bytes]] = []
-    with started(procs), log_path.open("w") as out:
-        procs.append(subprocess.Popen(command, cwd=BACKEND_DIR, env=env, stdout=out, stderr=out))
-        worker = procs[0]
-
-        def alive() -> None:
-            if worker.poll() is not None:
-                raise RuntimeError(f"the worker exited early; see {log_path}")
-
-        def up() -> bool:
-            alive()
-            return log_path.read_text().count("action=thread_started") >= threads
-
-        def drained() -> bool:
-            alive()
-            return not live_jobs_exist(db)
-
-        wait_until(up, 60, interval=0.02, what="the worker threads to start")
-        cpu_before, done_before = _cpu_seconds(worker.pid), _succeeded(db)
-        wait_until(drained, 300, interval=0.1, what=f"the {path} jobs to drain")
-        cpu = _cpu_seconds(worker.pid) - cpu_before
-        jobs = _succeeded(db) - done_before
-        worker.send_signal(signal.SIGTERM)
-        if worker.wait(timeout=60):
-            raise RuntimeError(f"the worker exited with {worker.returncode}; see {log_path}")
-    return round(cpu * 1000 / max(jobs, 1), 3)
-
-
 def run_path(
     db: Database, env: dict[str, str], *, path: str, jobs: int, threads: int, log_dir: Path
 ) -> PathRun:
     reset_tables(db)
     log(f"tasks: enqueue {jobs} jobs through the {path} path, then drain with 1 x {threads}")
     enqueue_rate = _enqueue(path, jobs)
-    cpu_ms_per_job = _drain(db, env, path=path, threads=threads, log_dir=log_dir)
+    command = [sys.executable, "manage.py", "run_job_workers", "--threads", str(threads)]
+    cpu_ms_per_job = drain_cpu_ms_per_job(
+        db, env, command, threads=threads, log_path=log_dir / f"worker-tasks-{path}.log"
+    )
     window = event_window(db)
     if window.jobs_succeeded != jobs or window.claimed_events != jobs:
         raise RuntimeError(f"expected {jobs} jobs claimed and succeeded once: {window}")

@@ -19,28 +19,20 @@ starting with another); ratios are the medians of the rounds' ratios to ``absent
 
 from __future__ import annotations
 
-import os
-import signal
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import BACKEND_DIR, OtlpReceiver, otlp_receiver, started, wait_until
+from harness import OtlpReceiver, otlp_receiver
 
-from .common import (
-    JOB_TYPE,
-    Database,
-    EventWindow,
-    event_window,
-    live_jobs_exist,
-    load_average,
-    log,
-    reset_tables,
-)
+from .database import Database, reset_tables
+from .drain import EventWindow, event_window
+from .figures import load_average, log
+from .jobtypes import JOB_TYPE
+from .workers import drain_cpu_ms_per_job
 
 MODES = ("absent", "off", "on")
 
@@ -95,12 +87,6 @@ class TracingResult:
         return statistics.median(self._ratios(mode, measure, base))
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds the process has used so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _enqueue(count: int, *, traced: bool) -> float:
     """``count`` no-op jobs, one create_job call each; returns calls per second."""
     from django.test import override_settings
@@ -129,41 +115,12 @@ def _tracer_provider(receiver: OtlpReceiver) -> Any:
     return provider
 
 
-def _drain(db: Database, env: dict[str, str], *, mode: str, threads: int, log_path: Path) -> float:
-    """Run one worker process of ``mode`` until the queue is empty, then stop it (its
-    spans are flushed on the way out); returns its CPU milliseconds per job."""
+def _worker_command(mode: str, threads: int) -> list[str]:
+    """A worker process of ``mode``: with OpenTelemetry hidden from it when ``absent``."""
     args = ["run_job_workers", "--threads", str(threads)]
     if mode == "absent":
-        command = [sys.executable, "-c", HIDE_OPENTELEMETRY, *args]
-    else:
-        command = [sys.executable, "manage.py", *args]
-    procs: list[subprocess.Popen[bytes]] = []
-    with started(procs), log_path.open("w") as out:
-        procs.append(subprocess.Popen(command, cwd=BACKEND_DIR, env=env, stdout=out, stderr=out))
-        worker = procs[0]
-
-        def alive() -> None:
-            if worker.poll() is not None:
-                raise RuntimeError(f"the worker exited early; see {log_path}")
-
-        def up() -> bool:
-            alive()
-            return log_path.read_text().count("action=thread_started") >= threads
-
-        def drained() -> bool:
-            alive()
-            return not live_jobs_exist(db)
-
-        wait_until(up, 60, interval=0.02, what="the worker threads to start")
-        cpu_before = _cpu_seconds(worker.pid)
-        done_before = db.scalar("SELECT count(*) FROM jobs_job WHERE status = 'succeeded'")
-        wait_until(drained, 300, interval=0.1, what=f"the jobs to drain ({mode})")
-        cpu = _cpu_seconds(worker.pid) - cpu_before
-        jobs = db.scalar("SELECT count(*) FROM jobs_job WHERE status = 'succeeded'") - done_before
-        worker.send_signal(signal.SIGTERM)
-        if worker.wait(timeout=60):
-            raise RuntimeError(f"the worker exited with {worker.returncode}; see {log_path}")
-    return round(cpu * 1000 / max(jobs, 1), 3)
+        return [sys.executable, "-c", HIDE_OPENTELEMETRY, *args]
+    return [sys.executable, "manage.py", *args]
 
 
 def run_mode(
@@ -189,8 +146,13 @@ def run_mode(
             OTEL_SERVICE_NAME="bench-worker",
         )
     before = sum(1 for span in receiver.spans if span.service_name == "bench-worker")
-    cpu_ms_per_job = _drain(
-        db, worker_env, mode=mode, threads=threads, log_path=log_dir / f"worker-tracing-{mode}.log"
+    # The worker's spans are flushed as it stops.
+    cpu_ms_per_job = drain_cpu_ms_per_job(
+        db,
+        worker_env,
+        _worker_command(mode, threads),
+        threads=threads,
+        log_path=log_dir / f"worker-tracing-{mode}.log",
     )
     received = sum(1 for span in receiver.spans if span.service_name == "bench-worker") - before
     window = event_window(db)

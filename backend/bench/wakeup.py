@@ -1,4 +1,5 @@
-"""Wake-up latency (issue 13, goal 5): how long a job created on an idle queue waits.
+"""Wake-up latency (the wake-up and idle cost goals): how long a job created on an idle
+queue waits.
 
 One ``manage.py run_job_workers`` process (4 threads, the production poll interval of
 500 ms) idles; ``jobs`` jobs are created one at a time in this process through
@@ -14,7 +15,7 @@ CPU (its threads' run time from ``/proc/<pid>/task/*/schedstat``, not tick-count
 (``pg_stat_database.xact_commit``; each poll is one autocommit statement; backends
 report at most once a second, so the figure is good to about one second's worth).
 
-Completion latency (issue 25, goal 4; ``run_completion``): an idle worker (listen mode,
+Completion latency (the completion latency goals; ``run_completion``): an idle worker (listen mode,
 the same shape) runs lone ``bench.clock`` jobs, created one at a time at random gaps; the
 handler returns ``time.time()`` and this process polls the job's row every
 ``POLL_SECONDS`` until it reads ``succeeded``: the latency is when it first sees the
@@ -24,7 +25,7 @@ row's ``finished_at`` (the ``:now`` the completing statement was sent with) minu
 handler's return is printed too, a lower bound: it leaves out that statement and its
 commit. Once with the default settings (on PostgreSQL batched: the completer must write a
 lone success at once when the worker is idle) and once with batch sizes 1 (each thread
-completes its own job, the behaviour before issue 25).
+completes its own job, the worker before it batched).
 """
 
 from __future__ import annotations
@@ -42,19 +43,12 @@ from pathlib import Path
 
 from harness import BACKEND_DIR, started, wait_until
 
-from .common import (
-    CLOCK_JOB_TYPE,
-    JOB_TYPE,
-    SINGLE_ENV,
-    Database,
-    live_jobs_exist,
-    load_average,
-    log,
-    p50_p99_ms,
-    ratio,
-    reset_tables,
-)
-from .goals import NOT_RUN, Goal
+from .database import Database, reset_tables
+from .drain import live_jobs_exist
+from .environment import SINGLE_ENV
+from .figures import load_average, log, p50_p99_ms, ratio
+from .goals import Goal
+from .jobtypes import CLOCK_JOB_TYPE, JOB_TYPE
 
 POLL_INTERVAL_MS = 500  # JOB_WORKER_POLL_INTERVAL_MS's default
 THREADS = 4
@@ -123,7 +117,9 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _commits(db: Database) -> int:
-    return db.scalar("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+    return int(
+        db.scalar("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+    )
 
 
 def run_mode(
@@ -337,28 +333,36 @@ def _with_idle_of(run: WakeupRun, later: WakeupRun) -> WakeupRun:
     )
 
 
-CLAIM_P50_MS = 10  # issue 25, goal 4: enqueue -> claimed on an idle worker, with NOTIFY
-COMPLETION_P99_MS = 50  # issue 25, goal 4: handler return -> committed, for a lone job
+CLAIM_P50_MS = 10  # enqueue -> claimed on an idle worker, with NOTIFY
+COMPLETION_P99_MS = 50  # handler return -> committed, for a lone job
+CLAIM_GOAL_ID = "claim-latency-listen"
 
 
 def goals(result: WakeupResult | None) -> list[Goal]:
-    """Issue 25, goal 4: the wake-up's p50 with LISTEN (the same figure as goal 5 of issue
-    13, a tighter target) and each completion-latency run's p99."""
+    """The latency goals: the wake-up's p50 with LISTEN (the figure of the
+    ``wakeup-latency-listen`` row, a tighter target) and each completion-latency run's p99."""
     claim_target = f"p50 < {CLAIM_P50_MS} ms"
     completion_target = f"p99 < {COMPLETION_P99_MS} ms (p50 printed)"
     if result is None:
         why = "wakeup phase not run"
         return [
-            _not_run("enqueue -> claimed, idle worker, LISTEN/NOTIFY", claim_target, why),
+            Goal.not_run(
+                CLAIM_GOAL_ID, "enqueue -> claimed, idle worker, LISTEN/NOTIFY", claim_target, why
+            ),
             *(
-                _not_run(f"lone job: handler return -> committed, {mode}", completion_target, why)
+                Goal.not_run(
+                    _completion_goal_id(mode),
+                    f"lone job: handler return -> committed, {mode}",
+                    completion_target,
+                    why,
+                )
                 for mode in COMPLETION_MODES
             ),
         ]
     listen = result.listen
     rows = [
         Goal(
-            number="25.4",
+            id=CLAIM_GOAL_ID,
             name=f"enqueue -> claimed, idle 1 x {result.threads} worker, LISTEN/NOTIFY",
             measured=f"p50 {listen.p50_ms} ms, p99 {listen.p99_ms} ms ({listen.jobs} jobs)",
             reference=f"polling only ({result.poll_interval_ms} ms): p50 "
@@ -375,12 +379,17 @@ def goals(result: WakeupResult | None) -> list[Goal]:
         run = done.get(mode)
         if run is None:
             rows.append(
-                _not_run(name, completion_target, "no completion jobs (--completion-jobs 0)")
+                Goal.not_run(
+                    _completion_goal_id(mode),
+                    name,
+                    completion_target,
+                    "no completion jobs (--completion-jobs 0)",
+                )
             )
             continue
         rows.append(
             Goal(
-                number="25.4",
+                id=_completion_goal_id(mode),
                 name=f"{name}, idle 1 x {result.threads} worker",
                 measured=f"p50 {run.p50_ms} ms, p99 {run.p99_ms} ms, max {run.max_ms} ms "
                 f"({run.jobs} jobs), seen committed by polling the row every "
@@ -400,13 +409,5 @@ def goals(result: WakeupResult | None) -> list[Goal]:
     return rows
 
 
-def _not_run(name: str, target: str, why: str) -> Goal:
-    return Goal(
-        number="25.4",
-        name=name,
-        measured="-",
-        reference=why,
-        ratio=None,
-        target=target,
-        status=NOT_RUN,
-    )
+def _completion_goal_id(mode: str) -> str:
+    return "completion-latency-" + mode.replace(" ", "-")

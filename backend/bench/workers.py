@@ -29,22 +29,19 @@ from pathlib import Path
 
 from harness import BACKEND_DIR, started, wait_until
 
-from .common import (
-    JOB_TYPE,
-    PATHS,
-    SLEEP_JOB_TYPE,
-    SLEEP_SECONDS,
-    Database,
+from .cpu import CpuSampler, cpu_between, live_cpu_seconds, ms_per_job
+from .database import Database, reset_tables
+from .drain import (
     EventWindow,
-    best_of,
     due_or_running_jobs_exist,
-    enqueue_bulk,
     event_window,
-    load_average,
-    reset_tables,
+    live_jobs_exist,
     row_window,
 )
-from .cpu import CpuSampler, cpu_between, ms_per_job
+from .environment import PATHS
+from .figures import best_of, load_average
+from .jobtypes import JOB_TYPE, SLEEP_JOB_TYPE, SLEEP_SECONDS
+from .seed import enqueue_bulk
 
 # (processes, threads per process), in the order they run.
 CONFIGS = [(1, 4), (2, 4), (1, 1)]
@@ -94,7 +91,9 @@ def lean_timeline(env: Mapping[str, str]) -> bool:
 
 
 def _commits(db: Database) -> int:
-    return db.scalar("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+    return int(
+        db.scalar("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+    )
 
 
 def run_workers(
@@ -203,6 +202,44 @@ def run_workers(
     if result.jobs_succeeded != jobs or result.claimed_events != jobs:
         raise RuntimeError(f"expected {jobs} jobs claimed and succeeded once: {result}")
     return result
+
+
+def drain_cpu_ms_per_job(
+    db: Database, env: dict[str, str], command: list[str], *, threads: int, log_path: Path
+) -> float:
+    """Run one worker process (``command``, ``threads`` threads) until the queue is empty,
+    then stop it with SIGTERM; returns its CPU milliseconds per job, counted from the moment
+    its threads are up (start-up left out)."""
+    procs: list[subprocess.Popen[bytes]] = []
+    with started(procs), log_path.open("w") as out:
+        procs.append(subprocess.Popen(command, cwd=BACKEND_DIR, env=env, stdout=out, stderr=out))
+        worker = procs[0]
+
+        def alive() -> None:
+            if worker.poll() is not None:
+                raise RuntimeError(f"the worker exited early; see {log_path}")
+
+        def up() -> bool:
+            alive()
+            return log_path.read_text().count("action=thread_started") >= threads
+
+        def drained() -> bool:
+            alive()
+            return not live_jobs_exist(db)
+
+        wait_until(up, 60, interval=0.02, what="the worker threads to start")
+        cpu_before, done_before = live_cpu_seconds(worker.pid), _succeeded(db)
+        wait_until(drained, 300, interval=0.1, what=f"the jobs to drain ({log_path.name})")
+        used = live_cpu_seconds(worker.pid) - cpu_before
+        jobs = _succeeded(db) - done_before
+        worker.send_signal(signal.SIGTERM)
+        if worker.wait(timeout=60):
+            raise RuntimeError(f"the worker exited with {worker.returncode}; see {log_path}")
+    return round(used * 1000 / max(jobs, 1), 3)
+
+
+def _succeeded(db: Database) -> int:
+    return int(db.scalar("SELECT count(*) FROM jobs_job WHERE status = 'succeeded'"))
 
 
 @dataclass(kw_only=True)

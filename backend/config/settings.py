@@ -1,7 +1,7 @@
 """Django settings for Job Queue.
 
 Every value comes from the environment (or a `.env` file at the repository root or in
-`backend/`), with the defaults documented in `.env.example` and `backend/README.md`.
+`backend/`), with the defaults documented in `.env.example` and docs/reference/configuration.md.
 """
 
 import json

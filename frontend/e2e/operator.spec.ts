@@ -1,7 +1,7 @@
 /**
- * Issue 27, on real data: what an operator reads at 3 a.m. (tracebacks, short ids, live
- * workers, numbers that add up, one time-zone story, a quiet first load). Run by
- * run-e2e.sh in its first phase, after dashboard.spec.ts, against the same API, worker
+ * The operator's dashboard on real data: what an operator reads at 3 a.m. (tracebacks,
+ * short ids, live workers, numbers that add up, one time-zone story, a quiet first load).
+ * Run by run-e2e.sh in its first phase, after dashboard.spec.ts, against the same API, worker
  * and database.
  */
 import { expect, test, type APIRequestContext, type Page } from '@playwright/test';

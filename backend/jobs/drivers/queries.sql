@@ -9,7 +9,7 @@
 -- (run_ms, from that attempt's claimed event) and a copy of its wait_ms. Milliseconds are
 -- floored and never negative, as the ORM driver computes them.
 -- A -- fragment: is SQL several statements share, placed with {name} (see sql.py).
--- Plans that hold whatever ANALYZE saw (issue 25; jobs/tests/drivers/test_hot_plans.py):
+-- Plans that hold whatever ANALYZE saw (bench/tests/test_hot_plans.py):
 -- a statement that acts on one attempt finds its row by the primary key and nothing else.
 -- Its ownership guard tests locked_by and attempts, never status: locked_by is set exactly
 -- while a job runs (the job_status_valid_shape constraint), and a status test would offer

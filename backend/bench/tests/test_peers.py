@@ -84,7 +84,7 @@ def test_the_peers_phase_runs_only_when_asked_for():
     assert parse_args(["--only", "peers"]).phases == {"peers"}
 
 
-def test_the_decay_phase_runs_by_default_with_the_issues_sizes():
+def test_the_decay_phase_runs_by_default_with_its_sizes():
     args = parse_args([])
     assert "decay" in args.phases
     assert (args.decay_jobs, args.decay_rounds) == (20_000, 6)
@@ -131,14 +131,14 @@ def test_the_default_configurations_are_compared_with_every_peers_best_configura
     assert (pairs["2 x 4", "celery"].goal, pairs["2 x 4", "celery"].status) == (2.0, "PASS")
 
 
-def test_the_goal_rows_are_tagged_and_in_order():
+def test_the_goal_rows_have_descriptive_ids_and_come_in_order():
     goals = peers.peer_goals(_result(RUNS))
-    assert [(goal.number, goal.name) for goal in goals] == [
-        ("peers", MATCHED_1X4),
-        ("peers", MATCHED_2X4),
-        ("peers", CELERY_1X4),
-        ("peers", CELERY_2X4),
-        ("throughput", THROUGHPUT),
+    assert [(goal.id, goal.name) for goal in goals] == [
+        ("peers-default-1x4-vs-pgqueuer-matched-shape", MATCHED_1X4),
+        ("peers-default-2x4-vs-pgqueuer-matched-shape", MATCHED_2X4),
+        ("peers-default-1x4-vs-celery-best", CELERY_1X4),
+        ("peers-default-2x4-vs-celery-best", CELERY_2X4),
+        ("throughput-mode-1x4-vs-pgqueuer-best", THROUGHPUT),
     ]
     assert [goal.target for goal in goals] == [">= 1.2x"] * 2 + [">= 2.0x"] * 2 + [">= 1.0x"]
 
@@ -308,7 +308,9 @@ def test_the_reports_peer_rows_take_the_in_hand_limits_of_the_same_runs_backlog_
         backlog=backlog.BacklogResult(jobs=10_000, rounds=2, configs=[limit]),
         peers=peers.PeersResult(jobs=10_000, rounds=2, runs=RUNS, comparisons=peers.compare(RUNS)),
     )
-    rows = {goal.name: goal for goal in report.evaluate_goals(results) if goal.number == "peers"}
+    rows = {
+        goal.name: goal for goal in report.evaluate_goals(results) if goal.id.startswith("peers-")
+    }
     assert "in-hand limit of 1 x 4 2,000" in rows[MATCHED_1X4].reference
     assert "in-hand" not in rows[MATCHED_2X4].reference
 
@@ -326,7 +328,10 @@ def test_one_decay_round_has_no_verdict():
 
 def test_decay_goals_cover_both_servers_even_when_not_run():
     goals = decay.goals(None)
-    assert [(goal.number, goal.status) for goal in goals] == [("25.3", "not run")] * 2
+    assert [(goal.id, goal.status) for goal in goals] == [
+        ("no-decay-private-server", "not run"),
+        ("no-decay-shared-server", "not run"),
+    ]
 
 
 def test_cpu_over_a_window_is_interpolated_between_samples():

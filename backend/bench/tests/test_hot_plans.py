@@ -1,5 +1,4 @@
-"""Every hot statement reaches its rows through its designed index, whatever ANALYZE saw
-(issue 25).
+"""Every hot statement reaches its rows through its designed index, whatever ANALYZE saw.
 
 The planner picks an index from the statistics of the last ANALYZE, and the states a
 queue passes through mislead it: a backlog where every row is queued (a ``running`` row
@@ -290,7 +289,7 @@ def _params(statement: str, now: datetime) -> dict[str, Any]:
             **_event("cancelled_"),
             **_event("requested_"),
         }
-    # Flow control (issue 24): the gated claim's statements and the unique key's lookup.
+    # Flow control: the gated claim's statements and the unique key's lookup.
     if statement == "gated_candidate":
         return {"queue": "default", "now": now, "blocked": ["a-key"]}
     if statement == "claim_by_id":
@@ -622,25 +621,25 @@ def _explain(cursor: psycopg.Cursor[Any], sql: str) -> dict[str, Any]:
 def test_the_benchs_polls_read_live_jobs_only_through_their_partial_indexes(poll, state):
     # make bench asks ten times a second while workers drain: a poll that scans or sorts
     # jobs_job takes CPU from the worker it measures, more with every job drained.
-    from bench import common
+    from bench import drain
 
     connection.ensure_connection()
     with psycopg.ClientCursor(connection.connection) as cursor:
         state(cursor)
-        explained = _explain(cursor, getattr(common, poll))
+        explained = _explain(cursor, getattr(drain, poll))
     assert {kind for kind, _ in reads(explained, "jobs_job")} <= INDEX_READS, explained
     assert indexes(explained, JOB_INDEXES) == {"job_claim_idx", "job_timeout_idx"}, explained
     assert not sorted_job_reads(explained), explained
 
 
 def test_the_benchs_drain_poll_sees_due_and_running_jobs_but_not_future_ones():
-    from bench import common
+    from bench import drain
 
     connection.ensure_connection()
     with psycopg.ClientCursor(connection.connection) as cursor:
 
         def due_or_running() -> bool:
-            cursor.execute(common.DUE_OR_RUNNING_JOB_EXISTS)
+            cursor.execute(drain.DUE_OR_RUNNING_JOB_EXISTS)
             return cursor.fetchone()[0]
 
         _insert(cursor, _SUCCEEDED, [])

@@ -7,7 +7,7 @@ from dataclasses import asdict
 import pytest
 
 from bench import backlog, mix, raw_sql, readme, wakeup
-from bench.common import mix_seconds
+from bench.jobtypes import mix_seconds
 from bench.run import DEFAULT_PHASES, parse_args
 
 
@@ -39,7 +39,12 @@ def test_a_backlog_at_the_in_hand_target_passes_both_rows():
     goals = backlog.goals(
         _backlog(_config(analyzed=1700.0, not_analyzed=1800.0), _config(processes=2))
     )
-    assert [goal.number for goal in goals] == ["default"] * 4
+    assert [goal.id for goal in goals] == [
+        "default-1x4-vs-in-hand-limit",
+        "default-1x4-analyzed-vs-not",
+        "default-2x4-vs-in-hand-limit",
+        "default-2x4-analyzed-vs-not",
+    ]
     assert _statuses(goals) == ["PASS"] * 4
     in_hand, spread = goals[:2]
     # The slower variant is the one judged.
@@ -91,7 +96,7 @@ def _mix(single: float, batched: float) -> mix.MixResult:
 )
 def test_the_mix_goal_allows_five_per_cent_below_batch_sizes_of_1(single, batched, status):
     (goal,) = mix.goals(_mix(single, batched))
-    assert (goal.number, goal.status) == ("25.5", status)
+    assert (goal.id, goal.status) == ("mix-batched-vs-batch-sizes-1", status)
     assert "5 % tolerance" in goal.target
     assert mix.goals(None)[0].status == "not run"
 
@@ -139,7 +144,11 @@ def test_the_latency_goal_passes_a_fast_claim_and_a_prompt_completion():
         [_completion("default settings", 6), _completion("batch sizes 1", 12)],
     )
     goals = wakeup.goals(result)
-    assert [goal.number for goal in goals] == ["25.4"] * 3
+    assert [goal.id for goal in goals] == [
+        "claim-latency-listen",
+        "completion-latency-default-settings",
+        "completion-latency-batch-sizes-1",
+    ]
     assert _statuses(goals) == ["PASS"] * 3
     assert goals[2].ratio == 2.0  # batch sizes 1 p99 / default p99
 
@@ -192,11 +201,9 @@ def test_the_readme_shows_the_backlog_latency_and_mix_goal_rows():
         "goals": [asdict(goal) for goal in goals],
     }
     table = readme.render(readme.parse(data))
-    rows = [line for line in table.splitlines() if line.startswith("| default |")]
-    assert len(rows) == 4
-    assert [line.split(" | ")[0] for line in table.splitlines() if "| 25." in line] == (
-        ["| 25.4"] * 3 + ["| 25.5"]
-    )
+    ids = [line.split(" | ")[0].removeprefix("| ") for line in table.splitlines()[4:]]
+    assert ids == [goal.id for goal in goals]
+    assert ids[:2] == ["default-1x4-vs-in-hand-limit", "default-1x4-analyzed-vs-not"]
     assert "| 0.75 | >= 0.85 of the in-hand limit, with and without ANALYZE | **MISS** |" in table
 
 

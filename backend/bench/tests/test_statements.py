@@ -1,6 +1,6 @@
-"""The bench binds the worker's statements as the driver does: a parameter a later issue
-adds to ``queries.sql`` must reach the bench too (issue 24's ``keys_limited`` did not, and
-``make bench`` stopped at its scale phase)."""
+"""The bench binds the worker's statements as the driver does: a parameter a later change
+adds to ``queries.sql`` must reach the bench too (flow control's ``keys_limited`` once did
+not, and ``make bench`` stopped at its scale phase)."""
 
 from bench import raw_sql, scale
 from jobs.drivers.postgres import QUERIES
