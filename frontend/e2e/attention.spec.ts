@@ -4,19 +4,20 @@
  * the worker run-e2e.sh started (E2E_WORKER_PID) and thaws it before it ends.
  */
 import { expect, test, type Page } from '@playwright/test';
-import { mkdirSync } from 'node:fs';
-import path from 'node:path';
-import { API, cancelViaApi, createViaApi, jobStatus, SCREENSHOTS, whileWorkerFrozen } from './support';
+import {
+  API,
+  cancelViaApi,
+  createViaApi,
+  jobRow,
+  jobStatus,
+  screenshotPath,
+  whileWorkerFrozen,
+} from './support';
 
 test.describe.configure({ mode: 'serial' });
 
-test.beforeAll(() => {
-  mkdirSync(SCREENSHOTS, { recursive: true });
-});
-
 const attention = (page: Page) => page.getByRole('list', { name: 'Needs attention' });
 const attentionItem = (page: Page, kind: string) => attention(page).locator(`li[data-kind="${kind}"]`);
-const jobRow = (page: Page, id: string) => page.locator(`tr[data-job-id="${id}"]`);
 
 test('a frozen worker: the overview says no worker is live and links to the jobs left waiting and the expired leases', async ({
   page,
@@ -52,7 +53,7 @@ test('a frozen worker: the overview says no worker is live and links to the jobs
       await page.goto('/');
       const overdue = attentionItem(page, 'overdue_leases');
       await expect(overdue).toContainText('2 running jobs have an expired lease', { timeout: 30_000 });
-      await page.screenshot({ path: path.join(SCREENSHOTS, 'attention-frozen-worker.png') });
+      await page.screenshot({ path: screenshotPath('attention-frozen-worker.png') });
       await overdue.getByRole('link', { name: 'Running jobs with an expired lease' }).click();
       await expect(page).toHaveURL(/\/jobs\?status=running&lease_expired=true$/);
       await expect(page.getByRole('combobox', { name: 'State' })).toHaveValue('lease_expired');
@@ -129,20 +130,20 @@ test('why a type fails: failures grouped by error on Job types, each leading to 
   await expect(declinedRow.locator('[data-attempts]')).toHaveText('3');
   await expect(declinedRow.locator('[data-jobs]')).toHaveText('2');
   await expect(groups.locator('tr', { hasText: gateway }).locator('[data-attempts]')).toHaveText('1');
-  await page.screenshot({ path: path.join(SCREENSHOTS, 'job-types-failures-by-error.png'), fullPage: true });
+  await page.screenshot({ path: screenshotPath('job-types-failures-by-error.png'), fullPage: true });
 
   await declinedRow.getByRole('link', { name: new RegExp(declined) }).click();
   await expect(page).toHaveURL(/\/jobs\?type=demo\.fail&error=/);
   const rows = page.locator('tbody tr[data-job-id]');
   await expect(rows).toHaveCount(2);
   for (const id of jobs.slice(0, 2)) {
-    await expect(page.locator(`tr[data-job-id="${id}"] .last-error-text`)).toHaveText(`RuntimeError: ${declined}`);
+    await expect(jobRow(page, id).locator('.last-error-text')).toHaveText(`RuntimeError: ${declined}`);
   }
 
   // The error filter typed by hand; Back restores the previous one.
   await page.getByRole('searchbox', { name: 'Error contains' }).fill(gateway);
   await expect(rows).toHaveCount(1);
-  await expect(page.locator(`tr[data-job-id="${jobs[2]}"]`)).toBeVisible();
+  await expect(jobRow(page, jobs[2]!)).toBeVisible();
   await page.goBack();
   await expect(rows).toHaveCount(2);
   await expect(page.getByRole('searchbox', { name: 'Error contains' })).toHaveValue(declined);
@@ -187,7 +188,7 @@ test('a hung demo.hang: its abandoned thread is on the process card with the job
   await expect(group).toContainText(/\d+ abandoned threads? still runs? (its|their) handlers?/);
   const card = page.getByRole('region').filter({ has: thread });
   await expect(card.locator('.process__head')).toContainText(/· \d+ abandoned threads? still in a handler/);
-  await card.screenshot({ path: path.join(SCREENSHOTS, 'workers-abandoned-thread.png') });
+  await card.screenshot({ path: screenshotPath('workers-abandoned-thread.png') });
 });
 
 test('a short id in the address opens its job; two characters in the search say to type eight, off the header', async ({

@@ -1,33 +1,7 @@
 import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
-import { mkdirSync } from 'node:fs';
-import path from 'node:path';
-import { API, SCREENSHOTS, createViaApi, jobStatus } from './support';
+import { API, RENDER_MS, createFromForm, createViaApi, jobRow, jobStatus, screenshotPath } from './support';
 
 test.describe.configure({ mode: 'serial' });
-
-test.beforeAll(() => {
-  mkdirSync(SCREENSHOTS, { recursive: true });
-});
-
-/** Fill and submit the create form; returns the new job's id from the confirmation link. */
-async function createFromForm(
-  page: Page,
-  type: string,
-  { maxAttempts, payload, queue }: { maxAttempts?: number; payload?: object; queue?: string } = {},
-): Promise<string> {
-  await page.goto('/create');
-  await page.getByLabel('Type').selectOption(type);
-  if (maxAttempts !== undefined) await page.getByLabel('Max attempts').fill(String(maxAttempts));
-  if (payload !== undefined) await page.getByLabel('Payload').fill(JSON.stringify(payload));
-  if (queue !== undefined) await page.getByLabel('Queue (optional)').fill(queue);
-  await page.getByRole('button', { name: 'Create job' }).click();
-  const link = page.getByTestId('created-job-link');
-  await expect(link).toBeVisible();
-  const href = await link.getAttribute('href');
-  const id = href?.split('/').pop();
-  expect(id).toMatch(/^[0-9a-f-]{36}$/);
-  return id!;
-}
 
 /**
  * The page's next poll of `path`: resolves with the answer to the first request for it
@@ -38,7 +12,6 @@ async function nextPoll(page: Page, path: string): Promise<void> {
   const request = await page.waitForRequest((r) => new URL(r.url()).pathname === path, { timeout: 30_000 });
   await request.response();
 }
-const RENDER_MS = 2000;
 
 async function eventCount(request: APIRequestContext): Promise<number> {
   const res = await request.get(`${API}/job-events/?limit=200`);
@@ -50,7 +23,7 @@ test('a demo.success job created from the form reaches succeeded in the table', 
   const id = await createFromForm(page, 'demo.success');
 
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Jobs' }).click();
-  const row = page.locator(`tr[data-job-id="${id}"]`);
+  const row = jobRow(page, id);
   await expect(row).toBeVisible();
   await expect(row.locator('[data-status]')).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
   await expect(row.getByText('1/3')).toBeVisible();
@@ -107,7 +80,7 @@ test('a running demo.slow job is cancelled from its page and ends as cancelled',
   await expect(timeline.locator('li[data-event-type="cancelled"]')).toHaveCount(1);
   await expect(timeline.locator('li[data-event-type="succeeded"]')).toHaveCount(0);
   await expect(page.getByRole('button', { name: 'Retry job' })).toBeVisible();
-  await page.screenshot({ path: path.join(SCREENSHOTS, 'job-detail.png'), fullPage: true });
+  await page.screenshot({ path: screenshotPath('job-detail.png'), fullPage: true });
 });
 
 test('a failing job type shows up under "needs attention" and on the Job types page within one poll', async ({
@@ -150,11 +123,11 @@ test('a failing job type shows up under "needs attention" and on the Job types p
   await page.getByLabel('Window').selectOption('15');
   await expect(page).toHaveURL(/minutes=15/);
   await expect(row.locator('[data-failure-rate]')).toHaveText('100%');
-  await page.screenshot({ path: path.join(SCREENSHOTS, 'job-types.png'), fullPage: true });
+  await page.screenshot({ path: screenshotPath('job-types.png'), fullPage: true });
 
   await row.getByRole('link', { name: 'demo.fail' }).click();
   await expect(page).toHaveURL(/\/jobs\?type=demo\.fail$/);
-  await expect(page.locator(`tr[data-job-id="${ids[0]}"]`)).toBeVisible();
+  await expect(jobRow(page, ids[0]!)).toBeVisible();
 });
 
 test('the Workers page lists the running workers with their current jobs', async ({ page, request }) => {
@@ -177,7 +150,7 @@ test('the Workers page lists the running workers with their current jobs', async
     await expect(thread).toContainText('demo.slow');
     await expect(thread.getByRole('rowheader')).toHaveText(/^thread \d+$/);
   }
-  await page.screenshot({ path: path.join(SCREENSHOTS, 'workers.png'), fullPage: true });
+  await page.screenshot({ path: screenshotPath('workers.png'), fullPage: true });
 
   // Stop them (they end within a heartbeat), so later tests find the queue idle.
   const res = await request.post(`${API}/jobs/cancel/`, { data: { ids } });
@@ -230,7 +203,7 @@ test('failed jobs are retried in bulk from the filtered list', async ({ page, re
       .toEqual(['manual_retry', 'claimed', 'progress', 'failed']);
   }
   await expect(rows).toHaveCount(3, { timeout: 30_000 });
-  await page.screenshot({ path: path.join(SCREENSHOTS, 'jobs.png'), fullPage: true });
+  await page.screenshot({ path: screenshotPath('jobs.png'), fullPage: true });
 });
 
 test('the event feed pages older and newer and filters', async ({ page, request }) => {
@@ -287,7 +260,7 @@ test('the overview shows the queue and the throughput chart', async ({ page }) =
     els.reduce((n, e) => n + Number(e.getAttribute('data-succeeded')) + Number(e.getAttribute('data-failed')), 0),
   );
   expect(finished).toBeGreaterThanOrEqual(5);
-  await page.screenshot({ path: path.join(SCREENSHOTS, 'overview.png'), fullPage: true });
+  await page.screenshot({ path: screenshotPath('overview.png'), fullPage: true });
 });
 
 test('pages fit a 390 px wide phone', async ({ page }) => {

@@ -8,9 +8,7 @@
  * and limits the queue `emails` to 2 running and 10 started per second.
  */
 import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
-import { mkdirSync } from 'node:fs';
-import path from 'node:path';
-import { API, SCREENSHOTS, createViaApi, jobStatus } from './support';
+import { API, createViaApi, jobStatus, screenshotPath } from './support';
 
 /** Declared in run-e2e.sh's JOB_SCHEDULES_JSON: demo.fail daily at 04:30 (the settings' time zone). */
 const FAILING = 'e2e-failing-report';
@@ -19,10 +17,6 @@ const LIMITED = 'e2e-limited';
 const PAUSED = 'e2e-paused';
 
 test.describe.configure({ mode: 'serial' });
-
-test.beforeAll(() => {
-  mkdirSync(SCREENSHOTS, { recursive: true });
-});
 
 interface QueueState {
   name: string;
@@ -184,7 +178,7 @@ test('a queue paused from the page is not claimed from, shows under Needs attent
   await expect(queueRow(page, LIMITED)).toContainText('of 1 running');
   await expect(queueRow(page, 'emails')).toContainText('2 of 2 running (100 %)', { timeout: 30_000 });
   await expect(queueRow(page, 'emails').locator('[data-count="queued"]')).toHaveText('1');
-  await page.screenshot({ path: path.join(SCREENSHOTS, 'queues.png'), fullPage: true });
+  await page.screenshot({ path: screenshotPath('queues.png'), fullPage: true });
 
   await page.getByRole('button', { name: `Resume queue ${PAUSED}` }).click();
   const resume = page.getByRole('dialog', { name: `Resume queue ${PAUSED}?` });
@@ -233,7 +227,7 @@ test('a schedule triggered from the Schedules page enqueues a job; its failure s
   await page.getByRole('dialog', { name: `Pause schedule ${FAILING}?` }).getByRole('button', { name: 'Pause schedule' }).click();
   await expect(row.locator('[data-paused]')).toHaveText('paused');
   await expect(row.locator('[data-next-run]')).toHaveText('paused');
-  await page.screenshot({ path: path.join(SCREENSHOTS, 'schedules.png'), fullPage: true });
+  await page.screenshot({ path: screenshotPath('schedules.png'), fullPage: true });
   await page.getByRole('button', { name: `Resume schedule ${FAILING}` }).click();
   await page.getByRole('dialog', { name: `Resume schedule ${FAILING}?` }).getByRole('button', { name: 'Resume schedule' }).click();
   await expect(row.locator('[data-paused]')).toHaveText('active');

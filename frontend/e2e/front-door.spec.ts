@@ -1,4 +1,5 @@
-import { expect, test } from '@playwright/test';
+import { expect, test, type Page } from '@playwright/test';
+import { createFromForm } from './support';
 
 /**
  * Production as Docker Compose runs it (e2e/run-e2e.sh phase 2): nginx with the front
@@ -8,6 +9,12 @@ import { expect, test } from '@playwright/test';
  */
 const USER = process.env.E2E_USER ?? 'operator';
 const PASSWORD = process.env.E2E_PASSWORD ?? '';
+
+async function signIn(page: Page, password: string) {
+  await page.getByLabel('Username').fill(USER);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
 
 test('signs in with a session, creates a job under CSP and signs out', async ({ page }) => {
   const refused: string[] = [];
@@ -19,23 +26,16 @@ test('signs in with a session, creates a job under CSP and signs out', async ({ 
   expect(response?.headers()['content-security-policy']).toContain("script-src 'self'");
   await expect(page.getByRole('heading', { name: 'Sign in' })).toBeVisible();
 
-  await page.getByLabel('Username').fill(USER);
-  await page.getByLabel('Password').fill('not-the-password');
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await signIn(page, 'not-the-password');
   await expect(page.getByRole('alert').filter({ hasText: 'Wrong username or password' })).toBeVisible();
 
-  await page.getByLabel('Password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await signIn(page, PASSWORD);
   await expect(page.getByRole('heading', { name: 'Overview' })).toBeVisible();
   await expect(page.getByText(USER, { exact: true })).toBeVisible();
 
   // A write through the session: the client echoes the csrftoken cookie.
-  await page.goto('/create');
-  await page.getByLabel('Type').selectOption('demo.success');
-  await page.getByRole('button', { name: 'Create job' }).click();
-  const link = page.getByTestId('created-job-link');
-  await expect(link).toBeVisible();
-  await link.click();
+  await createFromForm(page, 'demo.success');
+  await page.getByTestId('created-job-link').click();
   const timeline = page.getByRole('list', { name: 'Event timeline' });
   await expect(timeline.locator('li[data-event-type="created"]')).toHaveCount(1);
 
@@ -52,9 +52,7 @@ test('who did what: Run now and Cancel record the signed-in operator, shown in t
   page,
 }) => {
   await page.goto('/');
-  await page.getByLabel('Username').fill(USER);
-  await page.getByLabel('Password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await signIn(page, PASSWORD);
   await expect(page.getByRole('heading', { name: 'Overview' })).toBeVisible();
 
   // A job scheduled an hour ahead, made due at once from its page.

@@ -1,24 +1,24 @@
 /**
- * The operator's dashboard on real data: what an operator reads at 3 a.m. (tracebacks,
- * short ids, live workers, numbers that add up, one time-zone story, a quiet first load).
- * Run by run-e2e.sh in its first phase, after dashboard.spec.ts, against the same API, worker
+ * What an operator reads at 3 a.m., on real data: tracebacks, short ids, live workers,
+ * numbers that add up, one time-zone story, a quiet first load. Run by run-e2e.sh in its
+ * first phase, against the same API, worker
  * and database.
  */
 import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
 import { spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { API, BACKEND, SCREENSHOTS, createViaApi, jobStatus } from './support';
-
-/** The e2e build polls every 500 ms; a render after an answer takes well under this. */
-const POLL_MS = 500;
-const RENDER_MS = 2000;
+import {
+  API,
+  BACKEND,
+  POLL_MS,
+  RENDER_MS,
+  cancelViaApi,
+  createViaApi,
+  jobStatus,
+  screenshotPath,
+} from './support';
 
 test.describe.configure({ mode: 'serial' });
-
-test.beforeAll(() => {
-  mkdirSync(SCREENSHOTS, { recursive: true });
-});
 
 /** Open `route` with polling paused (stored as the header's control stores it): only the first load's requests. */
 async function openPaused(page: Page, route: string) {
@@ -59,7 +59,7 @@ test("a failing job's class and traceback are on its page, no raw JSON to open",
 
   // A finished job says nothing about being available.
   await expect(page.locator('dt', { hasText: /^Available$/ })).toHaveCount(0);
-  await page.screenshot({ path: path.join(SCREENSHOTS, 'job-failed.png'), fullPage: true });
+  await page.screenshot({ path: screenshotPath('job-failed.png'), fullPage: true });
 });
 
 test('the header finds a job by its short id, and a miss keeps the header on one row', async ({ page, request }) => {
@@ -152,8 +152,8 @@ test('scheduled jobs apart on the overview; timed-out and cancelled attempts cou
     stats.locator('li').filter({ has: page.locator('.stat__label', { hasText: new RegExp(`^${label}$`) }) });
   await expect(card('Scheduled').locator('.stat__value')).toHaveText('1');
   await expect(card('Queued').locator('.stat__value')).toHaveText('0', { timeout: 30_000 });
-  await page.screenshot({ path: path.join(SCREENSHOTS, 'overview.png'), fullPage: true });
-  await request.post(`${API}/jobs/${later}/cancel/`);
+  await page.screenshot({ path: screenshotPath('overview.png'), fullPage: true });
+  await cancelViaApi(request, later);
   await page.goto(`/jobs/${later}`);
   await expect(page.getByText('Cancelled before it ran.')).toBeVisible();
   await expect(page.locator('dt', { hasText: /^Available$/ })).toHaveCount(0);
@@ -161,7 +161,7 @@ test('scheduled jobs apart on the overview; timed-out and cancelled attempts cou
   // A running job cancelled: an attempt that ended cancelled.
   const running = await createViaApi(request, { type: 'demo.slow', payload: { sleep_seconds: 60 } });
   await expect.poll(() => jobStatus(request, running), { timeout: 30_000 }).toBe('running');
-  await request.post(`${API}/jobs/${running}/cancel/`);
+  await cancelViaApi(request, running);
   // A job that outlives its own 2 s timeout, once.
   const timedOut = await createViaApi(request, {
     type: 'demo.timeout',
@@ -191,7 +191,7 @@ test('scheduled jobs apart on the overview; timed-out and cancelled attempts cou
   const slowRow = table.locator('tr[data-type="demo.slow"]');
   await expect(slowRow.locator('[data-cancelled]')).toHaveAttribute('data-cancelled', String(slow.cancelled));
   await expect(slowRow.locator('[data-cancelled]')).toContainText(`+${slow.cancelled_queued} before running`);
-  await page.screenshot({ path: path.join(SCREENSHOTS, 'job-types.png'), fullPage: true });
+  await page.screenshot({ path: screenshotPath('job-types.png'), fullPage: true });
 });
 
 test('jobs created in bulk from the Create page, listed with Started and Duration and sorted by a column', async ({
@@ -224,7 +224,7 @@ test('jobs created in bulk from the Create page, listed with Started and Duratio
   expect(times.length).toBeGreaterThanOrEqual(5);
   expect(times).toEqual([...times].sort((a, b) => b - a));
   await expect(rows.first().locator('td').nth(10)).toHaveText(/^\d+(\.\d)? m?s$/);
-  await page.screenshot({ path: path.join(SCREENSHOTS, 'jobs.png'), fullPage: true });
+  await page.screenshot({ path: screenshotPath('jobs.png'), fullPage: true });
 });
 
 test('every time on the pages says its zone', async ({ page, request }) => {

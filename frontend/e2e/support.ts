@@ -1,14 +1,50 @@
 /**
- * What the specs share: the API they drive, jobs created and read through it, and the
- * worker process run-e2e.sh started (to freeze and thaw it).
+ * What the specs share: the API they drive, jobs created and read through it or through
+ * the create form, the job table's rows, the README's screenshots, the poll and render
+ * timings, and the worker process run-e2e.sh started (to freeze and thaw it). A helper
+ * two specs need lives here, not in a copy in each.
  */
-import { expect, type APIRequestContext } from '@playwright/test';
+import { expect, type APIRequestContext, type Page } from '@playwright/test';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 
 export const API = process.env.E2E_API_URL ?? 'http://127.0.0.1:8000/api';
-export const SCREENSHOTS =
-  process.env.SCREENSHOT_DIR ?? path.resolve(import.meta.dirname, '../../assets/screenshots');
+const SCREENSHOTS = process.env.SCREENSHOT_DIR ?? path.resolve(import.meta.dirname, '../../assets/screenshots');
 export const BACKEND = path.resolve(import.meta.dirname, '../../backend');
+
+/** The e2e build polls every 500 ms (run-e2e.sh's VITE_POLL_INTERVAL_MS). */
+export const POLL_MS = 500;
+/** A render after an answer takes well under this. */
+export const RENDER_MS = 2000;
+
+/** Where the README's screenshot `name` is written; the folder is made if missing. */
+export function screenshotPath(name: string): string {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  return path.join(SCREENSHOTS, name);
+}
+
+/** A job's row in the job table. */
+export const jobRow = (page: Page, id: string) => page.locator(`tr[data-job-id="${id}"]`);
+
+/** Fill and submit the create form; returns the new job's id from the confirmation link. */
+export async function createFromForm(
+  page: Page,
+  type: string,
+  { maxAttempts, payload, queue }: { maxAttempts?: number; payload?: object; queue?: string } = {},
+): Promise<string> {
+  await page.goto('/create');
+  await page.getByLabel('Type').selectOption(type);
+  if (maxAttempts !== undefined) await page.getByLabel('Max attempts').fill(String(maxAttempts));
+  if (payload !== undefined) await page.getByLabel('Payload').fill(JSON.stringify(payload));
+  if (queue !== undefined) await page.getByLabel('Queue (optional)').fill(queue);
+  await page.getByRole('button', { name: 'Create job' }).click();
+  const link = page.getByTestId('created-job-link');
+  await expect(link).toBeVisible();
+  const href = await link.getAttribute('href');
+  const id = href?.split('/').pop();
+  expect(id).toMatch(/^[0-9a-f-]{36}$/);
+  return id!;
+}
 
 export async function createViaApi(request: APIRequestContext, body: object): Promise<string> {
   const res = await request.post(`${API}/jobs/`, { data: body });

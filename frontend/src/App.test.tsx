@@ -18,8 +18,8 @@ describe('the app under StrictMode (as `make run` serves it)', () => {
   /**
    * StrictMode mounts, unmounts and mounts every component once more in development. A query
    * whose function hands TanStack its abort signal is cancelled when its last observer
-   * unmounts, so each first request was aborted and sent again (issue 27: "every page load
-   * sends its first API calls twice and aborts one copy").
+   * unmounts, so each first request was aborted and sent again: every page load sent its
+   * first API calls twice and aborted one copy.
    */
   it.each(['/', '/jobs', '/events', '/workers', '/job-types', '/queues', '/schedules'])('sends each first API call of %s once', async (route) => {
     const sent = new Map<string, number>();

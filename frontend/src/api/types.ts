@@ -122,7 +122,7 @@ export type JobSelection = Schema['JobSelectionRequest'];
 export type CancelOutcome = Schema['CancelOutcome'];
 export type RetryOutcome = Schema['RetryOutcome'];
 
-// --- Flow control (issue 24): queues and schedules ----------------------------------
+// --- Flow control: queues (pause, limits) and schedules ----------------------------
 
 /** A job's count in each status. */
 export type StatusCounts = Schema['QueueCounts'];

@@ -1,8 +1,8 @@
 import { Link } from 'react-router';
 import { isLive, type JobListItem, type JobOrderingField } from '../api/types';
+import { useNow } from '../hooks/useNow';
 import type { JobSort } from '../lib/ordering';
 import { formatMs } from '../lib/attempts';
-import { useNow } from '../lib/useNow';
 import { RelativeTime } from './RelativeTime';
 import { StatusBadge } from './StatusBadge';
 import { TableWrap } from './TableWrap';

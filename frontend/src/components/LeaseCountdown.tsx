@@ -1,5 +1,5 @@
+import { useNow } from '../hooks/useNow';
 import { formatDuration, formatExact } from '../lib/time';
-import { useNow } from '../lib/useNow';
 
 /** Seconds left on a running job's lease, or how long ago it expired. */
 export function LeaseCountdown({ lockedUntil }: { lockedUntil: string }) {

@@ -1,5 +1,5 @@
+import { useNow } from '../hooks/useNow';
 import { formatExact, formatRelative } from '../lib/time';
-import { useNow } from '../lib/useNow';
 
 /** "3m ago", with the exact local time in a tooltip and machine-readable `dateTime`. */
 export function RelativeTime({ value, empty = '—' }: { value: string | null | undefined; empty?: string }) {

@@ -1,7 +1,7 @@
 import type { Throughput } from '../api/types';
+import { useElementWidth } from '../hooks/useElementWidth';
 import { shapeThroughput } from '../lib/throughput';
 import { formatExact, zoneName } from '../lib/time';
-import { useElementWidth } from '../lib/useElementWidth';
 
 const HEIGHT = 240;
 const MARGIN = { top: 12, right: 8, bottom: 28, left: 36 };

@@ -1,4 +1,5 @@
 import type { ApiConfig, JobCreateInput } from '../api/types';
+import { splitFieldErrors } from './fieldErrors';
 import { checkJsonObject } from './json';
 import { queueNameProblem } from './queue';
 
@@ -41,7 +42,7 @@ export type FormErrors = Partial<Record<CreateField, string[]>>;
 export type BuildResult = { ok: true; input: JobCreateInput } | { ok: false; errors: FormErrors };
 
 export const DEFAULT_PRIORITY = 50;
-/** Length of the unique and concurrency key columns (issue 24). */
+/** The longest unique or concurrency key the API stores (its columns' length). */
 export const KEY_MAX_LENGTH = 255;
 
 export function initialValues(config: ApiConfig | undefined): CreateFormValues {
@@ -150,16 +151,9 @@ export function buildCreateRequest(values: CreateFormValues, limits: ApiConfig['
   };
 }
 
-/** Split an API error body into per-field messages and the rest (shown at the top). */
+/** An API error body split for the create form: its fields under their inputs, the rest at the top. */
 export function splitServerErrors(fieldErrors: Record<string, string[]>): { fields: FormErrors; general: string[] } {
-  const fields: FormErrors = {};
-  const general: string[] = [];
-  for (const [key, messages] of Object.entries(fieldErrors)) {
-    if ((CREATE_FIELDS as readonly string[]).includes(key)) fields[key as CreateField] = messages;
-    else if (key === 'detail' || key === 'non_field_errors') general.push(...messages);
-    else general.push(...messages.map((m) => `${key}: ${m}`));
-  }
-  return { fields, general };
+  return splitFieldErrors(fieldErrors, CREATE_FIELDS);
 }
 
 /** How many jobs the form creates: a whole number from 1 to `max`, or the message that says why not. */

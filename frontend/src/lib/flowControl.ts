@@ -4,6 +4,7 @@
  * accepts (its 400 names the field); the form checks what it can before sending.
  */
 import type { Queue, QueueLimitsInput, Schedule } from '../api/types';
+import { splitFieldErrors } from './fieldErrors';
 import { formatDuration } from './time';
 
 /** Saturation at or above this share of the concurrency limit is shown as a warning. */
@@ -87,16 +88,9 @@ export function buildLimitsRequest(
   return { ok: true, input };
 }
 
-/** Split a 400's field errors into the form's fields and the rest (shown at the top). */
+/** A 400's field errors split for the limits form: its fields under their inputs, the rest at the top. */
 export function splitLimitErrors(fieldErrors: Record<string, string[]>): { fields: LimitErrors; general: string[] } {
-  const fields: LimitErrors = {};
-  const general: string[] = [];
-  for (const [key, messages] of Object.entries(fieldErrors)) {
-    if ((LIMIT_FIELDS as readonly string[]).includes(key)) fields[key as LimitField] = messages;
-    else if (key === 'detail' || key === 'non_field_errors') general.push(...messages);
-    else general.push(...messages.map((m) => `${key}: ${m}`));
-  }
-  return { fields, general };
+  return splitFieldErrors(fieldErrors, LIMIT_FIELDS);
 }
 
 /** "every 30 s", "every 5 min", or the cron expression as written. */

@@ -4,7 +4,7 @@ import { api } from '../api/client';
 import { useBulkCreate, useConfig, useCreateJob } from '../api/hooks';
 import type { ApiConfig, BulkCreateResult, CreateMatch, Job, JobTypeInfo } from '../api/types';
 import { DemoLauncher, type LaunchedJob } from '../components/DemoLauncher';
-import { FormField } from '../components/FormField';
+import { FormField, KeyField, NumberField } from '../components/FormField';
 import { JsonEditor } from '../components/JsonEditor';
 import { ErrorState, Loading } from '../components/States';
 import { errorMessage } from '../lib/errors';
@@ -127,43 +127,27 @@ function CreateForm({ config }: { config: ApiConfig }) {
           )}
         </FormField>
 
-        <FormField
+        <NumberField
           id="job-priority"
           label="Priority"
           errors={errorsFor('priority')}
           hint={`Higher runs first. ${config.limits.priority_min} to ${config.limits.priority_max}.`}
-        >
-          {(p) => (
-            <input
-              {...p}
-              type="number"
-              inputMode="numeric"
-              min={config.limits.priority_min}
-              max={config.limits.priority_max}
-              value={values.priority}
-              onChange={(e) => set('priority', e.target.value)}
-            />
-          )}
-        </FormField>
+          min={config.limits.priority_min}
+          max={config.limits.priority_max}
+          value={values.priority}
+          onChange={(v) => set('priority', v)}
+        />
 
-        <FormField
+        <NumberField
           id="job-max-attempts"
           label="Max attempts"
           errors={errorsFor('max_attempts')}
           hint={`1 to ${config.limits.max_attempts_max}; retries back off from ${config.worker.backoff_base_seconds}s.`}
-        >
-          {(p) => (
-            <input
-              {...p}
-              type="number"
-              inputMode="numeric"
-              min={1}
-              max={config.limits.max_attempts_max}
-              value={values.maxAttempts}
-              onChange={(e) => set('maxAttempts', e.target.value)}
-            />
-          )}
-        </FormField>
+          min={1}
+          max={config.limits.max_attempts_max}
+          value={values.maxAttempts}
+          onChange={(v) => set('maxAttempts', v)}
+        />
 
         <FormField
           id="job-idempotency-key"
@@ -182,94 +166,47 @@ function CreateForm({ config }: { config: ApiConfig }) {
           )}
         </FormField>
 
-        <FormField
+        <KeyField
           id="job-unique-key"
           label="Unique key (optional)"
           errors={errorsFor('unique_key')}
           hint="While a job with this key is queued or running, creating another returns it."
-        >
-          {(p) => (
-            <input
-              {...p}
-              type="text"
-              className="mono"
-              autoComplete="off"
-              spellCheck={false}
-              maxLength={KEY_MAX_LENGTH}
-              value={values.uniqueKey}
-              onChange={(e) => set('uniqueKey', e.target.value)}
-            />
-          )}
-        </FormField>
+          maxLength={KEY_MAX_LENGTH}
+          value={values.uniqueKey}
+          onChange={(v) => set('uniqueKey', v)}
+        />
 
-        <FormField
+        <KeyField
           id="job-concurrency-key"
           label="Concurrency key (optional)"
           errors={errorsFor('concurrency_key')}
           hint="Jobs sharing a key run at most as many at once as its configured limit."
-        >
-          {(p) => (
-            <input
-              {...p}
-              type="text"
-              className="mono"
-              autoComplete="off"
-              spellCheck={false}
-              maxLength={KEY_MAX_LENGTH}
-              value={values.concurrencyKey}
-              onChange={(e) => set('concurrencyKey', e.target.value)}
-            />
-          )}
-        </FormField>
+          maxLength={KEY_MAX_LENGTH}
+          value={values.concurrencyKey}
+          onChange={(v) => set('concurrencyKey', v)}
+        />
 
-        <FormField
+        <KeyField
           id="job-queue"
           label="Queue (optional)"
           errors={errorsFor('queue')}
           hint={`Letters, digits and . _ : - (up to ${config.limits.queue_name_max_length}). Blank: the default queue.`}
-        >
-          {(p) => (
-            <>
-              <input
-                {...p}
-                type="text"
-                className="mono"
-                autoComplete="off"
-                spellCheck={false}
-                maxLength={config.limits.queue_name_max_length}
-                list={knownQueues.length > 0 ? 'job-queue-names' : undefined}
-                value={values.queue}
-                onChange={(e) => set('queue', e.target.value)}
-              />
-              {knownQueues.length > 0 && (
-                <datalist id="job-queue-names">
-                  {knownQueues.map((q) => (
-                    <option key={q} value={q} />
-                  ))}
-                </datalist>
-              )}
-            </>
-          )}
-        </FormField>
+          maxLength={config.limits.queue_name_max_length}
+          suggestions={knownQueues}
+          value={values.queue}
+          onChange={(v) => set('queue', v)}
+        />
 
-        <FormField
+        <NumberField
           id="job-timeout"
           label="Timeout in seconds (optional)"
           errors={errorsFor('timeout_seconds')}
           hint={`1 to ${config.limits.timeout_seconds_max}. Blank: the job type’s default, else the worker’s (${workerTimeout}).`}
-        >
-          {(p) => (
-            <input
-              {...p}
-              type="number"
-              inputMode="numeric"
-              min={1}
-              max={config.limits.timeout_seconds_max}
-              value={values.timeoutSeconds}
-              onChange={(e) => set('timeoutSeconds', e.target.value)}
-            />
-          )}
-        </FormField>
+          min={1}
+          max={config.limits.timeout_seconds_max}
+          value={values.timeoutSeconds}
+          onChange={(v) => set('timeoutSeconds', v)}
+        />
       </div>
 
       <fieldset className="fieldset">
@@ -347,25 +284,17 @@ function CreateForm({ config }: { config: ApiConfig }) {
       />
 
       <div className="actions">
-        <FormField
+        <NumberField
           id="job-count"
           label="How many"
           errors={countError ? [countError] : []}
           hint={`1 to ${bulkMax} copies of this job, in one request; a key gets -1, -2, … per copy.`}
-        >
-          {(p) => (
-            <input
-              {...p}
-              type="number"
-              inputMode="numeric"
-              min={1}
-              max={bulkMax}
-              className="input--short"
-              value={count}
-              onChange={(e) => setCount(e.target.value)}
-            />
-          )}
-        </FormField>
+          min={1}
+          max={bulkMax}
+          className="input--short"
+          value={count}
+          onChange={setCount}
+        />
         <button type="submit" className="button button--primary" disabled={pending}>
           {pending ? 'Creating…' : count.trim() === '1' || count.trim() === '' ? 'Create job' : `Create ${count.trim()} jobs`}
         </button>

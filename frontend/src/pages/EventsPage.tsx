@@ -5,6 +5,7 @@ import { useEventFeed, usePageLimits } from '../api/hooks';
 import { ApiError } from '../api/client';
 import { HEARTBEAT_EVENT_TYPES, JOB_EVENT_TYPES } from '../api/types';
 import { JsonView } from '../components/JsonView';
+import { useDebounced } from '../hooks/useDebounced';
 import { actorOf, describeActor } from '../lib/actor';
 import { CursorPager } from '../components/Pagination';
 import { RelativeTime } from '../components/RelativeTime';
@@ -12,7 +13,6 @@ import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
 import { EventTypeBadge } from '../components/StatusBadge';
 import { pageSizeChoices, parsePageSize } from '../lib/paging';
 import { isJobIdOrPrefix, parseEventType } from '../lib/params';
-import { useDebounced } from '../lib/useDebounced';
 
 export function EventsPage() {
   const [params, setParams] = useSearchParams();

@@ -15,6 +15,7 @@ import { isCancellable, isLive, isRetryable, type Job, type JobDetail, type Work
 import { AttemptsTable } from '../components/AttemptsTable';
 import { ClockTime } from '../components/ClockTime';
 import { Traceback } from '../components/Traceback';
+import { useNow } from '../hooks/useNow';
 import { describeTimeout } from '../lib/attempts';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { EventTimeline } from '../components/EventTimeline';
@@ -24,7 +25,6 @@ import { RelativeTime } from '../components/RelativeTime';
 import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
 import { errorMessage } from '../lib/errors';
 import { formatExact, isIsoTime } from '../lib/time';
-import { useNow } from '../lib/useNow';
 import { findJob } from '../lib/search';
 import { traceIdOf } from '../lib/trace';
 import { StatusBadge } from '../components/StatusBadge';

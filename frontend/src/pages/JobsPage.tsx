@@ -6,6 +6,7 @@ import { BulkActions, BulkConfirm } from '../components/BulkActions';
 import { JobTable } from '../components/JobTable';
 import { Pagination } from '../components/Pagination';
 import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
+import { useDebounced } from '../hooks/useDebounced';
 import {
   describeFilters,
   describeOutcome,
@@ -22,7 +23,6 @@ import { pageSizeChoices, parsePageSize } from '../lib/paging';
 import { formatOrdering, nextOrdering, parseOrdering } from '../lib/ordering';
 import { parseIntParam, parseStatus } from '../lib/params';
 import { queueChoices, queueNameProblem } from '../lib/queue';
-import { useDebounced } from '../lib/useDebounced';
 
 const ACTIONS: readonly BulkAction[] = ['retry', 'cancel'];
 // Every status a bulk action takes: counted one by one when no status is filtered.
@@ -44,6 +44,35 @@ function parseWhen(due: string | null, leaseExpired: string | null): When | unde
   if (due === 'true') return 'due';
   if (due === 'false') return 'scheduled';
   return undefined;
+}
+
+/** A text filter of the list; `code` for exact values (keys, metadata): monospace, not spell-checked. */
+function SearchFilter({
+  label,
+  value,
+  placeholder,
+  code = false,
+  onChange,
+}: {
+  label: string;
+  value: string;
+  placeholder: string;
+  code?: boolean;
+  onChange: (value: string) => void;
+}) {
+  return (
+    <label className="field field--inline">
+      <span>{label}</span>
+      <input
+        type="search"
+        className={code ? 'mono' : undefined}
+        value={value}
+        placeholder={placeholder}
+        spellCheck={code ? false : undefined}
+        onChange={(e) => onChange(e.target.value)}
+      />
+    </label>
+  );
 }
 
 export function JobsPage() {
@@ -263,15 +292,7 @@ export function JobsPage() {
             ))}
           </select>
         </label>
-        <label className="field field--inline">
-          <span>Type contains</span>
-          <input
-            type="search"
-            value={typeInput}
-            placeholder="e.g. demo"
-            onChange={(e) => setTypeInput(e.target.value)}
-          />
-        </label>
+        <SearchFilter label="Type contains" value={typeInput} placeholder="e.g. demo" onChange={setTypeInput} />
         <div className="field field--inline">
           <label htmlFor="job-queue-filter">Queue</label>
           <input
@@ -299,37 +320,21 @@ export function JobsPage() {
             </span>
           )}
         </div>
-        <label className="field field--inline">
-          <span>Error contains</span>
-          <input
-            type="search"
-            value={errorInput}
-            placeholder="e.g. timeout"
-            onChange={(e) => setErrorInput(e.target.value)}
-          />
-        </label>
-        <label className="field field--inline">
-          <span>Key</span>
-          <input
-            type="search"
-            className="mono"
-            value={keyInput}
-            placeholder="idempotency, unique or concurrency"
-            spellCheck={false}
-            onChange={(e) => setKeyInput(e.target.value)}
-          />
-        </label>
-        <label className="field field--inline">
-          <span>Metadata</span>
-          <input
-            type="search"
-            className="mono"
-            value={metadataInput}
-            placeholder="name=value"
-            spellCheck={false}
-            onChange={(e) => setMetadataInput(e.target.value)}
-          />
-        </label>
+        <SearchFilter label="Error contains" value={errorInput} placeholder="e.g. timeout" onChange={setErrorInput} />
+        <SearchFilter
+          label="Key"
+          code
+          value={keyInput}
+          placeholder="idempotency, unique or concurrency"
+          onChange={setKeyInput}
+        />
+        <SearchFilter
+          label="Metadata"
+          code
+          value={metadataInput}
+          placeholder="name=value"
+          onChange={setMetadataInput}
+        />
         {filtered && (
           <button
             type="button"

@@ -4,10 +4,10 @@ import type { JobStats, JobTypeHealth } from '../api/types';
 import { StatCard } from '../components/StatCard';
 import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
 import { ThroughputChart } from '../components/ThroughputChart';
+import { useNow } from '../hooks/useNow';
 import { ATTENTION_WINDOW_MINUTES, attentionItems, type FlowState } from '../lib/attention';
 import { errorMessage } from '../lib/errors';
 import { formatDuration, formatExact } from '../lib/time';
-import { useNow } from '../lib/useNow';
 
 const THROUGHPUT_WINDOW = { minutes: 15, bucketSeconds: 60 };
 

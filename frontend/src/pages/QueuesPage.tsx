@@ -3,9 +3,10 @@ import { Link } from 'react-router';
 import { useCanChange, useQueues, useSetQueuePaused, useUpdateQueueLimits } from '../api/hooks';
 import { JOB_STATUSES, type Queue } from '../api/types';
 import { ConfirmDialog } from '../components/ConfirmDialog';
-import { FormField } from '../components/FormField';
+import { NumberField } from '../components/FormField';
 import { RelativeTime } from '../components/RelativeTime';
 import { Empty, ErrorState, Loading, StaleNote } from '../components/States';
+import { useNow } from '../hooks/useNow';
 import { errorMessage } from '../lib/errors';
 import {
   buildLimitsRequest,
@@ -19,7 +20,6 @@ import {
   type LimitField,
   type LimitsFormValues,
 } from '../lib/flowControl';
-import { useNow } from '../lib/useNow';
 
 const NO_CHANGE_NOTE = 'Your account can look at queues but not change them (that needs the permission to change jobs).';
 
@@ -117,58 +117,34 @@ function LimitsEditor({ queue, onDone }: { queue: Queue; onDone: (message: strin
           </div>
         )}
         <div className="form__grid">
-          <FormField
+          <NumberField
+            ref={firstField}
             id={`${headingId}-concurrency`}
             label="Concurrency limit"
             errors={errorsFor('concurrency_limit')}
             hint="At most this many running at once across all workers. Blank: no limit."
-          >
-            {(p) => (
-              <input
-                {...p}
-                ref={firstField}
-                type="number"
-                inputMode="numeric"
-                min={1}
-                value={values.concurrencyLimit}
-                onChange={(e) => set('concurrencyLimit', e.target.value)}
-              />
-            )}
-          </FormField>
-          <FormField
+            min={1}
+            value={values.concurrencyLimit}
+            onChange={(v) => set('concurrencyLimit', v)}
+          />
+          <NumberField
             id={`${headingId}-rate`}
             label="Rate limit"
             errors={errorsFor('rate_limit')}
             hint="At most this many started per period across all workers. Blank: no limit."
-          >
-            {(p) => (
-              <input
-                {...p}
-                type="number"
-                inputMode="numeric"
-                min={1}
-                value={values.rateLimit}
-                onChange={(e) => set('rateLimit', e.target.value)}
-              />
-            )}
-          </FormField>
-          <FormField
+            min={1}
+            value={values.rateLimit}
+            onChange={(v) => set('rateLimit', v)}
+          />
+          <NumberField
             id={`${headingId}-period`}
             label="Rate period in seconds"
             errors={errorsFor('rate_period_seconds')}
             hint="The window of the rate limit."
-          >
-            {(p) => (
-              <input
-                {...p}
-                type="number"
-                inputMode="numeric"
-                min={1}
-                value={values.ratePeriodSeconds}
-                onChange={(e) => set('ratePeriodSeconds', e.target.value)}
-              />
-            )}
-          </FormField>
+            min={1}
+            value={values.ratePeriodSeconds}
+            onChange={(v) => set('ratePeriodSeconds', v)}
+          />
         </div>
         <div className="actions">
           <button type="submit" className="button button--primary" disabled={update.isPending}>

@@ -6,9 +6,9 @@
  * No query function takes TanStack's abort `signal`. A query that reads it is cancelled
  * as soon as its last observer unmounts, and React's StrictMode (on under `make run`)
  * unmounts and remounts every component once on its first mount: each first request was
- * aborted and sent again (issue 27). Without the signal, the remount joins the request in
- * flight, and a request a page left behind finishes into the cache (the client's own
- * timeout still bounds it). App.test.tsx renders the app under StrictMode and counts.
+ * aborted and sent again. Without the signal, the remount joins the request in flight,
+ * and a request a page left behind finishes into the cache (the client's own timeout
+ * still bounds it). App.test.tsx renders the app under StrictMode and counts.
  */
 export { queryKeys } from './keys';
 export {

@@ -16,14 +16,19 @@ import type {
 } from '../types';
 import { queryKeys } from './keys';
 
+/** After a create or a bulk action: every job query (lists, counts, pages, stats) and the feed. */
+function refreshEveryJobView(queryClient: QueryClient) {
+  void queryClient.invalidateQueries({ queryKey: queryKeys.allJobs });
+  void queryClient.invalidateQueries({ queryKey: queryKeys.allEvents });
+}
+
 export function useCreateJob() {
   const queryClient = useQueryClient();
   return useMutation<{ job: Job; created: boolean; matched: CreateMatch | null }, ApiError, JobCreateInput>({
     mutationFn: (input) => api.createJob(input),
     onSuccess: ({ job }) => {
       queryClient.setQueryData(queryKeys.job(job.id), job);
-      void queryClient.invalidateQueries({ queryKey: queryKeys.allJobs });
-      void queryClient.invalidateQueries({ queryKey: queryKeys.allEvents });
+      refreshEveryJobView(queryClient);
     },
   });
 }
@@ -33,10 +38,7 @@ export function useBulkCreate() {
   const queryClient = useQueryClient();
   return useMutation<BulkCreateResult, ApiError, BulkCreateInput>({
     mutationFn: (input) => api.bulkCreate(input),
-    onSuccess: () => {
-      void queryClient.invalidateQueries({ queryKey: queryKeys.allJobs });
-      void queryClient.invalidateQueries({ queryKey: queryKeys.allEvents });
-    },
+    onSuccess: () => refreshEveryJobView(queryClient),
   });
 }
 
@@ -50,30 +52,30 @@ function refreshAfterJobChange(queryClient: QueryClient, id: string) {
   void queryClient.invalidateQueries({ queryKey: queryKeys.allEvents });
 }
 
-export function useRetryJob(id: string) {
+/**
+ * A write on one job: the job the API answered with is stored and the views it changed
+ * reload. On an error the job itself reloads: a 409 means it moved on (someone else
+ * retried or cancelled it), and the page then shows where it is now.
+ */
+function useJobWrite<TResult>(id: string, write: () => Promise<TResult>, jobOf: (result: TResult) => Job) {
   const queryClient = useQueryClient();
-  return useMutation<Job, ApiError, void>({
-    mutationFn: () => api.retryJob(id),
-    onSuccess: (job) => {
-      queryClient.setQueryData(queryKeys.job(id), job);
+  return useMutation<TResult, ApiError, void>({
+    mutationFn: write,
+    onSuccess: (result) => {
+      queryClient.setQueryData(queryKeys.job(id), jobOf(result));
       refreshAfterJobChange(queryClient, id);
     },
-    // A 409 means the job moved on (someone else retried it): show where it is now.
     onError: () => void queryClient.invalidateQueries({ queryKey: queryKeys.job(id), exact: true }),
   });
 }
 
+export function useRetryJob(id: string) {
+  return useJobWrite(id, () => api.retryJob(id), (job) => job);
+}
+
 /** Run one job now: a queued job not yet due becomes due at once (a `run_now` event). */
 export function useRunJobNow(id: string) {
-  const queryClient = useQueryClient();
-  return useMutation<Job, ApiError, void>({
-    mutationFn: () => api.runJobNow(id),
-    onSuccess: (job) => {
-      queryClient.setQueryData(queryKeys.job(id), job);
-      refreshAfterJobChange(queryClient, id);
-    },
-    onError: () => void queryClient.invalidateQueries({ queryKey: queryKeys.job(id), exact: true }),
-  });
+  return useJobWrite(id, () => api.runJobNow(id), (job) => job);
 }
 
 /**
@@ -81,28 +83,14 @@ export function useRunJobNow(id: string) {
  * `cancel_requested_at` set) until its worker sees the request, which polling then shows.
  */
 export function useCancelJob(id: string) {
-  const queryClient = useQueryClient();
-  return useMutation<{ job: Job; requested: boolean }, ApiError, void>({
-    mutationFn: () => api.cancelJob(id),
-    onSuccess: ({ job }) => {
-      queryClient.setQueryData(queryKeys.job(id), job);
-      refreshAfterJobChange(queryClient, id);
-    },
-    onError: () => void queryClient.invalidateQueries({ queryKey: queryKeys.job(id), exact: true }),
-  });
-}
-
-/** After a bulk action: every job query (lists, counts, pages, stats) and the feed. */
-function refreshAfterBulkChange(queryClient: QueryClient) {
-  void queryClient.invalidateQueries({ queryKey: queryKeys.allJobs });
-  void queryClient.invalidateQueries({ queryKey: queryKeys.allEvents });
+  return useJobWrite(id, () => api.cancelJob(id), ({ job }) => job);
 }
 
 export function useBulkCancel() {
   const queryClient = useQueryClient();
   return useMutation<CancelOutcome, ApiError, JobSelection>({
     mutationFn: (selection) => api.bulkCancel(selection),
-    onSettled: () => refreshAfterBulkChange(queryClient),
+    onSettled: () => refreshEveryJobView(queryClient),
   });
 }
 
@@ -110,6 +98,6 @@ export function useBulkRetry() {
   const queryClient = useQueryClient();
   return useMutation<RetryOutcome, ApiError, JobSelection>({
     mutationFn: (selection) => api.bulkRetry(selection),
-    onSettled: () => refreshAfterBulkChange(queryClient),
+    onSettled: () => refreshEveryJobView(queryClient),
   });
 }

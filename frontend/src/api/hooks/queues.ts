@@ -1,8 +1,9 @@
 /** Queues (`/queues/`): counts, pause state and limits, and the writes on them. */
-import { useMutation, useQueryClient, type QueryClient } from '@tanstack/react-query';
+import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { usePolledQuery } from '../../polling/usePolledQuery';
 import { api, type ApiError } from '../client';
 import type { Queue, QueueLimitsInput } from '../types';
+import { storeByName } from './cache';
 import { queryKeys } from './keys';
 
 /** Every known queue, polled. */
@@ -13,20 +14,12 @@ export function useQueues() {
   });
 }
 
-/** Put the queue the API answered with into the list, in place. */
-function storeQueue(queryClient: QueryClient, queue: Queue) {
-  queryClient.setQueryData<Queue[]>(queryKeys.queues, (queues) =>
-    queues?.map((q) => (q.name === queue.name ? queue : q)),
-  );
-  void queryClient.invalidateQueries({ queryKey: queryKeys.queues });
-}
-
 /** Pause or resume one queue. */
 export function useSetQueuePaused() {
   const queryClient = useQueryClient();
   return useMutation<Queue, ApiError, { name: string; paused: boolean }>({
     mutationFn: ({ name, paused }) => (paused ? api.pauseQueue(name) : api.resumeQueue(name)),
-    onSuccess: (queue) => storeQueue(queryClient, queue),
+    onSuccess: (queue) => storeByName(queryClient, queryKeys.queues, queue),
   });
 }
 
@@ -35,6 +28,6 @@ export function useUpdateQueueLimits() {
   const queryClient = useQueryClient();
   return useMutation<Queue, ApiError, { name: string; limits: QueueLimitsInput }>({
     mutationFn: ({ name, limits }) => api.updateQueueLimits(name, limits),
-    onSuccess: (queue) => storeQueue(queryClient, queue),
+    onSuccess: (queue) => storeByName(queryClient, queryKeys.queues, queue),
   });
 }

@@ -1,8 +1,9 @@
 /** Schedules (`/schedules/`): next runs and last jobs, pause, resume and trigger. */
-import { useMutation, useQueryClient, type QueryClient } from '@tanstack/react-query';
+import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { usePolledQuery } from '../../polling/usePolledQuery';
 import { api, type ApiError } from '../client';
 import type { Schedule, ScheduleTrigger } from '../types';
+import { storeByName } from './cache';
 import { queryKeys } from './keys';
 
 /** Every schedule, polled. */
@@ -13,19 +14,12 @@ export function useSchedules() {
   });
 }
 
-function storeSchedule(queryClient: QueryClient, schedule: Schedule) {
-  queryClient.setQueryData<Schedule[]>(queryKeys.schedules, (schedules) =>
-    schedules?.map((s) => (s.name === schedule.name ? schedule : s)),
-  );
-  void queryClient.invalidateQueries({ queryKey: queryKeys.schedules });
-}
-
 /** Pause or resume one schedule. */
 export function useSetSchedulePaused() {
   const queryClient = useQueryClient();
   return useMutation<Schedule, ApiError, { name: string; paused: boolean }>({
     mutationFn: ({ name, paused }) => (paused ? api.pauseSchedule(name) : api.resumeSchedule(name)),
-    onSuccess: (schedule) => storeSchedule(queryClient, schedule),
+    onSuccess: (schedule) => storeByName(queryClient, queryKeys.schedules, schedule),
   });
 }
 
@@ -35,7 +29,7 @@ export function useTriggerSchedule() {
   return useMutation<ScheduleTrigger, ApiError, string>({
     mutationFn: (name) => api.triggerSchedule(name),
     onSuccess: ({ schedule, job }) => {
-      storeSchedule(queryClient, schedule);
+      storeByName(queryClient, queryKeys.schedules, schedule);
       queryClient.setQueryData(queryKeys.job(job.id), job);
       void queryClient.invalidateQueries({ queryKey: queryKeys.allJobs });
       void queryClient.invalidateQueries({ queryKey: queryKeys.allEvents });
