@@ -119,15 +119,15 @@ docs: venv ## Serve the documentation site at http://127.0.0.1:8001/ while you e
 # these targets run them alone, with figures.
 .PHONY: test-faults
 test-faults: venv ## Fault injection on PostgreSQL: kill -9, SIGTERM, DB restart, 3,000 jobs x 3 processes; property test
-	cd $(BACKEND) && $(TEST_PG_ENV) $(PY) -m pytest -q -s jobs/tests/processes/test_faults.py jobs/tests/unit/test_properties.py
+	cd $(BACKEND) && $(TEST_PG_ENV) $(PY) -m pytest -q -s tests/processes/test_faults.py tests/integration/test_properties.py
 
 .PHONY: test-failover
 test-failover: venv ## Failover on clusters of the tests' own: sync and async replication under load (kill -9), a frozen primary, a listener frozen unnoticed; prints figures
-	cd $(BACKEND) && TEST_DATABASE_ENGINE=sqlite $(PY) -m pytest -q -s -m failover jobs/tests/processes/test_failover.py
+	cd $(BACKEND) && TEST_DATABASE_ENGINE=sqlite $(PY) -m pytest -q -s -m failover tests/processes/test_failover.py
 
 .PHONY: test-fuzz
 test-fuzz: venv ## Fuzz the API from its OpenAPI schema (schemathesis) + production-mode security tests
-	cd $(BACKEND) && DATABASE_ENGINE=sqlite $(PY) -m pytest -q jobs/tests/api/test_fuzz.py jobs/tests/api/test_security.py
+	cd $(BACKEND) && DATABASE_ENGINE=sqlite $(PY) -m pytest -q tests/integration/api/test_fuzz.py tests/integration/api/test_security.py tests/processes/test_security.py
 
 .PHONY: bench
 bench: venv ## Every performance goal beside its same-run reference on PostgreSQL: prints a report, writes bench-results/latest.json (BENCH_ARGS=--help)

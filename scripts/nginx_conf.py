@@ -5,7 +5,7 @@
 start-up. Here it is rendered the same way (``${NGINX_*}`` replaced) and wrapped in a
 minimal main configuration under a prefix directory, so Debian's nginx package can test
 it (``nginx -t``, from ``scripts/check_compose.py``) or serve with it (the tests in
-``backend/jobs/tests/processes/test_front_door.py``).
+``backend/tests/processes/test_front_door.py``).
 
 Usage:
   scripts/nginx_conf.py                 render with example values and run ``nginx -t``

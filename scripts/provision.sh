@@ -24,10 +24,10 @@ POLICY_RC_D="${PROVISION_POLICY_RC_D:-/usr/sbin/policy-rc.d}"
 
 # package|what it would have tested|extra apt-get options
 PACKAGES=(
-  "nginx|make test-compose's nginx -t of the front door, jobs/tests/processes/test_front_door.py (gunicorn behind nginx) and the end-to-end tests (the dashboard behind nginx)|"
+  "nginx|make test-compose's nginx -t of the front door, tests/processes/test_front_door.py (gunicorn behind nginx) and the end-to-end tests (the dashboard behind nginx)|"
   "chromium|the end-to-end tests (make test-e2e: Playwright drives Debian's Chromium)|"
-  "prometheus|jobs/tests/processes/test_metrics.py: promtool lints /metrics and a real Prometheus scrapes the API and a worker|--no-install-recommends"
-  "pgbouncer|jobs/tests/processes/test_pgbouncer.py: workers and the API through PgBouncer in transaction mode|"
+  "prometheus|tests/processes/test_metrics.py: promtool lints /metrics and a real Prometheus scrapes the API and a worker|--no-install-recommends"
+  "pgbouncer|tests/processes/test_pgbouncer.py: workers and the API through PgBouncer in transaction mode|"
 )
 
 say() { printf 'provision: %s\n' "$*"; }

@@ -4,7 +4,8 @@ A driver runs each transition as the statement(s) its database does best, with t
 signature, the same guards and the same events on every implementation; the rules (what
 the next status is, which event is written, the backoff) are decided in ``services`` and
 handed over as values, so a driver holds statements and nothing else.
-``jobs/tests/drivers/test_driver_contract.py`` runs one behaviour suite against every driver.
+``tests/integration/drivers/test_driver_contract.py`` runs one behaviour suite against every
+driver.
 """
 
 from __future__ import annotations
