@@ -138,20 +138,3 @@ def production_server(django_db_setup, django_db_blocker, tmp_path_factory, prod
         env = production_child_env(**production_server_env)
     with serve_api(tmp_path_factory.mktemp("prod") / "gunicorn.log", env) as server:
         yield server
-
-
-@pytest.fixture(autouse=True)
-def _fresh_stats_cache() -> None:
-    """Stats are cached for a second per process; each test starts without them."""
-    from django.core.cache import cache
-
-    cache.clear()
-
-
-@pytest.fixture(autouse=True)
-def _plans_as_the_test_left_them(monkeypatch) -> None:
-    """A worker runner started in this process plans its prepared statements generically
-    from then on (``PostgresDriver.plan_generically``); the next test starts without."""
-    from jobs.drivers import postgres
-
-    monkeypatch.setattr(postgres, "_generic_plans", postgres._generic_plans)

@@ -1,5 +1,6 @@
 """pytest plugin (``-p tests.pytest_database`` in pyproject.toml): the test run's
-database engine, chosen before pytest-django reads the settings.
+database engine, chosen before pytest-django reads the settings, and the state each test of
+every suite (the app's and the bench's) starts without.
 
 Precedence for a test run: ``TEST_DATABASE_ENGINE`` (``sqlite`` or ``postgres``), then
 ``DATABASE_ENGINE``, then PostgreSQL if any ``POSTGRES_*`` variable is set, else SQLite
@@ -31,3 +32,20 @@ def pytest_load_initial_conftests() -> None:
     if engine not in ENGINES:
         raise pytest.UsageError(f"TEST_DATABASE_ENGINE must be sqlite or postgres, got {engine!r}")
     os.environ["DATABASE_ENGINE"] = engine
+
+
+@pytest.fixture(autouse=True)
+def _fresh_stats_cache() -> None:
+    """Stats are cached for a second per process; each test starts without them."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def _plans_as_the_test_left_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker runner started in this process plans its prepared statements generically
+    from then on (``PostgresDriver.plan_generically``); the next test starts without."""
+    from jobs.drivers import postgres
+
+    monkeypatch.setattr(postgres, "_generic_plans", postgres._generic_plans)
