@@ -131,7 +131,7 @@ if ENABLE_DJANGO_DEBUG_TOOLBAR:
 
     # Only HTML pages get the toolbar; the JSON API stays untouched (the toolbar's panels
     # would otherwise re-read request bodies the API refused, e.g. one over the size limit).
-    # The admin does not either: the toolbar covered its pages under `make run` (issue 27).
+    # The admin does not either: the toolbar covered its pages under `make run`.
     def _show_debug_toolbar(request: "HttpRequest") -> bool:
         from debug_toolbar.middleware import show_toolbar
         from django.urls import NoReverseMatch, reverse
@@ -414,10 +414,10 @@ JOB_WORKER_HEARTBEAT_SECONDS = env_int("JOB_WORKER_HEARTBEAT_SECONDS", 0)
 JOB_DB_STATEMENT_DEADLINE_SECONDS = env_int("JOB_DB_STATEMENT_DEADLINE_SECONDS", 0)
 JOB_WORKER_CLEANUP_INTERVAL_SECONDS = env_int("JOB_WORKER_CLEANUP_INTERVAL_SECONDS", 5)
 JOB_WORKER_CLEANUP_BATCH_SIZE = env_int("JOB_WORKER_CLEANUP_BATCH_SIZE", 100)
-# Batched fetch (issue 25): idle threads of a process claim together; 1: one by one;
+# Batched fetch: idle threads of a process claim together; 1: one by one;
 # 0: as many as the threads where batching pays (PostgreSQL, statements prepared).
 JOB_WORKER_CLAIM_BATCH_SIZE = env_int("JOB_WORKER_CLAIM_BATCH_SIZE", 0)
-# Batched completion (issue 25); 1: each thread completes together with its next claim;
+# Batched completion; 1: each thread completes together with its next claim;
 # 0: 10 where batching pays, else 1.
 JOB_WORKER_COMPLETE_BATCH_SIZE = env_int("JOB_WORKER_COMPLETE_BATCH_SIZE", 0)
 JOB_WORKER_COMPLETE_FLUSH_MS = env_int("JOB_WORKER_COMPLETE_FLUSH_MS", 5)
@@ -485,7 +485,7 @@ def env_json_object(name: str) -> dict[str, Any]:
     return value
 
 
-# Flow control (issue 24): periodic jobs by name, as JSON (see jobs.conf), e.g.
+# Flow control: periodic jobs by name, as JSON (see jobs.conf), e.g.
 # {"nightly": {"type": "demo.echo", "cron": "0 3 * * *", "missed": "skip"}}, and the
 # per-key concurrency limits, e.g. {"customer:*": 2}. Ticks older than the grace when a
 # worker first sees them were missed.

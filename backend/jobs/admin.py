@@ -246,7 +246,7 @@ class JobEventAdmin(ZonedEventTimes, ReadOnlyAdminMixin, ModelAdmin):
     show_full_result_count = False
 
 
-# --- Flow control (issue 24) ------------------------------------------------------------
+# --- Flow control ------------------------------------------------------------
 
 
 class JobPermissionsMixin:

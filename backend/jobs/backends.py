@@ -267,7 +267,7 @@ class JobQueueTask(Task):  # type: ignore[type-arg]  # Task is not subscriptable
     # Not hashed: a dict is not hashable, and a task is told apart by its other fields.
     metadata: Mapping[str, str] | None = dataclass_field(default=None, hash=False)
     heartbeat: bool = True
-    # Flow control (issue 24): at most one queued or running job per unique_key (an
+    # Flow control: at most one queued or running job per unique_key (an
     # enqueue while one is active returns that job's result), and the key whose
     # concurrency limit the job's attempts count against.
     unique_key: str | None = None

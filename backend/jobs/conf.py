@@ -19,11 +19,11 @@ DEFAULTS: dict[str, Any] = {
     # Seconds between a worker process's heartbeats; 0: a third of the lease.
     "JOB_WORKER_HEARTBEAT_SECONDS": 0,
     "JOB_WORKER_CLEANUP_INTERVAL_SECONDS": 5,
-    # Batched fetch (issue 25): a process's idle threads claim together, up to this many
+    # Batched fetch: a process's idle threads claim together, up to this many
     # jobs per statement (never more than the threads that are idle); 1: one by one;
     # 0: as many as the process has threads where batching pays (jobs.worker.config).
     "JOB_WORKER_CLAIM_BATCH_SIZE": 0,
-    # Batched completion (issue 25): successes written together, up to this many per
+    # Batched completion: successes written together, up to this many per
     # statement, the oldest waiting at most JOB_WORKER_COMPLETE_FLUSH_MS (or none when a
     # thread is idle); 1: each thread completes its job together with its next claim;
     # 0: 10 where batching pays, else 1.
@@ -94,7 +94,7 @@ DEFAULTS: dict[str, Any] = {
     # "metadata" (none by default: payloads and results may hold personal data).
     "JOB_TRACING": False,
     "JOB_TRACING_RECORD": [],
-    # Periodic jobs (issue 24): name -> {"task": path | "type": job type, "cron": expr |
+    # Periodic jobs: name -> {"task": path | "type": job type, "cron": expr |
     # "interval": seconds, "args"/"kwargs" | "payload", "queue", "priority", "timezone",
     # "missed": "latest" | "skip"}; every worker process enqueues their due ticks.
     "JOB_SCHEDULES": {},

@@ -14,7 +14,7 @@ TIMEOUT_SECONDS_MAX = 7 * 24 * 3600
 # Column sizes (jobs_job.type, idempotency_key, queue; the worker id of locked_by).
 TYPE_MAX_LENGTH = 120
 IDEMPOTENCY_KEY_MAX_LENGTH = 255
-# unique_key and concurrency_key (issue 24), as long as an idempotency key.
+# unique_key and concurrency_key, as long as an idempotency key.
 UNIQUE_KEY_MAX_LENGTH = 255
 WORKER_ID_MAX_LENGTH = 255
 QUEUE_NAME_MAX_LENGTH = 64

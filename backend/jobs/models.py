@@ -46,7 +46,7 @@ class JobEventType(models.TextChoices):
     MANUAL_RETRY = "manual_retry", "Manual retry"
     CANCEL_REQUESTED = "cancel_requested", "Cancel requested"
     CANCELLED = "cancelled", "Cancelled"
-    # Added in issue 25: a claimed attempt whose handler never started went back to queued
+    # A claimed attempt whose handler never started went back to queued
     # (graceful shutdown), its attempt not spent.
     RELEASED = "released", "Released"
     # Added with the dashboard's "Run now": an operator made a job scheduled for later (or
@@ -75,7 +75,7 @@ class AtUtc(Func):
     """A ``timestamptz`` as UTC wall-clock time: in the column's own order, but an
     expression that only the index built on it can serve. job_claim_idx holds
     ``available_at`` this way so that the claim's order and due test cannot be read through
-    jobs_job_available_at_idx instead (issue 25, queries.sql). SQLite stores times as text
+    jobs_job_available_at_idx instead (queries.sql). SQLite stores times as text
     already in UTC: there it is the column itself."""
 
     template = "(%(expressions)s AT TIME ZONE 'UTC')"
@@ -158,7 +158,7 @@ class Job(models.Model):
     # trace context the tracing injected (traceparent, tracestate, baggage): bounded by
     # jobs.limits.metadata_problem on the way in, never read to decide the job's state.
     metadata = models.JSONField(default=dict, db_default={}, blank=True)
-    # Flow control (issue 24). At most one queued or running job holds a unique_key
+    # Flow control. At most one queued or running job holds a unique_key
     # (job_unique_key_active); a finished one frees it for the next create.
     unique_key = models.CharField(max_length=UNIQUE_KEY_MAX_LENGTH, null=True, blank=True)  # noqa: DJ001
     # Running jobs with one concurrency_key are bounded by its limit (ConcurrencyKeyLimit,
@@ -183,7 +183,7 @@ class Job(models.Model):
         # check says what to add (jobs.E102) instead of a traceback.
         app_label = "jobs"
         indexes = [
-            # Finished jobs only (issue 25): queued rows are in job_claim_idx and running
+            # Finished jobs only: queued rows are in job_claim_idx and running
             # ones in job_timeout_idx, and a hot statement's `status = 'queued'` or
             # `'running'` must never find this index instead of those (see queries.sql).
             models.Index(

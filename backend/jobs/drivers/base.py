@@ -341,7 +341,7 @@ class Driver(Protocol):
 
     def prepares_statements(self) -> bool:
         """Whether the hot statements are prepared, so each connection plans them once (not
-        behind a transaction pooler): what makes the batched ones cheap (issue 25)."""
+        behind a transaction pooler): what makes the batched ones cheap."""
         ...
 
     def plan_generically(self) -> None:

@@ -288,7 +288,7 @@ UNIQUE_RACE_RETRIES = 3
 
 # The bulk actions' selection is optional part by part (queries.sql's selection fragment):
 # only a plan made for the given values can read a selection of ids through the primary
-# key, so these always run unprepared, planned for their values (issue 25).
+# key, so these always run unprepared, planned for their values.
 CUSTOM_PLAN_ONLY = frozenset({"cancel_jobs", "retry_jobs"})
 # Utility statements, which PostgreSQL cannot prepare.
 NEVER_PREPARED = frozenset({"vacuum_jobs", "analyze_jobs", "asynchronous_commit"})

@@ -419,7 +419,7 @@ WITH {batch_gate}, new_claims AS (SELECT :claims::integer AS n), {gate_bumped}
 SELECT 1;
 
 -- name: release_jobs
--- Graceful shutdown (issue 25): each attempt of the arrays (:ids, :worker_ids, :attempts)
+-- Graceful shutdown: each attempt of the arrays (:ids, :worker_ids, :attempts)
 -- that its owner still holds and whose handler never started goes back to queued at once,
 -- its attempt not spent (attempts - 1) and due as it was, with a released event; the
 -- others change nothing. One whose cancel was requested meanwhile is cancelled instead
@@ -945,7 +945,7 @@ WITH claimed AS (
         claimed_at = :now, claimed_by = :worker_id
     -- Still queued (it is locked by this transaction since gated_candidate). The status
     -- test is an expression so that job_claim_idx cannot serve it in place of the primary
-    -- key (issue 25: statistics that say `queued` is rare make the planner take it, and
+    -- key (statistics that say `queued` is rare make the planner take it, and
     -- it may hold many dead entries).
     WHERE job.id = :id AND job.status || '' = 'queued'
     RETURNING job.*

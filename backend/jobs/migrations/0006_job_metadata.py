@@ -1,4 +1,4 @@
-"""The job's metadata (issue 26): string keys and values a caller attaches, and the trace
+"""The job's metadata: string keys and values a caller attaches, and the trace
 context jobs.tracing injects (traceparent, tracestate, baggage).
 
 A JSON column with an empty default (PostgreSQL adds it without rewriting the table).

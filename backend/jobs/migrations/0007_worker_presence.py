@@ -1,4 +1,4 @@
-"""Worker presence (issue 27): one row per live worker process, written by its
+"""Worker presence: one row per live worker process, written by its
 maintenance thread every half heartbeat interval and deleted on a clean stop, so the
 workers page lists idle processes and drops dead ones within one interval. An extension
 of the spec's "no worker table"; no job's state is read from it."""

@@ -1,4 +1,4 @@
-"""Flow control (issue 24): unique_key (unique while queued or running) and
+"""Flow control: unique_key (unique while queued or running) and
 concurrency_key on the job, the queues' pause and limits (QueueSettings), per-key
 concurrency limits (ConcurrencyKeyLimit) and the schedules' state (ScheduleState).
 
@@ -41,7 +41,7 @@ WITH RECURSIVE completed AS (
     -- The queue slot the completed attempt held, if any, is free again.
     UPDATE jobs_queueslot SET job_id = NULL WHERE job_id IN (SELECT id FROM completed)
 ), gate AS MATERIALIZED (
-    -- Flow control (issue 24), one probe of the primary key of jobs_queuesettings (a queue
+    -- Flow control, one probe of the primary key of jobs_queuesettings (a queue
     -- without a row has no control): a paused queue is not claimed from; a queue with a
     -- rate limit is claimed from by the gated claim (postgres.py), under a lock on its row;
     -- a queue with a concurrency limit is claimed from here, with a free slot.

@@ -1,4 +1,4 @@
-"""Hot tables (issue 25): plans that hold whatever ANALYZE saw.
+"""Hot tables: plans that hold whatever ANALYZE saw.
 
 jobs_job_status_idx keeps its name and column but holds finished jobs only: queued rows
 are in job_claim_idx and running ones in job_timeout_idx, and a hot statement's
@@ -46,7 +46,7 @@ WITH RECURSIVE completed AS (
     -- The queue slot the completed attempt held, if any, is free again.
     UPDATE jobs_queueslot SET job_id = NULL WHERE job_id IN (SELECT id FROM completed)
 ), gate AS MATERIALIZED (
-    -- Flow control (issue 24), one probe of the primary key of jobs_queuesettings (a queue
+    -- Flow control, one probe of the primary key of jobs_queuesettings (a queue
     -- without a row has no control): a paused queue is not claimed from; a queue with a
     -- rate limit is claimed from by the gated claim (postgres.py), under a lock on its row;
     -- a queue with a concurrency limit is claimed from here, with a free slot.

@@ -1,4 +1,4 @@
-"""The released event (issue 25): a claimed attempt whose handler never started, given back
+"""The released event: a claimed attempt whose handler never started, given back
 at a worker's graceful shutdown. The event type constraint admits it; nothing else changes."""
 
 from django.db import migrations, models

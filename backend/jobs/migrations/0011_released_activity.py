@@ -1,4 +1,4 @@
-"""The activity index holds the released events too (issue 25): the job types page counts
+"""The activity index holds the released events too: the job types page counts
 the claims given back unstarted, read with the claims and attempt endings through
 job_event_activity_idx. The index is rebuilt with the new condition; nothing else changes."""
 

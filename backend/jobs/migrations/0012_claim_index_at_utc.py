@@ -1,4 +1,4 @@
-"""The claim's candidates no longer have a second way in (issue 25).
+"""The claim's candidates no longer have a second way in.
 
 job_claim_idx holds available_at as UTC wall-clock time (jobs.models.AtUtc), and the
 claims order and test due rows by that expression: jobs_job_available_at_idx (the API's
@@ -51,7 +51,7 @@ WITH RECURSIVE completed AS (
     -- The queue slot the completed attempt held, if any, is free again.
     UPDATE jobs_queueslot SET job_id = NULL WHERE job_id IN (SELECT id FROM completed)
 ), gate AS MATERIALIZED (
-    -- Flow control (issue 24), one probe of the primary key of jobs_queuesettings (a queue
+    -- Flow control, one probe of the primary key of jobs_queuesettings (a queue
     -- without a row has no control): a paused queue is not claimed from; a queue with a
     -- rate limit is claimed from by the gated claim (postgres.py), under a lock on its row;
     -- a queue with a concurrency limit is claimed from here, with a free slot.

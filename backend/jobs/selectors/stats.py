@@ -25,8 +25,8 @@ from .queues import active_queues
 
 # The live rows, written as an OR of one status each: each arm is read through the partial
 # index that holds exactly that status (queued: job_claim_idx, running: job_timeout_idx) and
-# the two are combined as a bitmap. jobs_job_status_idx holds finished jobs only (issue 25,
-# migration 0009), and `status IN ('queued', 'running')` implies neither partial index's
+# the two are combined as a bitmap. jobs_job_status_idx holds finished jobs only
+# (migration 0009), and `status IN ('queued', 'running')` implies neither partial index's
 # condition, so it would scan the whole table.
 LIVE = Q(status=JobStatus.QUEUED) | Q(status=JobStatus.RUNNING)
 

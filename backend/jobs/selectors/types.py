@@ -35,7 +35,7 @@ LAST_ERROR_MAX_CHARS = 1000
 # carry. An attempt ended at its timeout writes retry_scheduled or failed with
 # ``reason: timeout`` (counted as timed_out); a cancel of a job that never ran writes
 # cancelled without run_ms (counted as cancelled_queued: not an attempt). A claim given
-# back before its handler started (released, issue 25) is no attempt either: it is counted
+# back before its handler started (released) is no attempt either: it is counted
 # among the claims and as released. Kinds added later go last (the slices below).
 TYPE_COUNT_KINDS = [
     JobEventType.CLAIMED.value,

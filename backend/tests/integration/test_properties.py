@@ -110,7 +110,7 @@ ENDINGS = [
     *((worker, "complete", result) for worker in WORKERS for result in RESULTS[:1] * 4 + RESULTS),
     *((worker, "fail", error) for worker in WORKERS for error in ERRORS[:1] * 2 + ERRORS),
     *((worker, "time_out", seconds) for worker in WORKERS for seconds in (1, 30)),
-    # A stopping worker gives back an attempt whose handler never started (issue 25).
+    # A stopping worker gives back an attempt whose handler never started.
     *((worker, "release", None) for worker in WORKERS),
 ]
 # The bulk actions' filters (the job list's): status and queue exact, type a substring

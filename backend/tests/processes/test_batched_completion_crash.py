@@ -1,5 +1,5 @@
 """A worker killed (kill -9) with a batch of successes not yet written, or with a batch of
-claims in hand (issue 25): every
+claims in hand: every
 one of those jobs is recovered by its lease and runs again; none is lost. Real worker
 processes on PostgreSQL, leases of 2 s (see test_worker_processes.py for the set-up)."""
 

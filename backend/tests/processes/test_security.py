@@ -239,7 +239,7 @@ def production_server_env() -> dict[str, str]:
         "DJANGO_SECRET_KEY": STRONG_SECRET,  # Session.of signs sessions with it
         "DJANGO_THROTTLE_AUTH_FAILURES": "3/minute",
         "DJANGO_THROTTLE_JOB_CREATE": "3/minute",
-        # A schedule for the flow control routes (issue 24) to act on.
+        # A schedule for the flow control routes to act on.
         "JOB_SCHEDULES_JSON": '{"hourly": {"type": "demo.success", "cron": "0 * * * *"}}',
     }
 

@@ -1,4 +1,4 @@
-"""Workers seen alive (issue 27): a real ``run_job_workers`` process, idle, is listed by
+"""Workers seen alive: a real ``run_job_workers`` process, idle, is listed by
 ``GET /api/workers/`` within one heartbeat interval of its start, is gone within one
 interval of ``kill -9``, and at once after a clean stop. The heartbeat interval is 1 s, so
 each bound is a second (plus the slack of a loaded machine); figures print with ``-s``.

@@ -41,7 +41,7 @@ def test_the_package_declares_exactly_the_extras_the_app_knows():
     assert set(declared) == {*extras.EXTRAS, "all"}
     assert declared["all"] == [f"{PYPROJECT['name']}[{','.join(extras.EXTRAS)}]"]
     assert PYPROJECT["name"] == extras.DISTRIBUTION
-    # cronsim parses the schedules' cron expressions (issue 24): small, pure Python.
+    # cronsim parses the schedules' cron expressions: small, pure Python.
     assert [Requirement(r).name for r in PYPROJECT["dependencies"]] == ["Django", "cronsim"]
 
 

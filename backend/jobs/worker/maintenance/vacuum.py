@@ -1,5 +1,5 @@
 """Vacuum of the hot table: ``jobs_job``'s dead row versions removed as soon as
-autovacuum's own threshold for it is passed, not up to a naptime later (issue 25).
+autovacuum's own threshold for it is passed, not up to a naptime later.
 
 Every claim and completion leaves a dead row version and dead index entries behind, and
 the claim's index scan walks them until a vacuum removes them: throughput fell round after

@@ -37,7 +37,7 @@ from tests.helpers import STATS_QUERIES
 pytestmark = pytest.mark.django_db
 
 JOB_KEYS = {field.name for field in Job._meta.concrete_fields}
-# What the job detail adds to the spec's job (issue 27).
+# What the job detail adds to the spec's job.
 DETAIL_KEYS = {
     "total_attempts",
     "round",
@@ -204,7 +204,7 @@ def test_create_returns_201_with_the_queued_job_and_writes_a_created_event(api):
     )
     assert response.status_code == 201
     body = response.json()
-    # The create's answer says which key matched an existing job (issue 24): none here.
+    # The create's answer says which key matched an existing job: none here.
     assert set(body) == JOB_KEYS | {"matched"}
     assert body["matched"] is None
     job = Job.objects.get()

@@ -1,4 +1,4 @@
-"""What the job page, the header search and the workers page read (issue 27): a job's
+"""What the job page, the header search and the workers page read: a job's
 attempts, the job detail's added fields, short-id lookups, the heartbeat filter of the
 event lists, and live workers from their presence rows."""
 
@@ -97,7 +97,7 @@ def test_a_job_cancelled_before_it_ran_has_no_attempt(api):
 
 
 def test_a_released_claim_reads_in_the_timeline_and_is_no_attempt(api):
-    """A worker shutting down gives back a claim whose handler never started (issue 25):
+    """A worker shutting down gives back a claim whose handler never started:
     the timeline shows the claim and its release, the attempts only the claim that ran."""
     start = timezone.now() - timedelta(minutes=5)
     job = queued_job(queue="released", now=start)

@@ -1,4 +1,4 @@
-"""The claim stays an index scan however many jobs wait in other queues (issue 11).
+"""The claim stays an index scan however many jobs wait in other queues.
 
 100,000 queued jobs over five queues, written with one ``INSERT … SELECT`` (creating them
 through the services would take most of a minute; these tests read plans, not
@@ -149,7 +149,7 @@ def gated_candidate_plan(queue: str) -> dict[str, Any]:
 
 
 def test_claims_stay_index_scans_over_limited_and_unlimited_queues(crowded_queues):
-    # Issue 24: 100,000 queued jobs; two queues limited (one paused), three not.
+    # 100,000 queued jobs; two queues limited (one paused), three not.
     services.set_queue_limits(
         queue="emails", concurrency_limit=5, rate_limit=100, rate_period_seconds=1
     )

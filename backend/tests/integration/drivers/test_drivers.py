@@ -48,7 +48,7 @@ def test_queries_sql_names_only_model_tables_statuses_and_event_types():
     values |= {"gated", "keyed", "stale", "jobs.concurrency_key:", "bucket", "counts"}
     # The claims' due test and order, as job_claim_idx holds available_at (migration 0012).
     values |= {"UTC"}
-    # vacuum_due reads the statistics and the autovacuum settings (issue 25).
+    # vacuum_due reads the statistics and the autovacuum settings.
     tables |= {"pg_stat_user_tables"}
     values |= {
         "=",
@@ -160,7 +160,7 @@ def _scenario(now):
     services.fail_job(
         job_id=e.pk, worker_id="e", attempt=1, error="e\x00", details=details, now=t[7]
     )
-    # Batched claims, and a stopping worker giving back what it never started (issue 25).
+    # Batched claims, and a stopping worker giving back what it never started.
     f = services.create_job(type="demo.success", queue="spare", now=t[7])[0]
     # A lower priority orders g after f in the claim and in the comparison below: with
     # equal keys the order would come down to two ids made in the same millisecond.

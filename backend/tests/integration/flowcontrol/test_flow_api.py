@@ -1,4 +1,4 @@
-"""Flow control's REST API (issue 24): unique keys, queues, schedules, and their
+"""Flow control's REST API: unique keys, queues, schedules, and their
 permissions, on whichever database the pass runs (SQLite and PostgreSQL)."""
 
 import json

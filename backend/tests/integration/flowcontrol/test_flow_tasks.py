@@ -1,4 +1,4 @@
-"""Flow control through django.tasks (issue 24): unique and concurrency keys per call."""
+"""Flow control through django.tasks: unique and concurrency keys per call."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Batched fetch (issue 25): a process's idle threads claim together, one statement for up
+"""Batched fetch: a process's idle threads claim together, one statement for up
 to ``JOB_WORKER_CLAIM_BATCH_SIZE`` jobs, never more than the threads waiting; lease,
 cancellation, timeouts and a graceful stop still hold per job."""
 

@@ -1,4 +1,4 @@
-"""The hot table's vacuum (jobs/worker/maintenance/vacuum.py, issue 25): jobs_job is
+"""The hot table's vacuum (jobs/worker/maintenance/vacuum.py): jobs_job is
 vacuumed as soon as its dead row versions pass both the threshold autovacuum itself would
 act on and JOB_WORKER_VACUUM_DEAD_ROWS, by the maintenance pass of a worker process, and
 never otherwise. Real PostgreSQL statistics; committed rows (VACUUM refuses a
