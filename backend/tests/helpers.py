@@ -19,7 +19,7 @@ from typing import Any
 from django.db import InternalError, connection
 
 import harness
-from harness import BACKEND_DIR
+from harness import BACKEND_DIR, wait_until
 from jobs.worker import WorkerConfig, WorkerRunner
 
 # Queries one stats read makes: the counts, the queue names, and on PostgreSQL the
@@ -132,6 +132,31 @@ def stop_all(workers: list[WorkerProcess]) -> list[int]:
     for worker in workers:
         worker.signal(signal.SIGTERM)
     return [worker.wait(timeout=30) for worker in workers]
+
+
+def drain_on(workers: list[WorkerProcess], total: int, job_type: str, threads: int = 4) -> float:
+    """Once each worker's ``threads`` threads run, ``total`` jobs of ``job_type`` become
+    visible at once to all of them; the seconds until every one succeeded. Every worker is
+    then stopped by SIGTERM and must exit 0 (and is killed whatever happens)."""
+    from jobs.models import Job
+    from tests.factories import queued_jobs
+
+    try:
+        for worker in workers:
+            wait_until(
+                lambda w=worker: w.log().count("action=thread_started") == threads, 30, "threads"
+            )
+        queued_jobs(total, job_type)
+        started = time.monotonic()
+        wait_until(
+            lambda: Job.objects.filter(status=Job.Status.SUCCEEDED).count() == total, 120, "drain"
+        )
+        drained_in = time.monotonic() - started
+        assert stop_all(workers) == [0] * len(workers)
+    finally:
+        for worker in workers:
+            worker.kill()
+    return drained_in
 
 
 class HealthPoller(threading.Thread):

@@ -16,11 +16,12 @@ from django.db.models import Count
 
 from harness import serve_api, wait_until
 from jobs.models import Job, JobEvent
-from tests.factories import queued_job, queued_jobs
+from tests.factories import queued_job
 from tests.helpers import (
     HealthPoller,
     WorkerProcess,
     child_env,
+    drain_on,
     figures,
     handlers_begun,
     pid_of,
@@ -50,20 +51,8 @@ def test_three_worker_processes_drain_3000_jobs_each_claimed_and_run_once(tmp_pa
         )
         for n in range(3)
     ]
-    try:
-        for worker in workers:
-            wait_until(lambda w=worker: w.log().count("action=thread_started") == 4, 30, "threads")
-        # All 3,000 become visible at once, to twelve threads already polling.
-        queued_jobs(total, "fault.noop")
-        started = time.monotonic()
-        wait_until(
-            lambda: Job.objects.filter(status=Status.SUCCEEDED).count() == total, 120, "drain"
-        )
-        drained_in = time.monotonic() - started
-        assert stop_all(workers) == [0, 0, 0]
-    finally:
-        for worker in workers:
-            worker.kill()
+    # All 3,000 become visible at once, to twelve threads already polling.
+    drained_in = drain_on(workers, total, "fault.noop")
 
     # Every job succeeded (the drain waited for that) on its first and only attempt.
     assert Job.objects.filter(status=Status.SUCCEEDED, attempts=1).count() == total

@@ -14,7 +14,7 @@ from harness import wait_until
 from jobs import services
 from jobs.models import Job, JobEvent
 from tests.factories import fresh, queued_job, queued_jobs
-from tests.helpers import WorkerProcess, figures, pid_of, stop_all
+from tests.helpers import WorkerProcess, drain_on, figures, pid_of, stop_all
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -55,19 +55,7 @@ def test_three_processes_in_throughput_mode_run_3000_jobs_each_once(tmp_path):
         WorkerProcess(tmp_path / f"worker-{n}.log", "--threads", "4", **THROUGHPUT_MODE)
         for n in range(3)
     ]
-    try:
-        for worker in workers:
-            wait_until(lambda w=worker: w.log().count("action=thread_started") == 4, 30, "threads")
-        queued_jobs(total, "fault.noop")
-        started = time.monotonic()
-        wait_until(
-            lambda: Job.objects.filter(status=Status.SUCCEEDED).count() == total, 120, "drain"
-        )
-        drained_in = time.monotonic() - started
-        assert stop_all(workers) == [0, 0, 0]
-    finally:
-        for worker in workers:
-            worker.kill()
+    drained_in = drain_on(workers, total, "fault.noop")
     # One claim each (a second would count a second attempt), one run each.
     assert Job.objects.filter(status=Status.SUCCEEDED, attempts=1).count() == total
     assert sum(_processed(worker) for worker in workers) == total

@@ -13,24 +13,15 @@ import psycopg
 import pytest
 from django.db import connection
 
-from harness import PrivatePgBouncer, PrivatePostgres, pgbouncer_binary, postgres_bin_dir
+from harness import PrivatePgBouncer, pgbouncer_binary
 from jobs.drivers import deadline
-from tests.conftest import IN_CI
+from tests.conftest import IN_CI, private_postgres_server
 
 
 @pytest.fixture(scope="module")
 def server():
-    bin_dir = postgres_bin_dir()
-    if bin_dir is None:
-        if IN_CI:
-            pytest.fail("PostgreSQL server binaries (initdb, pg_ctl) are required in CI")
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not installed")
-    server = PrivatePostgres(bin_dir)
-    try:
-        server.init_and_start()
+    with private_postgres_server() as server:
         yield server
-    finally:
-        server.destroy()
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,8 @@ read-only before any LISTEN, and the listener backs off as from a lost connectio
 
 import pytest
 
-from harness import PrivatePostgres, postgres_bin_dir
 from jobs.drivers import ServerInRecovery, is_read_only
-from tests.conftest import IN_CI
+from tests.conftest import private_postgres_server
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
@@ -14,21 +13,12 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 @pytest.fixture
 def server_in_recovery():
     """A server of the test's own that stays in recovery: a standby with no primary."""
-    bin_dir = postgres_bin_dir()
-    if bin_dir is None:
-        if IN_CI:
-            pytest.fail("PostgreSQL server binaries (initdb, pg_ctl) are required in CI")
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not installed")
-    server = PrivatePostgres(bin_dir)
-    try:
-        server.init_and_start()
+    with private_postgres_server() as server:
         server.pg_ctl("-w", "stop")
         (server.data / "standby.signal").touch()
         server.start()
         assert server.in_recovery()
         yield server
-    finally:
-        server.destroy()
 
 
 def test_the_listening_connection_refuses_a_server_in_recovery_before_any_listen(
