@@ -52,7 +52,8 @@ test('a frozen worker: the overview says no worker is live and links to the jobs
       // The running jobs' leases (9 s) run out with nobody to renew them.
       await page.goto('/');
       const overdue = attentionItem(page, 'overdue_leases');
-      await expect(overdue).toContainText('2 running jobs have an expired lease', { timeout: 30_000 });
+      // At least these two: the e2e schedule's job of the moment may have been frozen too.
+      await expect(overdue).toContainText(/(?:[2-9]|\d{2,}) running jobs have an expired lease/, { timeout: 30_000 });
       await page.screenshot({ path: screenshotPath('attention-frozen-worker.png') });
       await overdue.getByRole('link', { name: 'Running jobs with an expired lease' }).click();
       await expect(page).toHaveURL(/\/jobs\?status=running&lease_expired=true$/);
