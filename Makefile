@@ -68,15 +68,17 @@ test-backend: venv ## test-backend-sqlite and test-backend-postgres at the same 
 		"$(MAKE) --no-print-directory test-backend-sqlite" \
 		"$(MAKE) --no-print-directory test-backend-postgres PG_PYTEST_ARGS='-m \"not engine_independent\"'"
 
-# What `make test` runs: the SQLite pass, the dashboard's checks, the PostgreSQL pass and
-# the failover tests at the same time. The PostgreSQL pass and the failover tests mostly
-# wait (on worker processes, leases, replication), which leaves the others room.
+# What `make test` runs: the SQLite pass, the dashboard's checks then its end-to-end tests,
+# the PostgreSQL pass and the failover tests at the same time. The PostgreSQL pass and the
+# failover tests mostly wait (on worker processes, leases, replication), which leaves the
+# others room; the dashboard's lane, the shortest, takes the browser tests after its checks
+# instead of after the longest lane.
 .PHONY: test-suites
-test-suites: venv ## test-backend-sqlite, test-frontend, test-backend-postgres and test-failover at the same time
+test-suites: venv ## test-backend-sqlite, test-frontend then test-e2e, test-backend-postgres and test-failover at the same time
 	$(NPM_DEPS)
 	@$(ROOT)/scripts/run-parallel.sh \
 		"$(MAKE) --no-print-directory test-backend-sqlite SQLITE_PYTEST_ARGS='-m \"not failover\"'" \
-		"$(MAKE) --no-print-directory test-frontend" \
+		"$(MAKE) --no-print-directory test-frontend test-e2e" \
 		"$(MAKE) --no-print-directory test-backend-postgres PG_PYTEST_ARGS='-m \"not engine_independent\"'" \
 		"$(MAKE) --no-print-directory test-failover"
 
@@ -150,7 +152,7 @@ provision: ## Install what the tests need (Debian's nginx, chromium, prometheus,
 	@bash $(ROOT)/scripts/provision.sh
 
 .PHONY: test
-test: provision lint test-compose test-docs test-schema test-types test-suites test-e2e ## Everything the project checks (what CI runs); provisions first
+test: provision lint test-compose test-docs test-schema test-types test-suites ## Everything the project checks (what CI runs); provisions first
 
 .PHONY: run
 run: venv ## Run API (:8000), worker and dashboard (:5173); SQLite unless PostgreSQL is configured
