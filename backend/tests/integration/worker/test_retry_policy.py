@@ -202,6 +202,13 @@ def test_a_snoozed_job_is_claimable_again_after_its_time_and_not_before(client):
     assert claimed is not None and (claimed.id, claimed.attempts) == (job.id, 1)
 
 
+def test_a_snoozed_run_is_not_listed_among_the_job_s_attempts(client):
+    job = ran(created_over_rest(client, "retry.snooze", {"seconds": 60}))
+    services.claim_next_job(worker_id=WORKER, now=job.available_at + timedelta(seconds=1))
+    attempts = client.get(f"/api/jobs/{job.pk}/attempts/").json()
+    assert [(each["attempt"], each["outcome"]) for each in attempts] == [(1, "running")]
+
+
 def test_a_snooze_of_no_valid_wait_fails_the_attempt(client):
     job = ran(created_over_rest(client, "retry.snooze", {"seconds": -1}))
     assert (job.status, job.attempts) == (Status.QUEUED, 1)
