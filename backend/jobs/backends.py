@@ -59,7 +59,7 @@ from .limits import (
     metadata_problem,
 )
 from .models import FINISHED_STATUSES, JobEventType, JobStatus
-from .registry import HandlerSpec
+from .registry import Backoff, HandlerSpec, RetryPolicy
 from .storable import UnstorableValue, json_problem
 
 # Django's priority (-100..100, default 0, higher first) plus this is the job's priority:
@@ -205,6 +205,11 @@ class JobTaskContext(TaskContext):  # type: ignore[type-arg, misc]
         """``progress`` for ``async def`` tasks (database access must leave the loop)."""
         await sync_to_async(self.job.progress)(message, data)
 
+    def snooze(self, seconds: float) -> None:
+        """Stop this attempt and run the task again in ``seconds``, the attempt not spent:
+        raises ``JobSnoozed``, which must propagate (``JobContext.snooze``)."""
+        self.job.snooze(seconds)
+
 
 class TaskHandler:
     """The registry's handler for a task: calls it with the args and kwargs of the job."""
@@ -240,6 +245,9 @@ def _register(task: JobQueueTask) -> None:
         example_payload={"args": [], "kwargs": {}},
         timeout_seconds=task.timeout_seconds,
         heartbeat=task.heartbeat,
+        retry=RetryPolicy.of(
+            backoff=task.backoff, retry_on=task.retry_on, give_up_on=task.give_up_on
+        ),
     )
     # A second definition of the same path is the module run again: the newest wins.
     registry.add(spec, replace=True)
@@ -259,6 +267,9 @@ class JobQueueTask(Task):  # type: ignore[type-arg]  # Task is not subscriptable
     ``heartbeat=False``: the worker does not extend the lease of the task's attempts, as
     ``@register(..., heartbeat=False)`` (for demonstrations and for tasks that must prove
     liveness themselves: with ``takes_context=True``, ``context.job.renew()``).
+    ``backoff`` (``callable(exception, attempt) -> seconds | None``, ``None``: fail now),
+    ``retry_on`` and ``give_up_on`` (tuples of exception classes): the task's retry
+    policy (``jobs.registry.RetryPolicy``).
     Creating one registers it as the handler of its module path.
     """
 
@@ -272,6 +283,9 @@ class JobQueueTask(Task):  # type: ignore[type-arg]  # Task is not subscriptable
     # concurrency limit the job's attempts count against.
     unique_key: str | None = None
     concurrency_key: str | None = None
+    backoff: Backoff | None = dataclass_field(default=None, hash=False)
+    retry_on: tuple[type[BaseException], ...] | None = None
+    give_up_on: tuple[type[BaseException], ...] | None = None
 
     def __post_init__(self) -> None:
         # Task.__post_init__ by name: super() fails in slots dataclasses before Python 3.14.

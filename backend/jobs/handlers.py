@@ -23,6 +23,7 @@ from __future__ import annotations
 from .registry import (
     Handler,
     HandlerSpec,
+    RetryPolicy,
     add,
     get_handler,
     handler_specs,
@@ -34,6 +35,7 @@ from .worker.context import (
     JobCancelled,
     JobContext,
     JobInterrupted,
+    JobSnoozed,
     JobTimedOut,
     LeaseLost,
 )
@@ -45,8 +47,10 @@ __all__ = [
     "JobCancelled",
     "JobContext",
     "JobInterrupted",
+    "JobSnoozed",
     "JobTimedOut",
     "LeaseLost",
+    "RetryPolicy",
     "add",
     "get_handler",
     "handler_specs",

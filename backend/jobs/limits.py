@@ -10,6 +10,9 @@ PRIORITY_MIN = -32768
 PRIORITY_MAX = 32767
 MAX_ATTEMPTS_MAX = 100
 TIMEOUT_SECONDS_MAX = 7 * 24 * 3600
+# The longest wait a handler may ask for: a backoff callable's answer is clamped to it, a
+# snooze beyond it is refused.
+RETRY_DELAY_MAX_SECONDS = 7 * 24 * 3600
 
 # Column sizes (jobs_job.type, idempotency_key, queue; the worker id of locked_by).
 TYPE_MAX_LENGTH = 120

@@ -212,8 +212,8 @@ class WorkerMetrics:
         self.attempts = Counter(
             f"{PREFIX}_worker_attempts",
             "Attempts this process ended, by outcome: succeeded, retry_scheduled, failed, "
-            "timeout, cancelled, lease_lost (the lease was taken over) or stale (a late "
-            "write refused).",
+            "timeout, cancelled, snoozed, lease_lost (the lease was taken over) or stale "
+            "(a late write refused).",
             ["queue", "type", "outcome"],
             registry=self.registry,
         )

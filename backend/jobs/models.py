@@ -52,6 +52,8 @@ class JobEventType(models.TextChoices):
     # Added with the dashboard's "Run now": an operator made a job scheduled for later (or
     # waiting out a retry's backoff) due at once.
     RUN_NOW = "run_now", "Run now"
+    # A handler asked to run again later (``snooze``): back to queued, its attempt not spent.
+    SNOOZED = "snoozed", "Snoozed"
 
 
 # Events that end a running attempt (they carry run_ms), the failures among them, and

@@ -248,7 +248,7 @@ def _on_attempt_finished(
     span.set_attribute("job_queue.attempt.outcome", outcome)
     if outcome == "timeout":
         span.add_event(TIMEOUT, {"job_queue.error": error or ""})
-    if row is not None and row.status == "queued":
+    if row is not None and row.status == "queued" and outcome != "snoozed":
         delay = (row.available_at - row.updated_at).total_seconds()
         span.add_event(
             RETRY_SCHEDULED,
@@ -265,7 +265,7 @@ def _on_attempt_finished(
     if outcome == "succeeded":
         if "result" in _current().record and row is not None:
             span.set_attribute("job_queue.job.result", _json(row.result))
-    else:
+    elif outcome != "snoozed":  # a snooze is the handler's choice, no error
         span.set_status(StatusCode.ERROR, error or outcome)
     span.end()
 

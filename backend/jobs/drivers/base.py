@@ -134,11 +134,12 @@ class Event:
 @dataclass(frozen=True, slots=True)
 class Failure:
     """How a failed attempt ends: cancelled (``cancelled_event``) if a cancel was
-    requested, else requeued at ``retry_at`` (``retry_event``) while attempts remain, else
-    failed for good (``failed_event``). ``error`` becomes ``last_error`` in every case."""
+    requested, else requeued at ``retry_at`` (``retry_event``) while attempts remain and
+    ``retry_at`` is set, else failed for good (``failed_event``). ``error`` becomes
+    ``last_error`` in every case."""
 
     error: str
-    retry_at: datetime
+    retry_at: datetime | None
     retry_event: Event
     failed_event: Event
     cancelled_event: Event
@@ -392,10 +393,18 @@ class Driver(Protocol):
         ...
 
     def release_jobs(
-        self, owners: Sequence[Owner], *, now: datetime, event: Event, cancelled: Event
+        self,
+        owners: Sequence[Owner],
+        *,
+        now: datetime,
+        event: Event,
+        cancelled: Event,
+        available_at: datetime | None = None,
+        event_type: str = "released",
     ) -> list[JobRow]:
         """Each attempt its owner still holds goes back to ``queued`` with its attempt not
-        spent and a ``released`` event (``event``), atomically; one whose cancel was
+        spent and an ``event_type`` event (``event``: ``released``, or ``snoozed`` with its
+        ``available_at`` set in place of the time it was due), atomically; one whose cancel was
         requested becomes ``cancelled`` with a ``cancelled`` event (``cancelled``, whose
         data's ``error`` is also its ``last_error``). The others change nothing. The rows
         changed."""

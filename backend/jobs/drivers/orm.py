@@ -463,7 +463,14 @@ class OrmDriver(PortableStatements):
         return samples
 
     def release_jobs(
-        self, owners: Sequence[Owner], *, now: datetime, event: Event, cancelled: Event
+        self,
+        owners: Sequence[Owner],
+        *,
+        now: datetime,
+        event: Event,
+        cancelled: Event,
+        available_at: datetime | None = None,
+        event_type: str = "released",
     ) -> list[JobRow]:
         def release(job: Job) -> dict[str, Any]:
             if job.cancel_requested_at is not None:
@@ -478,6 +485,7 @@ class OrmDriver(PortableStatements):
             return {
                 "status": JobStatus.QUEUED,
                 "attempts": job.attempts - 1,
+                "available_at": job.available_at if available_at is None else available_at,
                 "locked_by": None,
                 "locked_until": None,
                 "updated_at": now,
@@ -492,7 +500,7 @@ class OrmDriver(PortableStatements):
                 if job.status == JobStatus.CANCELLED:
                     _owner_event(owner, JobEventType.CANCELLED, cancelled, now, job_type=job.type)
                 else:
-                    _owner_event(owner, JobEventType.RELEASED, event, now, job_type=job.type)
+                    _owner_event(owner, event_type, event, now, job_type=job.type)
                 released.append(job_row(job))
         return released
 
@@ -567,7 +575,11 @@ class OrmDriver(PortableStatements):
 
     def _fail(self, owner: Owner, failure: Failure, *, now: datetime) -> JobRow | None:
         def changes(job: Job) -> dict[str, Any]:
-            retrying = job.cancel_requested_at is None and job.attempts < job.max_attempts
+            retrying = (
+                job.cancel_requested_at is None
+                and job.attempts < job.max_attempts
+                and failure.retry_at is not None
+            )
             if job.cancel_requested_at is not None:
                 status = JobStatus.CANCELLED
             else:

@@ -685,13 +685,22 @@ class PostgresDriver(PortableStatements):
         )
 
     def release_jobs(
-        self, owners: Sequence[Owner], *, now: datetime, event: Event, cancelled: Event
+        self,
+        owners: Sequence[Owner],
+        *,
+        now: datetime,
+        event: Event,
+        cancelled: Event,
+        available_at: datetime | None = None,
+        event_type: str = "released",
     ) -> list[JobRow]:
         params = {
             "ids": [owner.job_id for owner in owners],
             "worker_ids": [owner.worker_id for owner in owners],
             "attempts": [owner.attempt for owner in owners],
             "now": now,
+            "available_at": available_at,
+            "event_type": event_type,
             "cancelled_error": cancelled.data["error"],
             **_event_params(event),
             **_event_params(cancelled, "cancelled_"),

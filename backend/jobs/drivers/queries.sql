@@ -423,7 +423,9 @@ SELECT 1;
 -- that its owner still holds and whose handler never started goes back to queued at once,
 -- its attempt not spent (attempts - 1) and due as it was, with a released event; the
 -- others change nothing. One whose cancel was requested meanwhile is cancelled instead
--- (a cancelled event, as when a running attempt stops for its cancel).
+-- (a cancelled event, as when a running attempt stops for its cancel). A snooze is the same
+-- transition for a started attempt: :event_type 'snoozed' and :available_at its new due
+-- time (NULL for a release: due as it was).
 WITH owned AS (
     SELECT * FROM unnest(:ids::uuid[], :worker_ids::text[], :attempts::integer[])
         AS owned(id, worker_id, attempt)
@@ -432,6 +434,8 @@ WITH owned AS (
     SET status = CASE WHEN job.cancel_requested_at IS NULL THEN 'queued' ELSE 'cancelled' END,
         attempts = CASE WHEN job.cancel_requested_at IS NULL
             THEN job.attempts - 1 ELSE job.attempts END,
+        available_at = CASE WHEN job.cancel_requested_at IS NULL
+            THEN coalesce(:available_at::timestamptz, job.available_at) ELSE job.available_at END,
         finished_at = CASE WHEN job.cancel_requested_at IS NULL THEN NULL ELSE :now END,
         last_error = CASE WHEN job.cancel_requested_at IS NULL
             THEN job.last_error ELSE :cancelled_error END,
@@ -443,7 +447,8 @@ WITH owned AS (
 ), released_event AS (
     INSERT INTO jobs_jobevent (job_id, type, attempt, worker_id, message, data, created_at,
         job_type)
-    SELECT released.id, CASE released.status WHEN 'queued' THEN 'released' ELSE 'cancelled' END,
+    SELECT released.id,
+        CASE released.status WHEN 'queued' THEN :event_type::text ELSE 'cancelled' END,
         released.owner_attempt, released.owner_id,
         CASE released.status WHEN 'queued' THEN :message ELSE :cancelled_message END,
         CASE released.status WHEN 'queued' THEN :data::jsonb ELSE :cancelled_data::jsonb END,
@@ -595,16 +600,17 @@ ORDER BY t.position;
 
 -- name: fail_job
 -- Ownership guard as complete_and_claim's completion. A cancel was requested: cancelled, with a cancelled
--- event. Else attempts left: back to queued at :retry_at with a retry_scheduled event;
--- none left: failed for good with a failed event.
+-- event. Else attempts left and a :retry_at (NULL: the retry policy gave up): back to
+-- queued at :retry_at with a retry_scheduled event; else failed for good with a failed event.
 WITH failed AS (
     UPDATE jobs_job
     SET status = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'
-            WHEN attempts < max_attempts THEN 'queued' ELSE 'failed' END,
+            WHEN attempts < max_attempts AND :retry_at::timestamptz IS NOT NULL THEN 'queued'
+            ELSE 'failed' END,
         available_at = CASE WHEN cancel_requested_at IS NULL AND attempts < max_attempts
-            THEN :retry_at ELSE available_at END,
+            AND :retry_at::timestamptz IS NOT NULL THEN :retry_at ELSE available_at END,
         finished_at = CASE WHEN cancel_requested_at IS NULL AND attempts < max_attempts
-            THEN NULL ELSE :now END,
+            AND :retry_at::timestamptz IS NOT NULL THEN NULL ELSE :now END,
         locked_by = NULL, locked_until = NULL, last_error = :error, updated_at = :now
     WHERE id = :job_id AND locked_by = :worker_id AND attempts = :attempt
     RETURNING *
@@ -640,11 +646,14 @@ WITH failure AS (
 ), failed AS (
     UPDATE jobs_job AS job
     SET status = CASE WHEN job.cancel_requested_at IS NOT NULL THEN 'cancelled'
-            WHEN job.attempts < job.max_attempts THEN 'queued' ELSE 'failed' END,
+            WHEN job.attempts < job.max_attempts AND failure.retry_at IS NOT NULL THEN 'queued'
+            ELSE 'failed' END,
         available_at = CASE WHEN job.cancel_requested_at IS NULL
-            AND job.attempts < job.max_attempts THEN failure.retry_at ELSE job.available_at END,
+            AND job.attempts < job.max_attempts AND failure.retry_at IS NOT NULL
+            THEN failure.retry_at ELSE job.available_at END,
         finished_at = CASE WHEN job.cancel_requested_at IS NULL
-            AND job.attempts < job.max_attempts THEN NULL ELSE :now END,
+            AND job.attempts < job.max_attempts AND failure.retry_at IS NOT NULL
+            THEN NULL ELSE :now END,
         locked_by = NULL, locked_until = NULL, last_error = failure.error, updated_at = :now
     FROM failure
     -- The array hands the primary key the rows to probe (as in complete_jobs).

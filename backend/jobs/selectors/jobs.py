@@ -183,6 +183,7 @@ ATTEMPT_EVENT_TYPES = [
     *ATTEMPT_END_EVENT_TYPES,
     JobEventType.MANUAL_RETRY,
     JobEventType.RELEASED,
+    JobEventType.SNOOZED,
 ]
 
 
@@ -255,8 +256,9 @@ def _attempts_from(job: Job, events: list[JobEvent]) -> list[dict[str, Any]]:
             }
             attempts.append(open_attempt)
             continue
-        if event.type == JobEventType.RELEASED:
-            # Claimed but given back before its handler started: it was never an attempt.
+        if event.type in (JobEventType.RELEASED, JobEventType.SNOOZED):
+            # Claimed but given back before its handler started, or snoozed by it: no
+            # attempt was spent (the next claim takes its number), so none is listed.
             if open_attempt is not None and event.attempt == open_attempt["attempt"]:
                 attempts.remove(open_attempt)
             open_attempt = None

@@ -31,7 +31,7 @@ services.create_job(...)`` and ``from jobs.services import X`` are the ways in.
 """
 
 from .actions import HELD_KEYS_REPORTED, cancel_job, cancel_jobs, retry_job, retry_jobs, run_job_now
-from .common import Actor, audit, backoff_delay_seconds, event_time
+from .common import Actor, audit, backoff_delay_seconds, event_time, jittered_backoff_seconds
 from .jobs import (
     MESSAGES,
     TRACEBACK_MAX_CHARS,
@@ -45,6 +45,7 @@ from .jobs import (
     complete_jobs,
     create_job,
     create_jobs,
+    delay_problem,
     fail_job,
     fail_jobs,
     heartbeat,
@@ -52,6 +53,7 @@ from .jobs import (
     record_progress,
     release_unstarted_jobs,
     renew_lease,
+    snooze_job,
     time_out_job,
 )
 from .maintenance import (
@@ -106,11 +108,13 @@ __all__ = [
     "complete_jobs",
     "create_job",
     "create_jobs",
+    "delay_problem",
     "enqueue_due_ticks",
     "event_time",
     "fail_job",
     "fail_jobs",
     "heartbeat",
+    "jittered_backoff_seconds",
     "matched_rule",
     "pause_queue",
     "pause_schedule",
@@ -125,6 +129,7 @@ __all__ = [
     "retry_jobs",
     "run_job_now",
     "set_queue_limits",
+    "snooze_job",
     "time_out_job",
     "trigger_schedule",
     "vacuum_jobs_table",

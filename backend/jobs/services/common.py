@@ -7,6 +7,7 @@ No data access: plain values and a logger.
 from __future__ import annotations
 
 import logging
+import random
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -59,6 +60,13 @@ def backoff_delay_seconds(
         return cap
     delay: int = base * 2**exponent  # int ** int is typed Any: a negative power is a float
     return delay
+
+
+def jittered_backoff_seconds(attempt: int) -> float:
+    """The worker's default delay after failed attempt ``attempt``: full jitter over the
+    ladder, ``uniform(0, backoff_delay_seconds(attempt))`` to the millisecond, so a burst
+    of failures spreads its retries over the window instead of returning together."""
+    return round(random.uniform(0, backoff_delay_seconds(attempt)), 3)
 
 
 def event_time(value: datetime) -> str:

@@ -8,6 +8,7 @@ transaction elsewhere; no model is read or written here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -18,7 +19,7 @@ from .. import tracing
 from ..conf import app_settings
 from ..drivers import Completion, Event, Failure, Heartbeat, JobRow, NewJob, Owner, get_driver
 from ..errors import DuplicateIdempotencyKey
-from ..limits import metadata_problem
+from ..limits import RETRY_DELAY_MAX_SECONDS, metadata_problem
 from ..models import DEFAULT_QUEUE, JobEventType
 from ..storable import UnstorableValue, json_problem, storable_text, to_storable_json
 from .common import _now, backoff_delay_seconds, event_time
@@ -34,6 +35,7 @@ MESSAGES = {
     JobEventType.CANCEL_REQUESTED: "Cancel requested; the running attempt will stop",
     JobEventType.CANCELLED: "Cancelled before it ran",
     JobEventType.RELEASED: "Released before it started; the attempt is not spent",
+    JobEventType.SNOOZED: "Snoozed; the attempt is not spent",
 }
 
 
@@ -335,6 +337,49 @@ def release_unstarted_jobs(*, owners: Sequence[Owner], now: datetime | None = No
     return get_driver().release_jobs(owners, now=_now(now), event=event, cancelled=cancelled)
 
 
+def snooze_job(
+    *,
+    job_id: UUID | str,
+    worker_id: str,
+    attempt: int,
+    seconds: float,
+    now: datetime | None = None,
+) -> JobRow | None:
+    """The owner's attempt asked to run again later: back to ``queued`` with
+    ``available_at = now + seconds`` and a ``snoozed`` event (``data.seconds``), its attempt
+    not spent (the next claim takes its number again), in one statement, as a release. A
+    cancel requested meanwhile cancels it instead. ``None`` when the worker no longer owns
+    the attempt (nothing written). ``seconds`` must be a finite number from 0 to
+    ``RETRY_DELAY_MAX_SECONDS``: anything else raises ``ValueError`` before any write.
+    """
+    problem = delay_problem(seconds)
+    if problem is not None:
+        raise ValueError(f"snooze seconds {problem}")
+    now = _now(now)
+    available_at = now + timedelta(seconds=seconds)
+    data = {"seconds": seconds, "available_at": event_time(available_at)}
+    error = "Cancelled while snoozing"
+    rows = get_driver().release_jobs(
+        [Owner(job_id, worker_id, attempt)],
+        now=now,
+        event=Event(MESSAGES[JobEventType.SNOOZED], data),
+        cancelled=Event(error, {"error": error, "reason": "cancelled"}),
+        available_at=available_at,
+        event_type=JobEventType.SNOOZED,
+    )
+    return rows[0] if rows else None
+
+
+def delay_problem(seconds: object) -> str | None:
+    """Why ``seconds`` is no wait a job can be given (a number, finite, from 0 to
+    ``RETRY_DELAY_MAX_SECONDS``), or ``None``."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        return f"must be a number, not {seconds!r}"
+    if math.isnan(seconds) or not 0 <= seconds <= RETRY_DELAY_MAX_SECONDS:
+        return f"must be from 0 to {RETRY_DELAY_MAX_SECONDS}, not {seconds!r}"
+    return None
+
+
 @dataclass(frozen=True)
 class AttemptFailure:
     """One failed attempt for ``fail_jobs``: its owner, the error, and what it keeps beside."""
@@ -342,14 +387,20 @@ class AttemptFailure:
     owner: Owner
     error: str
     details: ErrorDetails = field(default_factory=lambda: ErrorDetails())
+    # The retry policy's answer: seconds before the next attempt (None: the ladder,
+    # backoff_delay_seconds), or give_up: failed now whatever attempts remain.
+    delay_seconds: float | None = None
+    give_up: bool = False
 
 
 def fail_jobs(*, failures: Sequence[AttemptFailure], now: datetime | None = None) -> list[JobRow]:
     """Record failed attempts, each under its own ownership guard; returns the rows
     changed (a stale one changes nothing), atomically (one statement on PostgreSQL).
 
-    Attempts left: back to queued, ``available_at = now + backoff_delay_seconds(attempt)``,
-    event ``retry_scheduled``. Exhausted: failed with ``finished_at``, event ``failed``. A
+    Attempts left: back to queued, ``available_at = now + delay``, event
+    ``retry_scheduled``; the delay is the failure's ``delay_seconds``, else
+    ``backoff_delay_seconds(attempt)``. Exhausted, or ``give_up``: failed with
+    ``finished_at``, event ``failed``. A
     cancel was requested: cancelled, event ``cancelled``, whatever attempts remain. Either
     way the lock is released and ``last_error`` set; the event's message is the error and
     its data keeps the details. NUL and lone surrogates in the text are escaped so the
@@ -366,12 +417,14 @@ def fail_jobs(*, failures: Sequence[AttemptFailure], now: datetime | None = None
 def _failure(failure: AttemptFailure, now: datetime) -> Failure:
     error = storable_text(failure.error)
     data = {"error": error, **failure.details.as_data()}
-    delay = backoff_delay_seconds(failure.owner.attempt)
+    delay = failure.delay_seconds
+    if delay is None:
+        delay = backoff_delay_seconds(failure.owner.attempt)
     retry_at = now + timedelta(seconds=delay)
     retry_data = {**data, "delay_seconds": delay, "available_at": event_time(retry_at)}
     return Failure(
         error=error,
-        retry_at=retry_at,
+        retry_at=None if failure.give_up else retry_at,
         retry_event=Event(error, retry_data),
         failed_event=Event(error, data),
         cancelled_event=Event(error, data),

@@ -52,7 +52,9 @@ class Outcome:
     """How an attempt ended, for the completer to record and announce.
 
     ``succeeded``: the handler returned ``result_json`` (already checked storable).
-    ``failed``: it raised, or could not start or finish (``error``, ``details``).
+    ``failed``: it raised, or could not start or finish (``error``, ``details``; the retry
+    policy's ``delay_seconds``, or ``give_up``).
+    ``snoozed``: it asked to run again in ``delay_seconds``, its attempt not spent.
     ``timed_out``: it ran past its deadline (the maintenance thread saw it).
     ``interrupted``: it ended after its attempt was timed out or lost; nothing is written.
     """
@@ -62,14 +64,35 @@ class Outcome:
     result_json: str | None = None
     error: str = ""
     details: ErrorDetails = field(default_factory=ErrorDetails)
+    delay_seconds: float | None = None
+    give_up: bool = False
 
     @classmethod
     def succeeded(cls, attempt: Attempt, result_json: str | None) -> Outcome:
         return cls(attempt, "succeeded", result_json=result_json)
 
     @classmethod
-    def failed(cls, attempt: Attempt, error: str, details: ErrorDetails) -> Outcome:
-        return cls(attempt, "failed", error=error, details=details)
+    def failed(
+        cls,
+        attempt: Attempt,
+        error: str,
+        details: ErrorDetails,
+        *,
+        delay_seconds: float | None = None,
+        give_up: bool = False,
+    ) -> Outcome:
+        return cls(
+            attempt,
+            "failed",
+            error=error,
+            details=details,
+            delay_seconds=delay_seconds,
+            give_up=give_up,
+        )
+
+    @classmethod
+    def snoozed(cls, attempt: Attempt, seconds: float) -> Outcome:
+        return cls(attempt, "snoozed", delay_seconds=seconds)
 
     @classmethod
     def timed_out(cls, attempt: Attempt) -> Outcome:

@@ -74,7 +74,15 @@ class Completer:
             if full:
                 self._full()
         elif outcome.kind == "failed":
-            self._write_failure(attempt, outcome.error, outcome.details)
+            self._write_failure(
+                attempt,
+                outcome.error,
+                outcome.details,
+                delay_seconds=outcome.delay_seconds,
+                give_up=outcome.give_up,
+            )
+        elif outcome.kind == "snoozed":
+            self._write_snooze(attempt, outcome.delay_seconds or 0.0)
         elif outcome.kind == "timed_out":
             self._write_timeout(attempt)
         else:
@@ -161,16 +169,26 @@ class Completer:
             else:
                 self.announce(attempt, "succeeded", row, None)
 
-    def _write_failure(self, attempt: Attempt, error: str, details: services.ErrorDetails) -> None:
-        """Write the failure, retrying for a lease; past that the attempt is given up as a
-        success is (``_write``): it leaves the in-flight set, so the heartbeat no longer
-        renews a lease that only the rescuer can now end."""
+    def _write_failure(
+        self,
+        attempt: Attempt,
+        error: str,
+        details: services.ErrorDetails,
+        *,
+        delay_seconds: float | None = None,
+        give_up: bool = False,
+    ) -> None:
+        """Write the failure as the retry policy decided (``delay_seconds``, ``give_up``),
+        retrying for a lease; past that the attempt is given up as a success is
+        (``_write``): it leaves the in-flight set, so the heartbeat no longer renews a
+        lease that only the rescuer can now end."""
         owner = attempt.owner
+        failure = services.AttemptFailure(
+            owner, error, details, delay_seconds=delay_seconds, give_up=give_up
+        )
         try:
             rows = retry_database(
-                lambda: services.fail_jobs(
-                    failures=[services.AttemptFailure(owner, error, details)]
-                ),
+                lambda: services.fail_jobs(failures=[failure]),
                 within=self.lease_seconds,
                 what=owner.worker_id,
             )
@@ -191,6 +209,38 @@ class Completer:
         (row,) = rows
         outcome = "retry_scheduled" if row.status == JobStatus.QUEUED else str(row.status)
         self.announce(attempt, outcome, row, error)
+
+    def _write_snooze(self, attempt: Attempt, seconds: float) -> None:
+        """The handler snoozed: its job goes back to queued for ``seconds``, the attempt
+        not spent. A write that fails past a lease leaves the job to the rescuer, as a
+        failure's does."""
+        owner = attempt.owner
+        try:
+            row = retry_database(
+                lambda: services.snooze_job(
+                    job_id=owner.job_id,
+                    worker_id=owner.worker_id,
+                    attempt=owner.attempt,
+                    seconds=seconds,
+                ),
+                within=self.lease_seconds,
+                what=owner.worker_id,
+            )
+        except Exception as exc:
+            logger.error(
+                "action=snooze_write_failed job_id=%s attempt=%d worker_id=%s error=%s",
+                attempt.job.id,
+                attempt.job.attempts,
+                owner.worker_id,
+                error_message(exc),
+            )
+            self.announce(attempt, "lease_lost", None, None)
+            return
+        if row is None:
+            self._stale(attempt)
+            return
+        outcome = "snoozed" if row.status == JobStatus.QUEUED else str(row.status)
+        self.announce(attempt, outcome, row, None)
 
     def _write_timeout(self, attempt: Attempt) -> None:
         """Its deadline passed: failed as timed out (retried while attempts remain). It

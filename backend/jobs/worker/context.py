@@ -53,6 +53,17 @@ class JobCancelled(JobInterrupted):
     __module__ = PUBLIC_MODULE
 
 
+class JobSnoozed(JobInterrupted):
+    """Raised by ``snooze()``: the worker puts the job back to ``queued`` for ``seconds``,
+    its attempt not spent."""
+
+    __module__ = PUBLIC_MODULE
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"snoozed for {seconds} s")
+        self.seconds = seconds
+
+
 @dataclass
 class AttemptState:
     """What the worker's heartbeat learned about a running attempt (set from its thread)."""
@@ -126,6 +137,17 @@ class JobContext:
                 data=data,
             )
         )
+
+    def snooze(self, seconds: float) -> None:
+        """Stop this attempt and run the job again in ``seconds``, the attempt not spent
+        (the next claim has the same number): raises ``JobSnoozed``, which the worker
+        records as a ``snoozed`` event; a handler must let it propagate. ``seconds`` is
+        checked first: a finite number from 0 to ``jobs.limits.RETRY_DELAY_MAX_SECONDS``,
+        else ``ValueError``."""
+        problem = services.delay_problem(seconds)
+        if problem is not None:
+            raise ValueError(f"snooze seconds {problem}")
+        raise JobSnoozed(seconds)
 
     def _write_as_owner(self, write: Callable[[], object]) -> None:
         """Run one of the attempt's guarded writes. A write that matched no row (``None``

@@ -10,13 +10,14 @@ from collections.abc import Callable
 
 from .. import services, tracing
 from ..drivers import JobRow
-from ..registry import HandlerSpec, get_handler
+from ..registry import HandlerSpec, RetryPolicy, get_handler
 from ..signals import attempt_started
 from ..storable import UnstorableValue, to_storable_json
 from .attempts import Attempt, InFlight, Outcome, Recorder
 from .config import WorkerConfig
-from .context import JobContext
+from .context import JobContext, JobSnoozed
 from .recovery import error_details, error_message, retry_database
+from .retries import decide
 
 logger = logging.getLogger("jobs.worker")
 
@@ -98,8 +99,20 @@ class Executor:
             state = attempt.state
             if state.timed_out or state.lost:
                 return Outcome.interrupted(attempt)
+            if isinstance(exc, JobSnoozed):
+                return Outcome.snoozed(attempt, exc.seconds)
             reason = "cancelled" if state.cancel_requested else ""
-            return self._failed(attempt, error_message(exc), error_details(exc, reason=reason))
+            # The type's retry policy (a missing handler has none: the default backoff).
+            retry = decide(spec.retry if spec else RetryPolicy(), exc, attempt.owner.attempt)
+            outcome = Outcome.failed(
+                attempt,
+                error_message(exc),
+                error_details(exc, reason=reason),
+                delay_seconds=retry.delay_seconds,
+                give_up=retry.give_up,
+            )
+            self.recorder.record(outcome)  # inside the except: receivers see the exception
+            return outcome
         if attempt.state.timed_out or attempt.state.lost:
             return Outcome.interrupted(attempt)
         try:

@@ -172,7 +172,7 @@ def scenario(virtualenvs, fresh_database, tmp_path_factory):
                 ).fetchone()
             return waiting == 0
 
-        # The flaky task's retries wait the default backoff: 5 s, then 10 s.
+        # The flaky task's retries wait the jittered default backoff: at most 5 s, then 10 s.
         wait_until(served_all, 60, "the worker to finish every job of its queues")
         time.sleep(1)  # a poll of the reports queue's time, were it served
         worker.send_signal(signal.SIGTERM)

@@ -112,6 +112,8 @@ ENDINGS = [
     *((worker, "time_out", seconds) for worker in WORKERS for seconds in (1, 30)),
     # A stopping worker gives back an attempt whose handler never started.
     *((worker, "release", None) for worker in WORKERS),
+    # A handler snoozes: back for later, its attempt not spent.
+    *((worker, "snooze", seconds) for worker in WORKERS for seconds in (0, 31)),
 ]
 # The bulk actions' filters (the job list's): status and queue exact, type a substring
 # ("p_op" would match "prop" if LIKE's wildcard were not escaped).
@@ -300,6 +302,7 @@ class QueueMachine(RuleBasedStateMachine):
             "fail": self.fail,
             "time_out": self.time_out,
             "release": self.release_unstarted,
+            "snooze": self.snooze,
         }[how](worker, value)
 
     def _attempt_of(self, worker: str) -> tuple[ModelJob, int, bool] | None:
@@ -443,6 +446,32 @@ class QueueMachine(RuleBasedStateMachine):
         job.release()
         SEEN["released"] += 1
         assert [row.status for row in rows] == [job.status]
+
+    def snooze(self, worker: str, seconds: int) -> None:
+        """The handler snoozes: queued again at now + ``seconds``, its attempt not spent;
+        cancelled instead if a cancel was requested."""
+        acting = self._acting(worker)
+        if acting is None:
+            return
+        worker, job, attempt, owner = acting
+        self.holding[worker] = None
+        row = services.snooze_job(
+            job_id=job.id, worker_id=worker, attempt=attempt, seconds=seconds, now=self.now
+        )
+        if not owner:
+            assert row is None
+            return
+        if job.cancel_requested_at is not None:
+            job.status = Status.CANCELLED
+            job.finished_at = self.now
+            job.last_error = "Cancelled while snoozing"
+        else:
+            job.status = Status.QUEUED
+            job.attempts -= 1
+            job.available_at = self.now + timedelta(seconds=seconds)
+        job.release()
+        SEEN["snoozed"] += 1
+        assert row is not None and row.status == job.status
 
     def time_out(self, worker: str, seconds: int) -> None:
         """The maintenance thread ends a held attempt at its deadline. The handler's thread
@@ -713,6 +742,12 @@ def replay(timeline: list[Recorded]) -> dict[str, Any]:
             row.update(status=Status.QUEUED, attempts=event.attempt - 1)
             row.update(locked_by=None, locked_until=None)
             continue
+        if kind == Event.SNOOZED:  # its handler asked for later: back, attempt not spent
+            assert status == Status.RUNNING and row["cancel_requested_at"] is None
+            assert event.attempt == row["attempts"] and event.worker_id == row["locked_by"]
+            row.update(status=Status.QUEUED, attempts=event.attempt - 1)
+            row.update(locked_by=None, locked_until=None)
+            continue
         if kind == Event.RUN_NOW:  # an operator made a queued job due: nothing else moves
             assert status == Status.QUEUED and event.attempt == row["attempts"]
             assert event.worker_id is None
@@ -837,6 +872,10 @@ def test_scripted_walk_through_every_transition_passes_the_same_checks():
     step(machine.claim, "worker-c", lease=30)
     step(machine.release_unstarted, "worker-c")  # stopping before it started
     assert row() == (Status.QUEUED, 0)
+    step(machine.claim, "worker-c", lease=30)
+    step(machine.snooze, "worker-c", 31)  # its handler asks to run later
+    assert row() == (Status.QUEUED, 0)
+    step(machine.advance_clock, 31)
     step(machine.claim, "worker-c", lease=30)
     step(machine.complete, "worker-c", RESULTS[1])  # an unstorable result fails the attempt
     assert row() == (Status.QUEUED, 1)  # retry_scheduled

@@ -951,9 +951,10 @@ export interface components {
          *     * `cancelled` - Cancelled
          *     * `released` - Released
          *     * `run_now` - Run now
+         *     * `snoozed` - Snoozed
          * @enum {string}
          */
-        JobEventTypeEnum: "created" | "claimed" | "progress" | "lease_renewed" | "succeeded" | "retry_scheduled" | "failed" | "timeout_requeued" | "manual_retry" | "cancel_requested" | "cancelled" | "released" | "run_now";
+        JobEventTypeEnum: "created" | "claimed" | "progress" | "lease_renewed" | "succeeded" | "retry_scheduled" | "failed" | "timeout_requeued" | "manual_retry" | "cancel_requested" | "cancelled" | "released" | "run_now" | "snoozed";
         /** @description A job of the list: the spec's shape and when its current attempt started. */
         JobListItem: {
             /** Format: uuid */
@@ -1757,8 +1758,9 @@ export interface operations {
                  *     * `cancelled` - Cancelled
                  *     * `released` - Released
                  *     * `run_now` - Run now
+                 *     * `snoozed` - Snoozed
                  */
-                type?: "created" | "claimed" | "progress" | "lease_renewed" | "succeeded" | "retry_scheduled" | "failed" | "timeout_requeued" | "manual_retry" | "cancel_requested" | "cancelled" | "released" | "run_now" | "";
+                type?: "created" | "claimed" | "progress" | "lease_renewed" | "succeeded" | "retry_scheduled" | "failed" | "timeout_requeued" | "manual_retry" | "cancel_requested" | "cancelled" | "released" | "run_now" | "snoozed" | "";
             };
             header?: never;
             path?: never;

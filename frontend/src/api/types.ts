@@ -75,6 +75,7 @@ export const JOB_EVENT_TYPES = enumValues<JobEventType>()([
   'cancelled',
   'released',
   'run_now',
+  'snoozed',
 ]);
 
 /** ISO 8601 timestamp with offset, as the API serialises it. */

@@ -34,6 +34,7 @@ describe('EventTypeBadge', () => {
     ['cancel_requested', 'badge--warning'],
     ['cancelled', 'badge--muted'],
     ['released', 'badge--neutral'],
+    ['snoozed', 'badge--neutral'],
   ])('colours %s as %s', (type, tone) => {
     render(<EventTypeBadge type={type} />);
     expect(screen.getByText(type)).toHaveClass(tone);

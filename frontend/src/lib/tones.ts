@@ -26,4 +26,6 @@ export const EVENT_TONE: Record<JobEventType, Tone> = {
   cancelled: 'muted',
   // Given back unstarted at a worker's graceful shutdown: simply queued again, as `queued` is.
   released: 'neutral',
+  // Its handler asked to run again later, the attempt not spent: queued, as `released` is.
+  snoozed: 'neutral',
 };

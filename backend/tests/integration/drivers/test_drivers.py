@@ -173,6 +173,21 @@ def _scenario(now):
     # An operator runs a job scheduled for later now (a queue no claim below serves).
     later = services.create_job(type="demo.success", queue="later", available_at=t[19], now=t[7])[0]
     services.run_job_now(job_id=later.pk, now=t[7])
+    # A handler snoozes (its attempt not spent); a retry policy gives up with attempts left;
+    # another fails with the delay its policy chose.
+    for priority in (30, 20, 10):  # claimed in this order, and told apart below
+        services.create_job(
+            type="demo.fail", queue="policy", max_attempts=3, priority=priority, now=t[7]
+        )
+    h, i, j = services.claim_jobs(worker_ids=["h", "i", "j"], queue="policy", now=t[7]).claimed
+    services.snooze_job(job_id=h.id, worker_id="h", attempt=1, seconds=2.5, now=t[7])
+    services.fail_jobs(
+        failures=[
+            services.AttemptFailure(Owner(i.id, "i", 1), "gave up", give_up=True),
+            services.AttemptFailure(Owner(j.id, "j", 1), "later", delay_seconds=1.25),
+        ],
+        now=t[7],
+    )
     for step in (8, 10, 12, 14):
         job = services.claim_next_job(worker_id=f"w{step}", lease_seconds=1, now=t[step])
         if job is not None and job.pk == kept.pk:
