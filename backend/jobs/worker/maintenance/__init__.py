@@ -15,8 +15,11 @@ cadence (``loop.Duty``):
 The heartbeat runs alone in a thread of its own (its own database connection, its own
 error back-off): no other duty's cost, hang or failure can delay a renewal, so a lease is
 renewed at least once per heartbeat interval while the database answers, and a failed
-renewal is retried within a third of the interval. Every other duty shares the
-maintenance thread, each on its own back-off.
+renewal is retried within a third of the interval. The vacuum duties, whose cost grows
+with the table, run in a thread of their own too, so a long VACUUM delays neither the
+presence row (a process vacuuming would otherwise read as dead on the dashboard) nor
+timeouts and lease rescue. The other duties share the maintenance thread, each on its own
+back-off.
 """
 
 from __future__ import annotations
@@ -56,11 +59,12 @@ __all__ = [
 
 
 class Maintenance:
-    """The process's two duty loops: ``job-heartbeat`` (the heartbeat alone) and
-    ``job-maintenance`` (timeouts, lease rescue, presence, schedules, vacuum). Started and
-    joined together; ``finished`` (set by the runner once no attempt is left) ends both,
-    the heartbeat last in effect: it runs while attempts do. ``first_pass`` is set after
-    the maintenance loop's first pass (its first lease rescue), done or failed."""
+    """The process's duty loops: ``job-heartbeat`` (the heartbeat alone),
+    ``job-maintenance`` (timeouts, lease rescue, presence, schedules) and, with the vacuum
+    on, ``job-vacuum``. Started and joined together; ``finished`` (set by the runner once no
+    attempt is left) ends them all, the heartbeat last in effect: it runs while attempts do.
+    ``first_pass`` is set after the maintenance loop's first pass (its first lease rescue),
+    done or failed."""
 
     def __init__(
         self,
@@ -105,15 +109,7 @@ class Maintenance:
             if config.vacuum_dead_rows
             else None
         )
-        duties: list[Duty] = [self.timeouts, self.rescuer]
-        if self.vacuum is not None:
-            duties += [
-                StaleEstimateCheck(
-                    self.vacuum, in_flight, idle_seconds=config.cleanup_interval_seconds
-                ),
-                self.vacuum,
-            ]
-        duties.append(self.presence)
+        duties: list[Duty] = [self.timeouts, self.rescuer, self.presence]
         if self.ticker.enabled and not config.burst:
             duties.append(self.ticker)
         self.duties = DutyLoop(
@@ -136,12 +132,34 @@ class Maintenance:
             finished=self.finished,
             retry_max_seconds=config.heartbeat_interval_seconds / 3,
         )
+        self.vacuums = (
+            DutyLoop(
+                "job-vacuum",
+                [
+                    StaleEstimateCheck(
+                        self.vacuum, in_flight, idle_seconds=config.cleanup_interval_seconds
+                    ),
+                    self.vacuum,
+                ],
+                worker_id=self.worker_id,
+                stopping=stopping,
+                finished=self.finished,
+                retry_max_seconds=DB_RETRY_MAX_SECONDS,
+            )
+            if self.vacuum is not None
+            else None
+        )
         self.first_pass = self.duties.first_pass
+
+    def _loops(self) -> list[DutyLoop]:
+        return [self.duties, self.beats] + ([self.vacuums] if self.vacuums is not None else [])
 
     def start(self) -> None:
         logger.info("action=maintenance_started worker_id=%s", self.worker_id)
         self.beats.start()
         self.duties.start()
+        if self.vacuums is not None:
+            self.vacuums.start()
 
     def stop(self) -> None:
         """End both loops after their current pass (what ``finished`` does)."""
@@ -150,10 +168,10 @@ class Maintenance:
 
     def join(self, timeout: float | None = None) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout
-        for loop in (self.duties, self.beats):
+        for loop in self._loops():
             loop.join(None if deadline is None else max(deadline - time.monotonic(), 0))
         if not self.is_alive():
             logger.info("action=maintenance_stopped worker_id=%s", self.worker_id)
 
     def is_alive(self) -> bool:
-        return self.duties.is_alive() or self.beats.is_alive()
+        return any(loop.is_alive() for loop in self._loops())

@@ -13,7 +13,14 @@ from django.utils import timezone
 
 from jobs import services
 from jobs.worker.attempts import Attempt, InFlight
-from jobs.worker.maintenance import Heartbeat, LeaseRescuer, Maintenance, Presence, ScheduleTicker
+from jobs.worker.maintenance import (
+    Heartbeat,
+    HotTableVacuum,
+    LeaseRescuer,
+    Maintenance,
+    Presence,
+    ScheduleTicker,
+)
 from jobs.worker.maintenance.loop import RETRY_FIRST_SECONDS, DutyLoop
 from tests.factories import WORKER, fresh, running_job
 from tests.helpers import worker_config
@@ -53,11 +60,15 @@ def one_attempt():
 
 
 def run_maintenance(
-    in_flight: InFlight, seconds: float, *, released: threading.Event | None = None
+    in_flight: InFlight,
+    seconds: float,
+    *,
+    released: threading.Event | None = None,
+    **config: object,
 ) -> None:
     """A process's maintenance for ``seconds``; a hung duty is ``released`` at the end."""
     maintenance = Maintenance(
-        worker_config(lease_seconds=LEASE_SECONDS, cleanup_interval_seconds=0.2),
+        worker_config(lease_seconds=LEASE_SECONDS, cleanup_interval_seconds=0.2, **config),
         in_flight,
         stopping=threading.Event(),
         abandon=lambda worker_id: None,
@@ -89,6 +100,18 @@ def test_a_hung_duty_does_not_delay_the_heartbeat(monkeypatch, one_attempt):
     beats = recorded(monkeypatch, Heartbeat)
     run_maintenance(in_flight, 4.5, released=released)
     assert len(rescues) == 1  # hung in its first pass the whole time
+    assert_beats_every_interval(beats, 4.5)
+
+
+def test_a_hung_vacuum_delays_neither_presence_nor_the_heartbeat(monkeypatch, one_attempt):
+    _, in_flight = one_attempt
+    released = threading.Event()
+    vacuums = recorded(monkeypatch, HotTableVacuum, hang=released)
+    presences = recorded(monkeypatch, Presence)
+    beats = recorded(monkeypatch, Heartbeat)
+    run_maintenance(in_flight, 4.5, released=released, vacuum_dead_rows=1)
+    assert len(vacuums) == 1  # hung in its first pass the whole time
+    assert len(presences) >= 6  # every half interval: the process still reads as alive
     assert_beats_every_interval(beats, 4.5)
 
 
