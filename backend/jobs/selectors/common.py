@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Func, IntegerField
+from django.db.models import F, Func, IntegerField, TextField, Value
 
 from .. import rollups
 
@@ -32,6 +32,24 @@ class EpochSeconds(Func):
             connection,
             template="CAST(strftime('%%%%s', substr(%(expressions)s, 1, 19)) AS INTEGER)",
         )
+
+
+class ObjectKeyText(Func):
+    """The text of a JSON object's member ``name`` (NULL without it), for any name: Django's
+    key transform reads a name of digits as an array index, which an object never has."""
+
+    output_field = TextField()
+
+    def __init__(self, column: str, name: str) -> None:
+        super().__init__(F(column), Value(name))
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return self.as_sql(compiler, connection, function="jsonb_extract_path_text")
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        column, name = (compiler.compile(arg) for arg in self.get_source_expressions())
+        sql = f"(SELECT value FROM json_each({column[0]}) WHERE key = {name[0]})"
+        return sql, (*column[1], *name[1])
 
 
 def _window(now: datetime, minutes: int) -> tuple[int, datetime]:

@@ -24,7 +24,7 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.fields.json import KeyTextTransform, KeyTransform
+from django.db.models.fields.json import KeyTextTransform
 from django.utils import timezone
 
 from .. import registry
@@ -37,6 +37,7 @@ from ..models import (
     JobEventType,
     JobStatus,
 )
+from .common import ObjectKeyText
 
 
 def get_job(job_id: UUID | str) -> Job:
@@ -148,7 +149,7 @@ def job_list(
         name, sep, value = metadata.partition("=")
         name = name.strip()
         if sep:
-            jobs = jobs.alias(metadata_value=KeyTransform(name, "metadata")).filter(
+            jobs = jobs.alias(metadata_value=ObjectKeyText("metadata", name)).filter(
                 metadata_value=value.strip()
             )
         else:

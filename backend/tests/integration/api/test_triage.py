@@ -119,6 +119,14 @@ def test_list_finds_jobs_by_metadata_name_or_value(api):
     assert list(response.json()) == ["metadata"]
 
 
+def test_a_metadata_name_of_digits_is_a_name_like_any_other(api):
+    tagged = queued_job(metadata={"0": "x", "7": "seven"})
+    queued_job(metadata={"0": "y"})
+    assert listed(api, "metadata=0=x") == [str(tagged.pk)]
+    assert listed(api, "metadata=7=seven") == [str(tagged.pk)]
+    assert len(listed(api, "metadata=0")) == 2
+
+
 def test_a_queue_ages_its_backlog_from_its_oldest_due_job_and_splits_due_from_scheduled(api):
     now = timezone.now()
     # Created first but scheduled for later: no backlog, however long ago it was created.
