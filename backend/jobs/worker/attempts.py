@@ -120,20 +120,21 @@ class InFlight:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._attempts: dict[tuple[Any, int], Attempt] = {}
-        self.changed = threading.Event()  # wakes the maintenance thread
-        # Set by the maintenance thread while it checks at an idle worker's cadence: the
-        # next attempt added wakes it, once.
+        self.changed = threading.Event()  # wakes the maintenance thread (a deadline)
+        self.busy = threading.Event()  # wakes the vacuum thread (work at an idle process)
+        # Set by the vacuum thread while it checks at an idle worker's cadence: the next
+        # attempt added wakes it, once.
         self.wake_when_busy = False
 
     def add(self, attempt: Attempt) -> None:
         with self._lock:
             self._attempts[attempt.job.id, attempt.job.attempts] = attempt
             wake, self.wake_when_busy = self.wake_when_busy, False
-        # Only a deadline, or work arriving at an idle process, can come before the
-        # maintenance thread's next wake-up (heartbeat and cleanup keep their own
-        # cadence): waking it for every job cost a thread switch per job.
+        # Only work arriving at an idle process can come before the vacuum thread's next
+        # check (and only a deadline before the maintenance thread's next pass): waking a
+        # thread for every job cost a thread switch per job.
         if wake:
-            self.changed.set()
+            self.busy.set()
 
     def start(self, attempt: Attempt) -> None:
         """Its handler starts now: its deadline counts from here."""

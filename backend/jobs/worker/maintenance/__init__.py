@@ -145,6 +145,7 @@ class Maintenance:
                 stopping=stopping,
                 finished=self.finished,
                 retry_max_seconds=DB_RETRY_MAX_SECONDS,
+                wake=in_flight.busy,
             )
             if self.vacuum is not None
             else None
@@ -162,9 +163,10 @@ class Maintenance:
             self.vacuums.start()
 
     def stop(self) -> None:
-        """End both loops after their current pass (what ``finished`` does)."""
+        """End every loop after its current pass (what ``finished`` does)."""
         self.finished.set()
         self.in_flight.changed.set()
+        self.in_flight.busy.set()
 
     def join(self, timeout: float | None = None) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout
