@@ -239,9 +239,9 @@ def _maintenance_checking(monkeypatch, in_flight: InFlight, *, cleanup_interval_
     try:
         yield calls
     finally:
-        maintenance.finished.set()
-        maintenance.in_flight.changed.set()
+        maintenance.stop()
         maintenance.join(timeout=10)
+        assert not maintenance.is_alive()
 
 
 def _an_attempt():
