@@ -560,9 +560,15 @@ class Driver(Protocol):
         ...
 
     def lock_settleable_jobs(
-        self, *, limit: int, ids: Sequence[UUID] | None = None
-    ) -> list[WaitingJob]:
-        """Lock waiting jobs whose parents decide them now, with the parents' statuses."""
+        self,
+        *,
+        limit: int,
+        ids: Sequence[UUID] | None = None,
+        after: tuple[datetime, UUID] | None = None,
+    ) -> tuple[list[WaitingJob], tuple[datetime, UUID] | None]:
+        """Lock waiting jobs whose parents decide them now, with the parents' statuses,
+        among ``ids`` or among the next ``limit`` waiting jobs after ``after``; and where
+        the next window starts (``None``: the end was reached)."""
         ...
 
     def settle_jobs(

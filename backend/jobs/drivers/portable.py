@@ -222,12 +222,19 @@ class DependencyStatements:
         )
 
     def lock_settleable_jobs(
-        self, *, limit: int, ids: Sequence[UUID] | None = None
-    ) -> list[WaitingJob]:
-        """Up to ``limit`` waiting jobs (of ``ids`` if given), oldest first, whose parents
-        have all finished or of which one failed or was cancelled under the ``cancel``
-        policy, locked (``SKIP LOCKED``: concurrent duties split them) with their parents'
-        statuses. Inside the caller's transaction."""
+        self,
+        *,
+        limit: int,
+        ids: Sequence[UUID] | None = None,
+        after: tuple[datetime, UUID] | None = None,
+    ) -> tuple[list[WaitingJob], tuple[datetime, UUID] | None]:
+        """The waiting jobs among ``ids``, or else among the next ``limit`` waiting jobs
+        (oldest first) after ``after``, whose parents have all finished or of which one
+        failed or was cancelled under the ``cancel`` policy, locked (``SKIP LOCKED``:
+        concurrent duties split them) with their parents' statuses; and the last waiting
+        job looked at when the window was full (where the next one starts), else ``None``.
+        A window reads at most ``limit`` rows of ``job_waiting_idx``, however many jobs
+        wait. Inside the caller's transaction."""
 
         unfinished = JobDependency.objects.filter(job=OuterRef("pk")).exclude(
             parent__status__in=FINISHED_STATUSES
@@ -238,8 +245,21 @@ class DependencyStatements:
             parent__status__in=[JobStatus.FAILED, JobStatus.CANCELLED],
         )
         jobs = Job.objects.filter(status=JobStatus.WAITING)
+        resume: tuple[datetime, UUID] | None = None
         if ids is not None:
             jobs = jobs.filter(pk__in=list(ids))
+        else:
+            window = jobs.order_by("created_at", "id")
+            if after is not None:
+                # A range of the index from the cursor's time, less the jobs of that very
+                # time already looked at.
+                window = window.filter(created_at__gte=after[0]).exclude(
+                    created_at=after[0], id__lte=after[1]
+                )
+            looked_at = list(window.values_list("created_at", "id")[:limit])
+            if len(looked_at) == limit:
+                resume = looked_at[-1]
+            jobs = jobs.filter(pk__in=[pk for _, pk in looked_at])
         locked = list(
             jobs.filter(~Exists(unfinished) | Exists(broken))
             .order_by("created_at", "id")
@@ -263,7 +283,7 @@ class DependencyStatements:
                 parents.get(pk, {}),
             )
             for pk, job_type, attempts in locked
-        ]
+        ], resume
 
     def settle_jobs(
         self,

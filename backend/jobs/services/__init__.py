@@ -34,8 +34,10 @@ from .actions import HELD_KEYS_REPORTED, cancel_job, cancel_jobs, retry_job, ret
 from .common import Actor, audit, backoff_delay_seconds, event_time, jittered_backoff_seconds
 from .dependencies import (
     PARENT_ENDED_MESSAGE,
+    SettledWindow,
     dependencies_problem,
     settle_waiting_jobs,
+    settle_waiting_window,
 )
 from .jobs import (
     MESSAGES,
@@ -101,6 +103,7 @@ __all__ = [
     "ErrorDetails",
     "Fetched",
     "NewJobSpec",
+    "SettledWindow",
     "TickPass",
     "analyze_jobs_table",
     "audit",
@@ -137,6 +140,7 @@ __all__ = [
     "run_job_now",
     "set_queue_limits",
     "settle_waiting_jobs",
+    "settle_waiting_window",
     "snooze_job",
     "time_out_job",
     "trigger_schedule",

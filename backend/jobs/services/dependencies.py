@@ -11,6 +11,7 @@ failure for good, a cancel, a lease expiry, a bulk action).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -56,24 +57,55 @@ def _decision(job: WaitingJob) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
+@dataclass(frozen=True)
+class SettledWindow:
+    """What one window of ``settle_waiting_window`` did, and where the next one starts
+    (``None``: the window reached the last waiting job)."""
+
+    queued: int
+    cancelled: int
+    resume_after: tuple[datetime, UUID] | None
+
+
 def settle_waiting_jobs(
     *, limit: int = 1000, ids: Sequence[UUID] | None = None, now: datetime | None = None
 ) -> tuple[int, int]:
-    """Settle up to ``limit`` waiting jobs (of ``ids`` if given) in one transaction;
-    return ``(queued, cancelled)``.
+    """Settle the waiting jobs among ``ids``, or else among the ``limit`` oldest, in one
+    transaction; return ``(queued, cancelled)``.
 
     Invariant: a waiting job becomes queued (due now, or later as it was scheduled) once
     every parent succeeded, or under ``on_parent_failure="run"`` once every parent
     finished; under ``"cancel"`` (the default) it is cancelled as soon as a parent failed
     for good or was cancelled, with a ``cancelled`` event whose data names that parent.
     Otherwise it keeps waiting. Idle workers of the queued jobs' queues are woken on
-    commit. Rows are locked ``SKIP LOCKED``: concurrent workers split
-    them. A manual retry of a parent does not revive its dependents cancelled meanwhile.
+    commit. Rows are locked ``SKIP LOCKED``: concurrent workers split them. A manual
+    retry of a parent does not revive its dependents cancelled meanwhile.
     """
+    settled = _settle(limit=limit, ids=ids, after=None, now=now)
+    return settled.queued, settled.cancelled
+
+
+def settle_waiting_window(
+    *, after: tuple[datetime, UUID] | None, limit: int, now: datetime | None = None
+) -> SettledWindow:
+    """``settle_waiting_jobs``' invariant over the next ``limit`` waiting jobs after
+    ``after`` (by creation): a window reads at most ``limit`` of them however many wait,
+    so the settler's pass costs the same with a million jobs waiting on unfinished
+    parents as with none."""
+    return _settle(limit=limit, ids=None, after=after, now=now)
+
+
+def _settle(
+    *,
+    limit: int,
+    ids: Sequence[UUID] | None,
+    after: tuple[datetime, UUID] | None,
+    now: datetime | None,
+) -> SettledWindow:
     now = _now(now)
     driver = get_driver()
     with transaction.atomic():
-        locked = driver.lock_settleable_jobs(limit=limit, ids=ids)
+        locked, resume_after = driver.lock_settleable_jobs(limit=limit, ids=ids, after=after)
         queued: list[UUID] = []
         cancelled: list[tuple[WaitingJob, str, dict[str, Any]]] = []
         for job in locked:
@@ -89,4 +121,4 @@ def settle_waiting_jobs(
             # Idle workers hear of the queued jobs as of a create's (no NOTIFY otherwise).
             for queue in driver.settle_jobs(queued=queued, cancelled=cancelled, now=now):
                 driver.wake(queue)
-    return len(queued), len(cancelled)
+    return SettledWindow(len(queued), len(cancelled), resume_after)

@@ -61,6 +61,26 @@ def test_the_child_is_queued_after_its_last_parent_succeeds():
     assert claim_next().pk == child.pk
 
 
+def test_the_settler_reads_a_bounded_window_a_pass_and_reaches_every_waiting_job(monkeypatch):
+    from jobs.worker.maintenance import dependencies
+
+    monkeypatch.setattr(dependencies, "WINDOWS_PER_PASS", 1)
+    unfinished = queued_job(priority=0)
+    blocked = [queued_job(depends_on=[unfinished.pk]) for _ in range(4)]
+    parent = queued_job(priority=100)
+    last = queued_job(depends_on=[parent.pk])
+    run_to_success(parent)
+    settler = dependencies.DependencySettler(batch_size=2)
+    # Windows of two, oldest first: the four blocked jobs, then the settleable one.
+    assert settler.run_once() == (0, 0)
+    assert settler.run_once() == (0, 0)
+    assert fresh(last).status == Status.WAITING
+    assert settler.run_once() == (1, 0)
+    assert fresh(last).status == Status.QUEUED
+    assert settler.resume_after is None  # the last waiting job: the next pass starts over
+    assert {fresh(job).status for job in blocked} == {Status.WAITING}
+
+
 def test_the_child_is_queued_after_a_batched_completion_of_its_parent():
     parent = queued_job()
     child = queued_job(depends_on=[parent.pk])
