@@ -69,6 +69,8 @@ PRIORITY_OFFSET = 50
 
 STATUSES = {
     JobStatus.QUEUED: TaskResultStatus.READY,
+    # Waiting for the jobs it depends on: not started, will run (or be cancelled).
+    JobStatus.WAITING: TaskResultStatus.READY,
     JobStatus.RUNNING: TaskResultStatus.RUNNING,
     JobStatus.SUCCEEDED: TaskResultStatus.SUCCESSFUL,
     JobStatus.FAILED: TaskResultStatus.FAILED,
@@ -283,6 +285,11 @@ class JobQueueTask(Task):  # type: ignore[type-arg]  # Task is not subscriptable
     # concurrency limit the job's attempts count against.
     unique_key: str | None = None
     concurrency_key: str | None = None
+    # Job dependencies, for one call (``task.using(depends_on=[result, ...])``): the ids of
+    # the jobs this one waits for, and what it does when one of them fails for good or is
+    # cancelled ("cancel" or "run"; ``jobs.services.create_job``).
+    depends_on: tuple[str, ...] = ()
+    on_parent_failure: str = "cancel"
     backoff: Backoff | None = dataclass_field(default=None, hash=False)
     retry_on: tuple[type[BaseException], ...] | None = None
     give_up_on: tuple[type[BaseException], ...] | None = None
@@ -323,9 +330,13 @@ class JobQueueTask(Task):  # type: ignore[type-arg]  # Task is not subscriptable
         metadata: Mapping[str, str] | None = None,
         unique_key: str | None = None,
         concurrency_key: str | None = None,
+        depends_on: Iterable[TaskResult[..., Any] | UUID | str] | None = None,
+        on_parent_failure: str | None = None,
     ) -> JobQueueTask:
         """Django's ``using()``, plus this queue's options for one call; ``metadata``,
-        ``unique_key`` and ``concurrency_key`` replace the task's."""
+        ``unique_key`` and ``concurrency_key`` replace the task's. ``depends_on`` (task
+        results or job ids): the job waits until they succeeded; ``on_parent_failure``
+        (``"cancel"``, the default, or ``"run"``) if one fails for good or is cancelled."""
         task: Task[..., Any] = Task.using(
             self, priority=priority, queue_name=queue_name, run_after=run_after, backend=backend
         )
@@ -336,6 +347,8 @@ class JobQueueTask(Task):  # type: ignore[type-arg]  # Task is not subscriptable
             and metadata is None
             and unique_key is None
             and concurrency_key is None
+            and depends_on is None
+            and on_parent_failure is None
         ):
             return task
         return replace(
@@ -345,6 +358,17 @@ class JobQueueTask(Task):  # type: ignore[type-arg]  # Task is not subscriptable
             metadata=task.metadata if metadata is None else metadata,
             unique_key=task.unique_key if unique_key is None else unique_key,
             concurrency_key=task.concurrency_key if concurrency_key is None else concurrency_key,
+            depends_on=(
+                task.depends_on
+                if depends_on is None
+                else tuple(
+                    str(parent.id if isinstance(parent, TaskResult) else parent)
+                    for parent in depends_on
+                )
+            ),
+            on_parent_failure=(
+                task.on_parent_failure if on_parent_failure is None else on_parent_failure
+            ),
         )
 
 
@@ -616,6 +640,8 @@ class JobQueueBackend(BaseTaskBackend):
                     metadata=metadata,
                     unique_key=task.unique_key,
                     concurrency_key=task.concurrency_key,
+                    depends_on=task.depends_on,
+                    on_parent_failure=task.on_parent_failure,
                 )
             )
         rows = services.create_jobs(specs)

@@ -70,3 +70,13 @@ class UniqueKeyHeld(InvalidTransition):
         )
         self.unique_key = unique_key
         self.held_by = held_by
+
+
+class InvalidDependencies(JobQueueError, ValueError):
+    """``depends_on`` names too many jobs, a job twice, or a job that does not exist, or
+    comes with a ``unique_key`` (which only queued and running jobs hold); ``index`` is
+    the spec's in a bulk create. Nothing was written."""
+
+    def __init__(self, message: str, *, index: int = 0) -> None:
+        super().__init__(message)
+        self.index = index

@@ -29,6 +29,8 @@ QUEUE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
 BULK_IDS_MAX = 1000
 # Jobs one bulk create may hold.
 BULK_CREATE_MAX = 1000
+# Parents one job may wait for (depends_on).
+DEPENDS_ON_MAX = 100
 
 # GET /api/jobs/throughput/: the window and its buckets.
 THROUGHPUT_MINUTES_MAX = 1440

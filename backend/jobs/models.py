@@ -22,6 +22,9 @@ DEFAULT_QUEUE = "default"
 
 class JobStatus(models.TextChoices):
     QUEUED = "queued", "Queued"
+    # An extension of the spec: created with ``depends_on``, not claimable until its
+    # parents settle it (``jobs.services.settle_waiting_jobs``); outside job_claim_idx.
+    WAITING = "waiting", "Waiting"
     RUNNING = "running", "Running"
     SUCCEEDED = "succeeded", "Succeeded"
     FAILED = "failed", "Failed"
@@ -209,6 +212,12 @@ class Job(models.Model):
                 name="job_claim_idx",
                 condition=Q(status=JobStatus.QUEUED),
             ),
+            # The waiting jobs the settling duty reads, oldest first.
+            models.Index(
+                fields=["created_at"],
+                name="job_waiting_idx",
+                condition=Q(status=JobStatus.WAITING),
+            ),
             models.Index(
                 fields=["locked_until"],
                 name="job_timeout_idx",
@@ -256,6 +265,13 @@ class Job(models.Model):
                         cancel_requested_at__isnull=True,
                     )
                     | Q(
+                        status=JobStatus.WAITING,
+                        locked_by__isnull=True,
+                        locked_until__isnull=True,
+                        finished_at__isnull=True,
+                        cancel_requested_at__isnull=True,
+                    )
+                    | Q(
                         status=JobStatus.RUNNING,
                         locked_by__isnull=False,
                         locked_until__isnull=False,
@@ -283,6 +299,44 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"{self.type} {self.id} ({self.status})"
+
+
+class OnParentFailure(models.TextChoices):
+    """What a waiting job does when one of its parents fails for good or is cancelled."""
+
+    CANCEL = "cancel", "Cancel"
+    RUN = "run", "Run"
+
+
+class JobDependency(models.Model):
+    """An edge of the dependency graph: ``job`` waits for ``parent``. An extension of the
+    spec. Edges are written with the child, whose parents must exist already, so a cycle
+    cannot be built. The child's ``on_parent_failure`` rides on each of its edges (the
+    same on all of them), so the settling statement reads it without touching Job."""
+
+    id = models.BigAutoField(primary_key=True)
+    job = models.ForeignKey(
+        Job, on_delete=models.CASCADE, related_name="parent_edges", db_index=False
+    )
+    parent = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="child_edges")
+    on_parent_failure = models.CharField(
+        max_length=16, choices=OnParentFailure.choices, default=OnParentFailure.CANCEL
+    )
+
+    class Meta:
+        app_label = "jobs"
+        constraints = [
+            # Also the index by child (its leading column); parent_id has its own.
+            models.UniqueConstraint(fields=["job", "parent"], name="job_dependency_unique"),
+            models.CheckConstraint(condition=~Q(job=F("parent")), name="job_dependency_not_self"),
+            models.CheckConstraint(
+                condition=Q(on_parent_failure__in=OnParentFailure.values),
+                name="job_dependency_policy_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.job_id} after {self.parent_id}"
 
 
 class JobEvent(models.Model):

@@ -43,7 +43,7 @@ from .base import (
     unclaimed,
 )
 from .orm import OrmDriver
-from .portable import TokenUser
+from .portable import TokenUser, WaitingJob
 
 __all__ = [
     "Analyzed",
@@ -66,6 +66,7 @@ __all__ = [
     "ServerInRecovery",
     "TokenUser",
     "Vacuumed",
+    "WaitingJob",
     "available_drivers",
     "get_driver",
     "is_read_only",

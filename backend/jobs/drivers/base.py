@@ -23,7 +23,7 @@ from django.db import DatabaseError
 if TYPE_CHECKING:
     from django.db.models import Model
 
-    from .portable import TokenUser
+    from .portable import TokenUser, WaitingJob
 
 
 def to_json(value: Any) -> str:
@@ -547,4 +547,37 @@ class Driver(Protocol):
     def token_user(self, token_model: type[Model], key: str, *, app_label: str) -> TokenUser | None:
         """The user and the token of an API key, with the user's permissions of
         ``app_label``; ``None`` for an unknown key."""
+        ...
+
+    # Job dependencies (``jobs.drivers.portable.DependencyStatements``, on every driver).
+
+    def existing_job_ids(self, ids: Sequence[UUID | str]) -> set[UUID]:
+        """Which of ``ids`` are jobs."""
+        ...
+
+    def add_dependencies(self, edges: Sequence[tuple[UUID, UUID, str]], *, now: datetime) -> None:
+        """Write ``(job, parent, on_parent_failure)`` edges; their jobs become waiting."""
+        ...
+
+    def lock_settleable_jobs(
+        self,
+        *,
+        limit: int,
+        ids: Sequence[UUID] | None = None,
+        after: tuple[datetime, UUID] | None = None,
+    ) -> tuple[list[WaitingJob], tuple[datetime, UUID] | None]:
+        """Lock waiting jobs whose parents decide them now, with the parents' statuses,
+        among ``ids`` or among the next ``limit`` waiting jobs after ``after``; and where
+        the next window starts (``None``: the end was reached)."""
+        ...
+
+    def settle_jobs(
+        self,
+        *,
+        queued: Sequence[UUID],
+        cancelled: Sequence[tuple[WaitingJob, str, dict[str, Any]]],
+        now: datetime,
+    ) -> list[str]:
+        """Locked waiting jobs queued, or cancelled with their event; the queued ones'
+        queues."""
         ...

@@ -52,7 +52,7 @@ from .base import (
     TypeSample,
     Vacuumed,
 )
-from .portable import PortableStatements
+from .portable import DependencyStatements, PortableStatements
 
 
 def job_row(job: Job) -> JobRow:
@@ -230,7 +230,7 @@ def _succeeded_timing(job: Job, now: datetime) -> dict[str, int | None]:
     }
 
 
-class OrmDriver(PortableStatements):
+class OrmDriver(PortableStatements, DependencyStatements):
     name = "orm"
     # Its creates notify nobody: its workers poll (SQLite has no notifications).
     supports_listen = False
@@ -801,12 +801,17 @@ class OrmDriver(PortableStatements):
                 _selected(selection)
                 .select_for_update()
                 .filter(
-                    Q(status=JobStatus.QUEUED)
+                    Q(status__in=[JobStatus.QUEUED, JobStatus.WAITING])
                     | Q(status=JobStatus.RUNNING, cancel_requested_at__isnull=True)
                 )
                 .order_by("id")
                 .values_list("pk", "status", "attempts", "type")
             )
+            # A waiting job is cancelled as a queued one.
+            jobs = [
+                (pk, JobStatus.QUEUED if status == JobStatus.WAITING else status, attempts, kind)
+                for pk, status, attempts, kind in jobs
+            ]
             queued = [pk for pk, status, _, _ in jobs if status == JobStatus.QUEUED]
             running = [pk for pk, status, _, _ in jobs if status == JobStatus.RUNNING]
             Job.objects.filter(pk__in=queued).update(

@@ -7,20 +7,34 @@ SQL written once per process: compiling the equivalent querysets cost more than 
 them. Tables and columns are read from the user model's relations, so a custom user
 model is asked the same question. The rules (inactive users, superusers, other
 authentication backends) stay with the callers, ``jobs.permissions`` and
-``jobs.api.throttling``.
+``jobs.api.throttling``. The dependency statements (``DependencyStatements``) are ORM
+on both: none is on a hot path.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 from typing import Any, cast
+from uuid import UUID
 
 from django.contrib.auth import get_user_model
 from django.db import DEFAULT_DB_ALIAS, connection
-from django.db.models import Field, ForeignKey, Model
+from django.db.models import Exists, Field, ForeignKey, Model, OuterRef, Value
 from django.db.models.expressions import Col
+from django.db.models.functions import Greatest
+
+from ..models import (
+    FINISHED_STATUSES,
+    Job,
+    JobDependency,
+    JobEvent,
+    JobEventType,
+    JobStatus,
+    OnParentFailure,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,3 +186,135 @@ def _held(user: str) -> str:
         f" JOIN {gp_table} AS gp ON gp.{gp_group} = ug.{ug_group}"
         f" WHERE ug.{ug_user} = {user} AND gp.{gp_permission} = p.id)"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingJob:
+    """A waiting job the settling duty locked: its policy and each parent's status."""
+
+    id: UUID
+    type: str
+    attempts: int
+    on_parent_failure: str
+    parents: dict[UUID, str]
+
+
+class DependencyStatements:
+    """The statements of job dependencies, the same ORM on every database: none of them is
+    on a hot path (a create with ``depends_on``, the settling duty, a job's detail)."""
+
+    def existing_job_ids(self, ids: Sequence[UUID | str]) -> set[UUID]:
+        """Which of ``ids`` are jobs."""
+
+        return set(Job.objects.filter(pk__in=list(ids)).values_list("pk", flat=True))
+
+    def add_dependencies(self, edges: Sequence[tuple[UUID, UUID, str]], *, now: datetime) -> None:
+        """Each ``(job, parent, on_parent_failure)`` edge written, and its job, created
+        queued in the same transaction, made waiting."""
+
+        children = {job_id for job_id, _, _ in edges}
+        Job.objects.filter(pk__in=children, status=JobStatus.QUEUED).update(
+            status=JobStatus.WAITING, updated_at=now
+        )
+        JobDependency.objects.bulk_create(
+            JobDependency(job_id=job_id, parent_id=parent_id, on_parent_failure=policy)
+            for job_id, parent_id, policy in edges
+        )
+
+    def lock_settleable_jobs(
+        self,
+        *,
+        limit: int,
+        ids: Sequence[UUID] | None = None,
+        after: tuple[datetime, UUID] | None = None,
+    ) -> tuple[list[WaitingJob], tuple[datetime, UUID] | None]:
+        """The waiting jobs among ``ids``, or else among the next ``limit`` waiting jobs
+        (oldest first) after ``after``, whose parents have all finished or of which one
+        failed or was cancelled under the ``cancel`` policy, locked (``SKIP LOCKED``:
+        concurrent duties split them) with their parents' statuses; and the last waiting
+        job looked at when the window was full (where the next one starts), else ``None``.
+        A window reads at most ``limit`` rows of ``job_waiting_idx``, however many jobs
+        wait. Inside the caller's transaction."""
+
+        unfinished = JobDependency.objects.filter(job=OuterRef("pk")).exclude(
+            parent__status__in=FINISHED_STATUSES
+        )
+        broken = JobDependency.objects.filter(
+            job=OuterRef("pk"),
+            on_parent_failure=OnParentFailure.CANCEL,
+            parent__status__in=[JobStatus.FAILED, JobStatus.CANCELLED],
+        )
+        jobs = Job.objects.filter(status=JobStatus.WAITING)
+        resume: tuple[datetime, UUID] | None = None
+        if ids is not None:
+            jobs = jobs.filter(pk__in=list(ids))
+        else:
+            window = jobs.order_by("created_at", "id")
+            if after is not None:
+                # A range of the index from the cursor's time, less the jobs of that very
+                # time already looked at.
+                window = window.filter(created_at__gte=after[0]).exclude(
+                    created_at=after[0], id__lte=after[1]
+                )
+            looked_at = list(window.values_list("created_at", "id")[:limit])
+            if len(looked_at) == limit:
+                resume = looked_at[-1]
+            jobs = jobs.filter(pk__in=[pk for _, pk in looked_at])
+        locked = list(
+            jobs.filter(~Exists(unfinished) | Exists(broken))
+            .order_by("created_at", "id")
+            .select_for_update(skip_locked=True)
+            .values_list("pk", "type", "attempts")[:limit]
+        )
+        edges = JobDependency.objects.filter(job_id__in=[pk for pk, _, _ in locked]).values_list(
+            "job_id", "parent_id", "parent__status", "on_parent_failure"
+        )
+        parents: dict[UUID, dict[UUID, str]] = {}
+        policies: dict[UUID, str] = {}
+        for job_id, parent_id, status, policy in edges:
+            parents.setdefault(job_id, {})[parent_id] = status
+            policies[job_id] = policy
+        return [
+            WaitingJob(
+                pk,
+                job_type,
+                attempts,
+                policies.get(pk, OnParentFailure.CANCEL),
+                parents.get(pk, {}),
+            )
+            for pk, job_type, attempts in locked
+        ], resume
+
+    def settle_jobs(
+        self,
+        *,
+        queued: Sequence[UUID],
+        cancelled: Sequence[tuple[WaitingJob, str, dict[str, Any]]],
+        now: datetime,
+    ) -> list[str]:
+        """Locked waiting jobs settled: ``queued`` ones due now (or later, as they were
+        scheduled); ``cancelled`` ones finished with a ``cancelled`` event (message, data).
+        Returns the queues of the ``queued`` ones."""
+
+        Job.objects.filter(pk__in=list(queued), status=JobStatus.WAITING).update(
+            status=JobStatus.QUEUED,
+            available_at=Greatest("available_at", Value(now)),
+            updated_at=now,
+        )
+        ids = [job.id for job, _, _ in cancelled]
+        Job.objects.filter(pk__in=ids, status=JobStatus.WAITING).update(
+            status=JobStatus.CANCELLED, finished_at=now, updated_at=now
+        )
+        JobEvent.objects.bulk_create(
+            JobEvent(
+                job_id=job.id,
+                type=JobEventType.CANCELLED,
+                attempt=job.attempts,
+                message=message,
+                data=data,
+                created_at=now,
+                job_type=job.type,
+            )
+            for job, message, data in cancelled
+        )
+        return sorted(set(Job.objects.filter(pk__in=list(queued)).values_list("queue", flat=True)))

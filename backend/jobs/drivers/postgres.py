@@ -38,7 +38,7 @@ from .base import (
     to_json,
     unclaimed,
 )
-from .portable import PortableStatements
+from .portable import DependencyStatements, PortableStatements
 
 if TYPE_CHECKING:
     from .base import Event, Failure, NewJob, Owner, Release, Selection
@@ -331,7 +331,7 @@ class _Notifications:
         return queues
 
 
-class PostgresDriver(PortableStatements):
+class PostgresDriver(PortableStatements, DependencyStatements):
     name = "postgres"
     supports_listen = True
 

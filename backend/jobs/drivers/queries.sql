@@ -861,15 +861,16 @@ WITH target AS (
     SELECT id FROM jobs_job
     -- Queued, or running and not asked before; written so that no index on status can
     -- serve it (an OR of two index scans), leaving a selection by ids to the primary key.
-    WHERE status IN ('queued', 'running')
-        AND (status = 'queued' OR cancel_requested_at IS NULL)
+    -- (A waiting job is cancelled as a queued one.)
+    WHERE status IN ('queued', 'waiting', 'running')
+        AND (status <> 'running' OR cancel_requested_at IS NULL)
         AND {selection}
     ORDER BY id
     FOR UPDATE
 ), changed AS (
     UPDATE jobs_job AS job
-    SET status = CASE WHEN job.status = 'queued' THEN 'cancelled' ELSE job.status END,
-        finished_at = CASE WHEN job.status = 'queued' THEN :now END,
+    SET status = CASE WHEN job.status = 'running' THEN job.status ELSE 'cancelled' END,
+        finished_at = CASE WHEN job.status = 'running' THEN NULL ELSE :now END,
         cancel_requested_at = :now, updated_at = :now
     FROM target
     -- The array hands the primary key the rows to probe (as in complete_jobs).

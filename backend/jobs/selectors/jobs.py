@@ -33,6 +33,7 @@ from ..models import (
     ATTEMPT_END_EVENT_TYPES,
     FAILURE_EVENT_TYPES,
     Job,
+    JobDependency,
     JobEvent,
     JobEventType,
     JobStatus,
@@ -328,7 +329,8 @@ def effective_timeout(job: Job) -> tuple[int | None, str | None]:
 
 def job_detail(job_id: UUID | str) -> tuple[Job, dict[str, Any]]:
     """The job and what its page adds to it: attempts over all rounds, the current round,
-    the latest failure's exception class and traceback, and the effective timeout."""
+    the latest failure's exception class and traceback, the effective timeout, and its
+    dependencies (``dependencies_of``)."""
     job = get_job(job_id)
     attempts = _attempts_from(job, _attempt_events(job.pk))
     rounds = JobEvent.objects.filter(job_id=job.pk, type=JobEventType.MANUAL_RETRY).count()
@@ -352,6 +354,23 @@ def job_detail(job_id: UUID | str) -> tuple[Job, dict[str, Any]]:
         "last_traceback": failure["traceback"] if failure else None,
         "effective_timeout_seconds": timeout,
         "timeout_source": source,
+        **dependencies_of(job.pk),
+    }
+
+
+def dependencies_of(job_id: UUID) -> dict[str, Any]:
+    """The jobs ``job_id`` waits for (``depends_on``, oldest first), its policy when one of
+    them does not succeed (``on_parent_failure``, null without parents), and how many jobs
+    wait for it (``dependents``). Two index probes, one per direction of the edges."""
+    edges = list(
+        JobDependency.objects.filter(job_id=job_id)
+        .order_by("parent__created_at", "parent_id")
+        .values_list("parent_id", "on_parent_failure")
+    )
+    return {
+        "depends_on": [parent_id for parent_id, _ in edges],
+        "on_parent_failure": edges[0][1] if edges else None,
+        "dependents": JobDependency.objects.filter(parent_id=job_id).count(),
     }
 
 

@@ -24,11 +24,11 @@ from .common import EpochSeconds
 from .queues import active_queues
 
 # The live rows, written as an OR of one status each: each arm is read through the partial
-# index that holds exactly that status (queued: job_claim_idx, running: job_timeout_idx) and
-# the two are combined as a bitmap. jobs_job_status_idx holds finished jobs only
-# (migration 0009), and `status IN ('queued', 'running')` implies neither partial index's
-# condition, so it would scan the whole table.
-LIVE = Q(status=JobStatus.QUEUED) | Q(status=JobStatus.RUNNING)
+# index that holds exactly that status (queued: job_claim_idx, running: job_timeout_idx,
+# waiting: job_waiting_idx) and the three are combined as a bitmap. jobs_job_status_idx
+# holds finished jobs only (migration 0009), and `status IN ('queued', 'running')` implies
+# neither partial index's condition, so it would scan the whole table.
+LIVE = Q(status=JobStatus.QUEUED) | Q(status=JobStatus.RUNNING) | Q(status=JobStatus.WAITING)
 
 
 def job_stats(*, now: datetime | None = None) -> dict[str, Any]:
@@ -36,7 +36,7 @@ def job_stats(*, now: datetime | None = None) -> dict[str, Any]:
     scheduled for later apart from those due, backlog age, and the queues that have queued
     jobs.
 
-    Queued and running counts (and everything derived from them) are always exact: they
+    Queued, waiting and running counts (and everything derived from them) are always exact: they
     read only the live rows, through their indexes (``LIVE``). Finished counts and the total are
     exact below ``JOB_STATS_EXACT_MAX_ROWS`` rows; above it, where counting would scan the
     table on every poll, they are estimated from PostgreSQL's planner statistics and
@@ -48,6 +48,7 @@ def job_stats(*, now: datetime | None = None) -> dict[str, Any]:
     aggregates = {
         JobStatus.QUEUED.value: Count("pk", filter=Q(status=JobStatus.QUEUED)),
         JobStatus.RUNNING.value: Count("pk", filter=Q(status=JobStatus.RUNNING)),
+        JobStatus.WAITING.value: Count("pk", filter=Q(status=JobStatus.WAITING)),
         "overdue_running": Count("pk", filter=Q(status=JobStatus.RUNNING, locked_until__lt=now)),
         "retries_pending": Count("pk", filter=Q(status=JobStatus.QUEUED, attempts__gt=0)),
         "scheduled": Count("pk", filter=Q(status=JobStatus.QUEUED, available_at__gt=now)),
@@ -61,7 +62,8 @@ def job_stats(*, now: datetime | None = None) -> dict[str, Any]:
     if estimated:
         assert estimate is not None
         row = Job.objects.filter(live).aggregate(**aggregates)
-        finished_rows = max(estimate.rows - row["queued"] - row["running"], 0)
+        live_rows = row["queued"] + row["running"] + row["waiting"]
+        finished_rows = max(estimate.rows - live_rows, 0)
         shares = {status: estimate.frequencies.get(status, 0.0) for status in FINISHED_STATUSES}
         whole = sum(shares.values()) or 1.0
         for status in FINISHED_STATUSES:
@@ -109,7 +111,7 @@ _STATS_LOCK = threading.Lock()
 
 
 def live_jobs(*, now: datetime | None = None) -> list[dict[str, Any]]:
-    """Queued and running jobs per (status, queue, type), exact: their count, the oldest
+    """Queued, waiting and running jobs per (status, queue, type), exact: their count, the oldest
     due ``available_at`` (queued) and how many hold an expired lease (running). One query
     over the live rows only (``LIVE``), however large the history."""
     now = timezone.now() if now is None else now

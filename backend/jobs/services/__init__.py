@@ -32,6 +32,13 @@ services.create_job(...)`` and ``from jobs.services import X`` are the ways in.
 
 from .actions import HELD_KEYS_REPORTED, cancel_job, cancel_jobs, retry_job, retry_jobs, run_job_now
 from .common import Actor, audit, backoff_delay_seconds, event_time, jittered_backoff_seconds
+from .dependencies import (
+    PARENT_ENDED_MESSAGE,
+    SettledWindow,
+    dependencies_problem,
+    settle_waiting_jobs,
+    settle_waiting_window,
+)
 from .jobs import (
     MESSAGES,
     TRACEBACK_MAX_CHARS,
@@ -83,6 +90,7 @@ __all__ = [
     "LEASE_EXPIRED_ERROR",
     "LEASE_EXPIRED_MESSAGES",
     "MESSAGES",
+    "PARENT_ENDED_MESSAGE",
     "PRESENCE_SWEEP_AFTER",
     "SCHEDULE_ERROR_MAX_CHARS",
     "SCHEDULE_RETRY_MAX_SECONDS",
@@ -95,6 +103,7 @@ __all__ = [
     "ErrorDetails",
     "Fetched",
     "NewJobSpec",
+    "SettledWindow",
     "TickPass",
     "analyze_jobs_table",
     "audit",
@@ -109,6 +118,7 @@ __all__ = [
     "create_job",
     "create_jobs",
     "delay_problem",
+    "dependencies_problem",
     "enqueue_due_ticks",
     "event_time",
     "fail_job",
@@ -129,6 +139,8 @@ __all__ = [
     "retry_jobs",
     "run_job_now",
     "set_queue_limits",
+    "settle_waiting_jobs",
+    "settle_waiting_window",
     "snooze_job",
     "time_out_job",
     "trigger_schedule",

@@ -15,14 +15,17 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid4
 
+from django.db import transaction
+
 from .. import tracing
 from ..conf import app_settings
 from ..drivers import Completion, Event, Failure, Heartbeat, JobRow, NewJob, Owner, get_driver
-from ..errors import DuplicateIdempotencyKey
+from ..errors import DuplicateIdempotencyKey, InvalidDependencies
 from ..limits import RETRY_DELAY_MAX_SECONDS, metadata_problem
-from ..models import DEFAULT_QUEUE, JobEventType
+from ..models import DEFAULT_QUEUE, JobEventType, OnParentFailure
 from ..storable import UnstorableValue, json_problem, storable_text, to_storable_json
 from .common import _now, backoff_delay_seconds, event_time
+from .dependencies import dependencies_problem, settle_waiting_jobs
 
 # The fixed messages of the events transitions write (a failure's message is its error).
 MESSAGES = {
@@ -79,6 +82,8 @@ def create_job(
     metadata: dict[str, str] | None = None,
     unique_key: str | None = None,
     concurrency_key: str | None = None,
+    depends_on: Sequence[UUID | str] = (),
+    on_parent_failure: str = OnParentFailure.CANCEL,
     now: datetime | None = None,
 ) -> tuple[JobRow, bool]:
     """Enqueue a job and its ``created`` event; return ``(job, created)``.
@@ -88,7 +93,9 @@ def create_job(
     running job holds (a finished one frees it). Concurrent creates with one key yield
     one job: the partial unique index decides, and the loser returns the winner's row
     (``matched_rule`` says which key matched). A payload the database cannot store raises
-    ``UnstorableValue`` and nothing is written.
+    ``UnstorableValue`` and nothing is written. With ``depends_on`` (existing job ids) the
+    job waits for them (``jobs.services.settle_waiting_jobs``); ``on_parent_failure``
+    (``cancel`` or ``run``) says what it does when one fails for good or is cancelled.
     """
     spec = NewJobSpec(
         type=type,
@@ -102,6 +109,8 @@ def create_job(
         metadata=metadata,
         unique_key=unique_key,
         concurrency_key=concurrency_key,
+        depends_on=tuple(depends_on),
+        on_parent_failure=on_parent_failure,
     )
     (result,) = create_jobs([spec], now=now)
     return result
@@ -122,6 +131,8 @@ class NewJobSpec:
     metadata: dict[str, str] | None = None
     unique_key: str | None = None
     concurrency_key: str | None = None
+    depends_on: tuple[UUID | str, ...] = ()
+    on_parent_failure: str = OnParentFailure.CANCEL
 
 
 def matched_rule(spec: NewJobSpec, job: JobRow, created: bool) -> str | None:
@@ -166,6 +177,19 @@ def create_jobs(
                     spec.idempotency_key, seen[spec.idempotency_key], index
                 )
             seen[spec.idempotency_key] = index
+        if spec.depends_on:
+            problem = (
+                "depends_on cannot be combined with unique_key."
+                if spec.unique_key is not None
+                else dependencies_problem(spec.depends_on)
+            )
+            if problem is not None:
+                raise InvalidDependencies(problem, index=index)
+        if spec.on_parent_failure not in OnParentFailure.values:
+            raise InvalidDependencies(
+                f"on_parent_failure must be one of {', '.join(OnParentFailure.values)}.",
+                index=index,
+            )
         jobs.append(
             NewJob(
                 id=uuid4(),
@@ -190,10 +214,40 @@ def create_jobs(
         )
     if not jobs:
         return []
-    with tracing.sending(jobs) as traced:
-        return get_driver().create_jobs(
+    if not any(spec.depends_on for spec in specs):
+        with tracing.sending(jobs) as traced:
+            return get_driver().create_jobs(
+                traced,
+                message=MESSAGES[JobEventType.CREATED],
+                now=now,
+                notify=app_settings.JOB_NOTIFY,
+            )
+    return _create_with_dependencies(specs, jobs, now=now)
+
+
+def _create_with_dependencies(
+    specs: Sequence[NewJobSpec], jobs: list[NewJob], *, now: datetime
+) -> list[tuple[JobRow, bool]]:
+    """``create_jobs`` where some jobs wait for parents: the jobs, their edges and the
+    waiting status in one transaction, then settled at once (their parents may have
+    finished already); the rows as they are after that."""
+    driver = get_driver()
+    with transaction.atomic(), tracing.sending(jobs) as traced:
+        results = driver.create_jobs(
             traced, message=MESSAGES[JobEventType.CREATED], now=now, notify=app_settings.JOB_NOTIFY
         )
+        edges = [
+            (row.id, UUID(str(parent)), spec.on_parent_failure)
+            for spec, (row, created) in zip(specs, results, strict=True)
+            if created
+            for parent in spec.depends_on
+        ]
+        if not edges:
+            return results
+        driver.add_dependencies(edges, now=now)
+        children = list({job_id for job_id, _, _ in edges})
+        settle_waiting_jobs(ids=children, limit=len(children), now=now)
+        return [(driver.job(row.id) if created else row, created) for row, created in results]
 
 
 @dataclass(frozen=True)

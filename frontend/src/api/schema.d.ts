@@ -570,6 +570,7 @@ export interface components {
              * @description The job's status now (it moved on when the attempt timed out); null if it was deleted.
              *
              *     * `queued` - Queued
+             *     * `waiting` - Waiting
              *     * `running` - Running
              *     * `succeeded` - Succeeded
              *     * `failed` - Failed
@@ -798,6 +799,16 @@ export interface components {
             unique_key?: string | null;
             /** @description Running jobs with one key are bounded by its limit (JOB_CONCURRENCY_KEY_LIMITS and the concurrency key limits table), across every worker. */
             concurrency_key?: string | null;
+            /** @description Ids of existing jobs (at most 100, each once) this one waits for: it is created `waiting` and queued once every one of them succeeded. Not with unique_key. */
+            depends_on?: string[];
+            /**
+             * @description When a job it depends on fails for good or is cancelled: cancel this one (an event names that job), or run it anyway once every one finished.
+             *
+             *     * `cancel` - Cancel
+             *     * `run` - Run
+             * @default cancel
+             */
+            on_parent_failure?: components["schemas"]["OnParentFailureEnum"];
         };
         /** @description A created job, or the existing one a key matched, and which rule matched. */
         JobCreateResult: {
@@ -918,6 +929,17 @@ export interface components {
              *     * `worker` - worker
              */
             timeout_source: (components["schemas"]["TimeoutSourceEnum"] | components["schemas"]["NullEnum"]) | null;
+            /** @description Ids of the jobs it waits for (oldest first); empty when none. */
+            depends_on: string[];
+            /**
+             * @description What it does when one of them does not succeed; null without any.
+             *
+             *     * `cancel` - Cancel
+             *     * `run` - Run
+             */
+            on_parent_failure: (components["schemas"]["OnParentFailureEnum"] | components["schemas"]["NullEnum"]) | null;
+            /** @description How many jobs wait for this one. */
+            dependents: number;
         };
         JobEvent: {
             readonly id: number;
@@ -1032,6 +1054,7 @@ export interface components {
              * @description Exact status.
              *
              *     * `queued` - Queued
+             *     * `waiting` - Waiting
              *     * `running` - Running
              *     * `succeeded` - Succeeded
              *     * `failed` - Failed
@@ -1073,6 +1096,8 @@ export interface components {
         };
         JobStatusCounts: {
             queued: number;
+            /** @description Jobs waiting for the jobs they depend on (an extension of the spec). */
+            waiting: number;
             running: number;
             succeeded: number;
             failed: number;
@@ -1080,13 +1105,14 @@ export interface components {
         };
         /**
          * @description * `queued` - Queued
+         *     * `waiting` - Waiting
          *     * `running` - Running
          *     * `succeeded` - Succeeded
          *     * `failed` - Failed
          *     * `cancelled` - Cancelled
          * @enum {string}
          */
-        JobStatusEnum: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+        JobStatusEnum: "queued" | "waiting" | "running" | "succeeded" | "failed" | "cancelled";
         JobType: {
             type: string;
             description: string;
@@ -1210,6 +1236,12 @@ export interface components {
         /** @enum {unknown} */
         NullEnum: null;
         /**
+         * @description * `cancel` - Cancel
+         *     * `run` - Run
+         * @enum {string}
+         */
+        OnParentFailureEnum: "cancel" | "run";
+        /**
          * @description * `running` - running
          *     * `succeeded` - succeeded
          *     * `retried` - retried
@@ -1310,6 +1342,8 @@ export interface components {
         };
         QueueCounts: {
             queued: number;
+            /** @description Waiting for the jobs they depend on. */
+            waiting: number;
             running: number;
             succeeded: number;
             failed: number;
@@ -1321,6 +1355,7 @@ export interface components {
              * @description The job's status.
              *
              *     * `queued` - Queued
+             *     * `waiting` - Waiting
              *     * `running` - Running
              *     * `succeeded` - Succeeded
              *     * `failed` - Failed
@@ -1833,12 +1868,13 @@ export interface operations {
                  * @description Exact status.
                  *
                  *     * `queued` - Queued
+                 *     * `waiting` - Waiting
                  *     * `running` - Running
                  *     * `succeeded` - Succeeded
                  *     * `failed` - Failed
                  *     * `cancelled` - Cancelled
                  */
-                status?: "queued" | "running" | "succeeded" | "failed" | "cancelled" | "";
+                status?: "queued" | "waiting" | "running" | "succeeded" | "failed" | "cancelled" | "";
                 /** @description Case-insensitive substring of the job type. */
                 type?: string;
                 /** @description Exact unique key. */

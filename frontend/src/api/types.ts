@@ -34,7 +34,7 @@ function enumValues<T extends string>() {
 }
 
 export type JobStatus = Schema['JobStatusEnum'];
-export const JOB_STATUSES = enumValues<JobStatus>()(['queued', 'running', 'succeeded', 'failed', 'cancelled']);
+export const JOB_STATUSES = enumValues<JobStatus>()(['queued', 'waiting', 'running', 'succeeded', 'failed', 'cancelled']);
 
 /**
  * The API's rules for the two actions, as the dashboard offers them (the API does not
@@ -55,9 +55,10 @@ export function isRetryable(status: JobStatus): status is RetryableStatus {
   return (RETRYABLE_STATUSES as readonly JobStatus[]).includes(status);
 }
 
-/** Whether the job can still change by itself (a worker may claim or finish it). */
+/** Whether the job can still change by itself (a worker may claim or finish it, or its
+ * parents settle it). */
 export function isLive(status: JobStatus): boolean {
-  return isCancellable(status);
+  return isCancellable(status) || status === 'waiting';
 }
 
 export type JobEventType = Schema['JobEventTypeEnum'];

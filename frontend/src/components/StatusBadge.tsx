@@ -3,6 +3,7 @@ import { EVENT_TONE, STATUS_TONE } from '../lib/tones';
 
 const STATUS_ICON: Record<JobStatus, string> = {
   queued: '○',
+  waiting: '⧖',
   running: '◐',
   succeeded: '✓',
   failed: '✕',

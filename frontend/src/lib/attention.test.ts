@@ -99,7 +99,7 @@ describe('attentionItems', () => {
   });
 
   it('lists paused queues holding queued jobs, largest backlog first, aged from the oldest due job', () => {
-    const counts = (queued: number) => ({ queued, running: 0, succeeded: 0, failed: 0, cancelled: 0 });
+    const counts = (queued: number) => ({ queued, waiting: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 });
     const queues = [
       makeQueue({ name: 'small', paused: true, paused_at: ago(60_000), counts: counts(2), due: 2 }),
       makeQueue({
@@ -169,7 +169,7 @@ describe('attentionItems', () => {
       [makeTypeHealth('broken', { counts: { failed: 3 } })],
       NOW,
       {
-        queues: [makeQueue({ name: 'q', paused: true, counts: { queued: 1, running: 0, succeeded: 0, failed: 0, cancelled: 0 }, due: 1 })],
+        queues: [makeQueue({ name: 'q', paused: true, counts: { queued: 1, waiting: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 }, due: 1 })],
         schedules: [makeSchedule({ name: 's', last_job: { id: 'j', status: 'failed', created_at: ago(1000) } })],
       },
     );
@@ -179,7 +179,7 @@ describe('attentionItems', () => {
 
 describe('hasPausedBacklog and lastRunFailed', () => {
   it('need a paused queue with due jobs, and a last job that failed', () => {
-    const one = { queued: 1, running: 0, succeeded: 0, failed: 0, cancelled: 0 };
+    const one = { queued: 1, waiting: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 };
     expect(hasPausedBacklog(makeQueue({ paused: true, counts: one, due: 1 }))).toBe(true);
     expect(hasPausedBacklog(makeQueue({ paused: false, counts: one, due: 1 }))).toBe(false);
     expect(hasPausedBacklog(makeQueue({ paused: true }))).toBe(false);

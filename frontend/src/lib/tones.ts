@@ -5,6 +5,7 @@ export type Tone = 'neutral' | 'info' | 'running' | 'success' | 'warning' | 'dan
 
 export const STATUS_TONE: Record<JobStatus, Tone> = {
   queued: 'neutral',
+  waiting: 'info',
   running: 'running',
   succeeded: 'success',
   failed: 'danger',

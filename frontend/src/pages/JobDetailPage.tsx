@@ -39,6 +39,11 @@ function Field({ label, children }: { label: string; children: ReactNode }) {
   );
 }
 
+/** The jobs it waits for; an API older than job dependencies sends none. */
+function parentsOf(job: JobDetail): string[] {
+  return (job.depends_on as string[] | undefined) ?? [];
+}
+
 /** The timeout in force and where it comes from (job, type or worker), as the API says. */
 function Timeout({ job, worker }: { job: JobDetail; worker: WorkerSettings | undefined }) {
   const effective = describeTimeout(job.effective_timeout_seconds, job.timeout_source);
@@ -103,6 +108,28 @@ function JobFields({ job, worker }: { job: JobDetail; worker: WorkerSettings | u
         <Field label="Concurrency key">
           <span className="mono">{job.concurrency_key}</span>
           <span className="muted small"> (counts against its key’s concurrency limit)</span>
+        </Field>
+      )}
+      {parentsOf(job).length > 0 && (
+        <Field label="Depends on">
+          {parentsOf(job).map((parent, index) => (
+            <span key={parent}>
+              {index > 0 && ', '}
+              <Link className="mono" to={`/jobs/${parent}`}>
+                {parent.slice(0, 8)}
+              </Link>
+            </span>
+          ))}
+          <span className="muted small">
+            {job.on_parent_failure === 'run'
+              ? ' (runs once every one finished, whatever their outcome)'
+              : ' (cancelled if one fails for good or is cancelled)'}
+          </span>
+        </Field>
+      )}
+      {(job.dependents as number | undefined ?? 0) > 0 && (
+        <Field label="Dependents">
+          {job.dependents} {job.dependents === 1 ? 'job waits' : 'jobs wait'} for this one
         </Field>
       )}
       {/* A finished job will not be claimed again (until a retry): nothing is "available" about it. */}

@@ -149,10 +149,10 @@ describe('Overview page', () => {
             name: 'emails',
             paused: true,
             paused_at: new Date(Date.now() - 60_000).toISOString(),
-            counts: { queued: 12, running: 0, succeeded: 0, failed: 0, cancelled: 0 },
+            counts: { queued: 12, waiting: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 },
             due: 12,
           }),
-          makeQueue({ name: 'default', counts: { queued: 3, running: 1, succeeded: 0, failed: 0, cancelled: 0 }, due: 3 }),
+          makeQueue({ name: 'default', counts: { queued: 3, waiting: 0, running: 1, succeeded: 0, failed: 0, cancelled: 0 }, due: 3 }),
         ]),
       ),
       http.get(`${API}/schedules/`, () =>

@@ -12,6 +12,7 @@ const LOAD = { timeout: 5000 };
 
 const counts = (queued: number, running = 0, succeeded = 0, failed = 0, cancelled = 0) => ({
   queued,
+  waiting: 0,
   running,
   succeeded,
   failed,

@@ -91,7 +91,7 @@ export const openSession: Session = {
 
 export const stats: JobStats = {
   total: 53,
-  by_status: { queued: 0, running: 0, succeeded: 41, failed: 12, cancelled: 0 },
+  by_status: { queued: 0, waiting: 0, running: 0, succeeded: 41, failed: 12, cancelled: 0 },
   overdue_running: 0,
   retries_pending: 0,
   oldest_queued_at: null,
@@ -274,7 +274,7 @@ export function makeQueue(overrides: Partial<Queue> = {}): Queue {
     name: 'default',
     paused: false,
     paused_at: null,
-    counts: { queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 },
+    counts: { queued: 0, waiting: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 },
     concurrency_limit: null,
     rate_limit: null,
     rate_period_seconds: null,

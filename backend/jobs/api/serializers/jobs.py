@@ -11,6 +11,7 @@ from ... import registry, selectors
 from ...limits import (
     BULK_CREATE_MAX,
     BULK_IDS_MAX,
+    DEPENDS_ON_MAX,
     IDEMPOTENCY_KEY_MAX_LENGTH,
     MAX_ATTEMPTS_MAX,
     METADATA_KEY_MAX_LENGTH,
@@ -23,7 +24,7 @@ from ...limits import (
     TYPE_MAX_LENGTH,
     UNIQUE_KEY_MAX_LENGTH,
 )
-from ...models import DEFAULT_QUEUE, Job, JobStatus
+from ...models import DEFAULT_QUEUE, Job, JobStatus, OnParentFailure
 from .fields import (
     AnyJSONField,
     FlatListField,
@@ -127,6 +128,16 @@ class JobDetailSerializer(JobSerializer):
         allow_null=True,
         help_text="Where effective_timeout_seconds comes from.",
     )
+    depends_on = serializers.ListField(
+        child=serializers.UUIDField(),
+        help_text="Ids of the jobs it waits for (oldest first); empty when none.",
+    )
+    on_parent_failure = serializers.ChoiceField(
+        choices=OnParentFailure.choices,
+        allow_null=True,
+        help_text="What it does when one of them does not succeed; null without any.",
+    )
+    dependents = serializers.IntegerField(help_text="How many jobs wait for this one.")
 
     class Meta(JobSerializer.Meta):
         fields = [
@@ -138,6 +149,9 @@ class JobDetailSerializer(JobSerializer):
             "last_traceback",
             "effective_timeout_seconds",
             "timeout_source",
+            "depends_on",
+            "on_parent_failure",
+            "dependents",
         ]
         read_only_fields = fields
 
@@ -293,6 +307,39 @@ class JobCreateSerializer(StrictBodySerializer):
             "and the concurrency key limits table), across every worker."
         ),
     )
+
+    depends_on = FlatListField(
+        child=serializers.UUIDField(),
+        required=False,
+        default=list,
+        max_length=DEPENDS_ON_MAX,
+        help_text=(
+            f"Ids of existing jobs (at most {DEPENDS_ON_MAX}, each once) this one waits "
+            "for: it is created `waiting` and queued once every one of them succeeded. "
+            "Not with unique_key."
+        ),
+    )
+    on_parent_failure = serializers.ChoiceField(
+        choices=OnParentFailure.choices,
+        required=False,
+        default=OnParentFailure.CANCEL,
+        help_text=(
+            "When a job it depends on fails for good or is cancelled: cancel this one "
+            "(an event names that job), or run it anyway once every one finished."
+        ),
+    )
+
+    def validate_depends_on(self, value: list[Any]) -> tuple[Any, ...]:
+        if len(set(value)) != len(value):
+            raise serializers.ValidationError("A job is named twice.")
+        return tuple(value)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("depends_on") and attrs.get("unique_key") is not None:
+            raise serializers.ValidationError(
+                {"depends_on": ["Not with unique_key: a waiting job holds no key."]}
+            )
+        return attrs
 
     def validate_type(self, value: str) -> str:
         known = registry.registered_types()

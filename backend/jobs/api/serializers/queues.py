@@ -9,6 +9,7 @@ from .fields import StrictBodySerializer, StrictIntegerField
 
 class QueueCountsSerializer(serializers.Serializer[dict[str, Any]]):
     queued = serializers.IntegerField()
+    waiting = serializers.IntegerField(help_text="Waiting for the jobs they depend on.")
     running = serializers.IntegerField()
     succeeded = serializers.IntegerField()
     failed = serializers.IntegerField()

@@ -15,6 +15,9 @@ from ...limits import (
 
 class JobStatusCountsSerializer(serializers.Serializer[dict[str, Any]]):
     queued = serializers.IntegerField()
+    waiting = serializers.IntegerField(
+        help_text="Jobs waiting for the jobs they depend on (an extension of the spec)."
+    )
     running = serializers.IntegerField()
     succeeded = serializers.IntegerField()
     failed = serializers.IntegerField()

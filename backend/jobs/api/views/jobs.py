@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ... import permissions, selectors, services
+from ...errors import InvalidDependencies
 from ...models import JobStatus
 from ..pagination import JobPagination
 from ..serializers.errors import VALIDATION_ERROR_SCHEMA, ErrorSerializer, RetryConflictSerializer
@@ -80,7 +81,10 @@ class JobListCreateView(FilteredListView):
     def post(self, request: Request) -> Response:
         """Enqueue a job (and its `created` event)."""
         spec = services.NewJobSpec(**validated_job_create(request.data))
-        ((job, created),) = services.create_jobs([spec])
+        try:
+            ((job, created),) = services.create_jobs([spec])
+        except InvalidDependencies as exc:
+            raise serializers.ValidationError({"depends_on": [str(exc)]}) from None
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         body = {**job_representation(job), "matched": services.matched_rule(spec, job, created)}
         return Response(body, status=code)
@@ -108,7 +112,11 @@ class JobBulkCreateView(DomainErrorsMixin, APIView):
         body = JobBulkCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         specs = [services.NewJobSpec(**job) for job in body.validated_data["jobs"]]
-        results = services.create_jobs(specs)
+        try:
+            results = services.create_jobs(specs)
+        except InvalidDependencies as exc:
+            field = f"jobs[{exc.index}].depends_on"
+            raise serializers.ValidationError({field: [str(exc)]}) from None
         created = sum(1 for _, was_created in results if was_created)
         data = {
             "created": created,

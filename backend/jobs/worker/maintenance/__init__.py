@@ -7,6 +7,8 @@ cadence (``loop.Duty``):
 * ``timeouts.TimeoutEnforcer``: ends attempts past their deadline, replaces their threads;
 * ``rescuer.LeaseRescuer``: takes back the jobs of processes that died (expired leases);
 * ``presence.Presence``: says the process is alive, every half heartbeat interval;
+* ``dependencies.DependencySettler``: queues (or cancels) the waiting jobs their parents
+  decided;
 * ``scheduler.ScheduleTicker``: enqueues the due ticks of ``JOB_SCHEDULES``;
 * ``vacuum.HotTableVacuum`` and ``vacuum.StaleEstimateCheck``: vacuum ``jobs_job`` once its
   dead rows pass autovacuum's threshold and ``JOB_WORKER_VACUUM_DEAD_ROWS``, and analyze it
@@ -34,6 +36,7 @@ from ...worker_ids import make_worker_id
 from ..attempts import InFlight, Outcome
 from ..config import WorkerConfig
 from ..recovery import DB_RETRY_MAX_SECONDS
+from .dependencies import DependencySettler
 from .heartbeat import Heartbeat
 from .loop import Duty, DutyLoop
 from .presence import Presence
@@ -45,6 +48,7 @@ from .vacuum import HotTableVacuum, StaleEstimateCheck
 logger = logging.getLogger("jobs.worker")
 
 __all__ = [
+    "DependencySettler",
     "Duty",
     "DutyLoop",
     "Heartbeat",
@@ -60,9 +64,10 @@ __all__ = [
 
 class Maintenance:
     """The process's duty loops: ``job-heartbeat`` (the heartbeat alone),
-    ``job-maintenance`` (timeouts, lease rescue, presence, schedules) and, with the vacuum
-    on, ``job-vacuum``. Started and joined together; ``finished`` (set by the runner once no
-    attempt is left) ends them all, the heartbeat last in effect: it runs while attempts do.
+    ``job-maintenance`` (timeouts, lease rescue, dependencies, presence, schedules) and,
+    with the vacuum on, ``job-vacuum``. Started and joined together; ``finished`` (set by
+    the runner once no attempt is left) ends them all, the heartbeat last in effect: it
+    runs while attempts do.
     ``first_pass`` is set after the maintenance loop's first pass (its first lease rescue),
     done or failed."""
 
@@ -93,6 +98,7 @@ class Maintenance:
             worker_id=self.worker_id,
             interval_seconds=config.cleanup_interval_seconds,
         )
+        self.settler = DependencySettler(batch_size=config.cleanup_batch_size)
         self.presence = Presence(
             queues=config.queues,
             threads_configured=config.threads,
@@ -109,7 +115,7 @@ class Maintenance:
             if config.vacuum_dead_rows
             else None
         )
-        duties: list[Duty] = [self.timeouts, self.rescuer, self.presence]
+        duties: list[Duty] = [self.timeouts, self.rescuer, self.settler, self.presence]
         if self.ticker.enabled and not config.burst:
             duties.append(self.ticker)
         self.duties = DutyLoop(

@@ -45,6 +45,9 @@ DETAIL_KEYS = {
     "last_traceback",
     "effective_timeout_seconds",
     "timeout_source",
+    "depends_on",
+    "on_parent_failure",
+    "dependents",
 }
 EVENT_KEYS = {"id", "job", "type", "attempt", "worker_id", "message", "data", "created_at"}
 
@@ -631,6 +634,7 @@ def test_stats_count_jobs_by_status_and_date_the_oldest_queued_job(api):
     assert body["total"] == 4
     assert body["by_status"] == {
         "queued": 2,
+        "waiting": 0,
         "running": 0,
         "succeeded": 1,
         "failed": 1,
@@ -962,6 +966,7 @@ def test_schema_documents_every_endpoint(api):
     }
     assert schema["components"]["schemas"]["JobStatusEnum"]["enum"] == [
         "queued",
+        "waiting",
         "running",
         "succeeded",
         "failed",

@@ -121,6 +121,7 @@ def test_queue_list_names_every_known_queue_with_counts_and_limits(api):
     emails = body[1]
     assert emails["counts"] == {
         "queued": 1,
+        "waiting": 0,
         "running": 0,
         "succeeded": 0,
         "failed": 0,
