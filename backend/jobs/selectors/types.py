@@ -9,7 +9,6 @@ the error groups, and the database driver for the percentile samples
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -147,8 +146,7 @@ def type_health(*, minutes: int = 60, now: datetime | None = None) -> dict[str, 
         "bucket_seconds": bucket_minutes * 60,
         "sample_size_max": TYPE_SAMPLE_SIZE,
         "types": types,
-        "error_groups_sample_max": ERROR_GROUP_SAMPLE_SIZE,
-        "error_groups": error_groups(names, start=start, end=now),
+        "error_groups": error_groups(start=start, end=now),
     }
 
 
@@ -157,30 +155,20 @@ def type_health(*, minutes: int = 60, now: datetime | None = None) -> dict[str, 
 # per job).
 ERROR_GROUPS_MAX = 50
 ERROR_GROUP_MESSAGE_CHARS = 200
-# Grouped over each type's newest failed attempts in the window, at most this many: a
-# failure storm is when the page is read, and reading every failure of a day then would
-# cost every poll seconds.
-ERROR_GROUP_SAMPLE_SIZE = 1_000
 
 
-def error_groups(types: Sequence[str], *, start: datetime, end: datetime) -> list[dict[str, Any]]:
-    """The failed attempts between ``start`` and ``end`` of ``types``, each type's newest
-    ``ERROR_GROUP_SAMPLE_SIZE`` at most, grouped by job type, exception class and message
-    (its first ``ERROR_GROUP_MESSAGE_CHARS`` characters), most frequent first: how many
-    attempts and jobs, and the latest one's time. One query, each type's sample read
-    through ``job_event_type_failure_idx``: its cost is bounded by the types, not by the
-    failures in the window."""
-    if not types:
-        return []
-    failures = JobEvent.objects.filter(
-        type__in=FAILURE_EVENT_TYPES, created_at__gte=start, created_at__lte=end
-    )
-    sampled = Q()
-    for job_type in types:
-        newest = failures.filter(job_type=job_type).order_by("-created_at").values("pk")
-        sampled |= Q(pk__in=newest[:ERROR_GROUP_SAMPLE_SIZE])
+def error_groups(*, start: datetime, end: datetime) -> list[dict[str, Any]]:
+    """The failed attempts between ``start`` and ``end`` grouped by job type, exception
+    class and message (its first ``ERROR_GROUP_MESSAGE_CHARS`` characters), most frequent
+    first: how many attempts and jobs, and the latest one's time. One query over the
+    failure events of the window."""
     rows = (
-        JobEvent.objects.filter(sampled)
+        JobEvent.objects.filter(
+            type__in=FAILURE_EVENT_TYPES,
+            created_at__gte=start,
+            created_at__lte=end,
+            job_type__isnull=False,
+        )
         .annotate(
             exception=KeyTextTransform("exception_class", "data"),
             text=Substr("message", 1, ERROR_GROUP_MESSAGE_CHARS),

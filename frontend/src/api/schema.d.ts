@@ -1162,9 +1162,7 @@ export interface components {
             sample_size_max: number;
             /** @description Registered types and any other type seen, by name. */
             types: components["schemas"]["JobTypeHealth"][];
-            /** @description Newest failed attempts per type the error groups are counted over, at most. */
-            error_groups_sample_max: number;
-            /** @description Failed attempts in the window grouped by type, exception class and message, most frequent first (at most 50), over each type's newest `error_groups_sample_max` failed attempts. */
+            /** @description Failed attempts in the window grouped by type, exception class and message, most frequent first (at most 50). */
             error_groups: components["schemas"]["ErrorGroup"][];
         };
         /**

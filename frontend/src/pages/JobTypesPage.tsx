@@ -302,8 +302,7 @@ export function JobTypesPage() {
             <ErrorGroups groups={types.data.error_groups} windowLabel={windowLabel} />
             <p className="muted small">
               Attempts are the attempts that ended in the window; percentiles are over each type&apos;s newest{' '}
-              {types.data.sample_size_max.toLocaleString()} of them, failures by error over each type&apos;s newest{' '}
-              {types.data.error_groups_sample_max.toLocaleString()} failed attempts. Each type links to its jobs.
+              {types.data.sample_size_max.toLocaleString()} of them. Each type links to its jobs.
             </p>
           </>
         ) : null}

@@ -200,7 +200,6 @@ export function makeJobTypes(types: JobTypeHealth[], minutes = 60, errorGroups: 
     end: '2026-06-21T11:00:00Z',
     bucket_seconds: 60,
     sample_size_max: 1000,
-    error_groups_sample_max: 1000,
     types,
     error_groups: errorGroups,
   };

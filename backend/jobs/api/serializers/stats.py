@@ -208,12 +208,8 @@ class JobTypesSerializer(serializers.Serializer[dict[str, Any]]):
     types = JobTypeHealthSerializer(
         many=True, help_text="Registered types and any other type seen, by name."
     )
-    error_groups_sample_max = serializers.IntegerField(
-        help_text="Newest failed attempts per type the error groups are counted over, at most."
-    )
     error_groups = ErrorGroupSerializer(
         many=True,
         help_text="Failed attempts in the window grouped by type, exception class and "
-        "message, most frequent first (at most 50), over each type's newest "
-        "`error_groups_sample_max` failed attempts.",
+        "message, most frequent first (at most 50).",
     )

@@ -12,7 +12,6 @@ from rest_framework.test import APIClient
 from harness import metric_samples
 from jobs import services
 from jobs.models import Job, JobEvent
-from jobs.selectors import types as type_selectors
 from tests.factories import (
     WORKER,
     cancelled_job,
@@ -168,18 +167,6 @@ def test_job_types_group_failed_attempts_by_type_class_and_message(api):
         ("demo.fail", "ValueError", "amount must be positive", 5, 4),
         ("demo.fail", "ConnectionRefusedError", "connection refused", 1, 1),
     ]
-
-
-def test_job_types_count_error_groups_over_each_types_newest_failed_attempts(api, monkeypatch):
-    monkeypatch.setattr(type_selectors, "ERROR_GROUP_SAMPLE_SIZE", 3)
-    for _ in range(2):
-        failed_with("an older outage", "builtins.OSError")
-    for _ in range(3):
-        failed_with("amount must be positive", "builtins.ValueError")
-    body = api.get("/api/jobs/types/?minutes=15").json()
-    assert body["error_groups_sample_max"] == 3
-    groups = [(g["type"], g["message"], g["attempts"], g["jobs"]) for g in body["error_groups"]]
-    assert groups == [("demo.fail", "amount must be positive", 3, 3)]
 
 
 def test_a_cancelled_attempt_is_not_the_job_pages_last_error(api):
