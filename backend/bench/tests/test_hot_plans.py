@@ -199,6 +199,7 @@ _NULL_TYPES = {
     "id": "uuid",
     "attempts": "integer",
     "locked_until": "timestamptz",
+    "available_at": "timestamptz",
     "ids": "uuid[]",
     "limit": "integer",
     # Empty arrays: a fetch that carries no successes.
@@ -241,6 +242,9 @@ def _params(statement: str, now: datetime) -> dict[str, Any]:
             "attempts": [1] * 10,
             "now": now,
             "cancelled_error": "cancelled",
+            # A release (a snooze passes "snoozed" and its new due time).
+            "event_type": "released",
+            "available_at": None,
             **_event(),
             **_event("cancelled_"),
         }

@@ -44,6 +44,7 @@ def test_stats_counts_every_status_overdue_and_pending_retries_in_one_count_quer
     assert stats["total"] == 5
     assert stats["by_status"] == {
         "queued": 2,
+        "waiting": 0,
         "running": 1,
         "succeeded": 1,
         "failed": 1,
@@ -59,7 +60,14 @@ def test_stats_on_empty_queue_lists_all_statuses_with_zero():
     stats = selectors.job_stats()
     assert stats == {
         "total": 0,
-        "by_status": {"queued": 0, "running": 0, "succeeded": 0, "failed": 0, "cancelled": 0},
+        "by_status": {
+            "queued": 0,
+            "waiting": 0,
+            "running": 0,
+            "succeeded": 0,
+            "failed": 0,
+            "cancelled": 0,
+        },
         "overdue_running": 0,
         "retries_pending": 0,
         "scheduled": 0,
@@ -101,6 +109,7 @@ def test_above_the_exact_limit_finished_counts_come_from_the_planner_and_say_so(
     # A small table is sampled whole, so the estimate is exact here; queued is counted.
     assert stats["by_status"] == {
         "queued": 3,
+        "waiting": 0,
         "running": 0,
         "succeeded": 12,
         "failed": 4,
