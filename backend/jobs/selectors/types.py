@@ -155,14 +155,18 @@ def type_health(*, minutes: int = 60, now: datetime | None = None) -> dict[str, 
 # per job).
 ERROR_GROUPS_MAX = 50
 ERROR_GROUP_MESSAGE_CHARS = 200
+# Distinct jobs counted per group, at most: a group's job ids ride in the per-minute
+# rollups, so this bounds what a poll unions (beyond it the count says "at least").
+ERROR_GROUP_JOBS_MAX = 1000
+_UUID_BYTES = 16
 
 
-def error_groups(*, start: datetime, end: datetime) -> list[dict[str, Any]]:
-    """The failed attempts between ``start`` and ``end`` grouped by job type, exception
-    class and message (its first ``ERROR_GROUP_MESSAGE_CHARS`` characters), most frequent
-    first: how many attempts and jobs, and the latest one's time. One query over the
-    failure events of the window."""
-    rows = (
+def _failures_by_minute(start: datetime, end: datetime) -> rollups.MinuteRows:
+    """Per minute: ``(type, exception, message, attempts, last_at, job ids)`` per group,
+    the job ids packed 16 bytes each, at most ``ERROR_GROUP_JOBS_MAX + 1`` (one more says
+    the group had more)."""
+    groups: dict[tuple[Any, ...], list[Any]] = {}
+    for row in (
         JobEvent.objects.filter(
             type__in=FAILURE_EVENT_TYPES,
             created_at__gte=start,
@@ -170,23 +174,60 @@ def error_groups(*, start: datetime, end: datetime) -> list[dict[str, Any]]:
             job_type__isnull=False,
         )
         .annotate(
+            minute=EpochSeconds("created_at") / 60,
             exception=KeyTextTransform("exception_class", "data"),
             text=Substr("message", 1, ERROR_GROUP_MESSAGE_CHARS),
         )
-        .values("job_type", "exception", "text")
-        .annotate(
-            attempts=Count("pk"), jobs=Count("job_id", distinct=True), last_at=Max("created_at")
-        )
-        .order_by("-attempts", "-last_at")[:ERROR_GROUPS_MAX]
+        .values("minute", "job_type", "exception", "text", "job_id")
+        .annotate(attempts=Count("pk"), last_at=Max("created_at"))
+        .order_by()
+    ):
+        key = (row["minute"], row["job_type"], row["exception"], row["text"])
+        group = groups.setdefault(key, [0, row["last_at"], []])
+        group[0] += row["attempts"]
+        group[1] = max(group[1], row["last_at"])
+        if len(group[2]) <= ERROR_GROUP_JOBS_MAX:
+            group[2].append(row["job_id"].bytes)
+    rows: rollups.MinuteRows = defaultdict(list)
+    for (minute, *name), (attempts, last_at, ids) in groups.items():
+        rows[minute].append((*name, attempts, last_at, b"".join(ids)))
+    return rows
+
+
+def error_groups(*, start: datetime, end: datetime) -> list[dict[str, Any]]:
+    """The failed attempts between ``start`` and ``end`` grouped by job type, exception
+    class and message (its first ``ERROR_GROUP_MESSAGE_CHARS`` characters), most frequent
+    first: how many attempts and distinct jobs (exact up to ``ERROR_GROUP_JOBS_MAX``,
+    ``jobs_capped`` beyond), and the latest one's time.
+
+    Whole minutes, like ``type_health``'s counts: from per-minute rollups (see
+    ``jobs.rollups``), so a warm poll reads the failures of the unsettled minutes only,
+    however many the window holds."""
+    first = int(start.timestamp()) // 60
+    per_minute = rollups.per_minute(
+        "error-groups", first=first, now=end, compute=_failures_by_minute
     )
+    merged: dict[tuple[str, str | None, str], list[Any]] = {}
+    for minute_rows in per_minute.values():
+        for job_type, exception, text, attempts, last_at, packed in minute_rows:
+            group = merged.setdefault((job_type, exception, text), [0, last_at, set()])
+            group[0] += attempts
+            group[1] = max(group[1], last_at)
+            ids = group[2]
+            if len(ids) <= ERROR_GROUP_JOBS_MAX:
+                ids.update(
+                    packed[at : at + _UUID_BYTES] for at in range(0, len(packed), _UUID_BYTES)
+                )
+    top = sorted(merged.items(), key=lambda item: (item[1][0], item[1][1]), reverse=True)
     return [
         {
-            "type": row["job_type"],
-            "exception_class": exception_name(row["exception"]),
-            "message": row["text"],
-            "attempts": row["attempts"],
-            "jobs": row["jobs"],
-            "last_at": row["last_at"],
+            "type": job_type,
+            "exception_class": exception_name(exception),
+            "message": text,
+            "attempts": attempts,
+            "jobs": min(len(ids), ERROR_GROUP_JOBS_MAX),
+            "jobs_capped": len(ids) > ERROR_GROUP_JOBS_MAX,
+            "last_at": last_at,
         }
-        for row in rows
+        for (job_type, exception, text), (attempts, last_at, ids) in top[:ERROR_GROUPS_MAX]
     ]

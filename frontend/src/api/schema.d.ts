@@ -675,8 +675,10 @@ export interface components {
             message: string;
             /** @description Failed attempts with this error. */
             attempts: number;
-            /** @description Distinct jobs among them. */
+            /** @description Distinct jobs among them, counted up to 1,000 (see `jobs_capped`). */
             jobs: number;
+            /** @description More than 1,000 distinct jobs: `jobs` is a lower bound. */
+            jobs_capped: boolean;
             /**
              * Format: date-time
              * @description The latest of them.

@@ -45,8 +45,9 @@ describe('Job types page', () => {
               type: 'demo.fail',
               exception_class: 'ValueError',
               message: 'amount must be positive',
-              attempts: 30,
-              jobs: 12,
+              attempts: 3000,
+              jobs: 1000,
+              jobs_capped: true,
               last_at: new Date().toISOString(),
             },
             {
@@ -55,6 +56,7 @@ describe('Job types page', () => {
               message: 'Lease expired; job requeued',
               attempts: 2,
               jobs: 2,
+              jobs_capped: false,
               last_at: new Date().toISOString(),
             },
           ]),
@@ -65,7 +67,7 @@ describe('Job types page', () => {
     const groups = await screen.findByRole('table', { name: 'Failures by error' });
     const rows = within(groups).getAllByRole('row').slice(1);
     expect(rows.map((row) => row.textContent)).toEqual([
-      expect.stringContaining('ValueError: amount must be positive3012'),
+      expect.stringContaining('ValueError: amount must be positive3,0001,000+'),
       expect.stringContaining('Lease expired; job requeued22'),
     ]);
     expect(within(rows[0]!).getByRole('link')).toHaveAttribute(

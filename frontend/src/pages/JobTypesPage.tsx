@@ -173,6 +173,7 @@ function ErrorGroups({ groups, windowLabel }: { groups: readonly ErrorGroup[]; w
                   </td>
                   <td className="num" data-jobs={group.jobs}>
                     {group.jobs.toLocaleString()}
+                    {group.jobs_capped && <span title="More jobs than were counted">+</span>}
                   </td>
                   <td>
                     <RelativeTime value={group.last_at} />

@@ -193,7 +193,12 @@ class ErrorGroupSerializer(serializers.Serializer[dict[str, Any]]):
     )
     message = serializers.CharField(help_text="The error message, its first 200 characters.")
     attempts = serializers.IntegerField(help_text="Failed attempts with this error.")
-    jobs = serializers.IntegerField(help_text="Distinct jobs among them.")
+    jobs = serializers.IntegerField(
+        help_text="Distinct jobs among them, counted up to 1,000 (see `jobs_capped`)."
+    )
+    jobs_capped = serializers.BooleanField(
+        help_text="More than 1,000 distinct jobs: `jobs` is a lower bound."
+    )
     last_at = serializers.DateTimeField(help_text="The latest of them.")
 
 

@@ -10,7 +10,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from harness import metric_samples
-from jobs import services
+from jobs import selectors, services
 from jobs.models import Job, JobEvent
 from tests.factories import (
     WORKER,
@@ -167,6 +167,31 @@ def test_job_types_group_failed_attempts_by_type_class_and_message(api):
         ("demo.fail", "ValueError", "amount must be positive", 5, 4),
         ("demo.fail", "ConnectionRefusedError", "connection refused", 1, 1),
     ]
+
+
+def test_an_error_groups_job_count_stops_at_its_bound_and_says_so(api, monkeypatch):
+    monkeypatch.setattr(selectors.types, "ERROR_GROUP_JOBS_MAX", 2)
+    for _ in range(3):
+        failed_with("disk full", "OSError")
+    failed_with("timeout", "TimeoutError")
+    groups = {
+        g["message"]: (g["attempts"], g["jobs"], g["jobs_capped"])
+        for g in api.get("/api/jobs/types/?minutes=15").json()["error_groups"]
+    }
+    assert groups == {"disk full": (3, 2, True), "timeout": (1, 1, False)}
+
+
+def test_error_groups_of_settled_minutes_are_read_once_then_from_the_rollups(api):
+    settled = timezone.now() - timedelta(minutes=5)
+    for _ in range(2):
+        failed_with("disk full", "OSError")
+    JobEvent.objects.filter(type="failed").update(created_at=settled)
+    assert api.get("/api/jobs/types/?minutes=15").json()["error_groups"][0]["attempts"] == 2
+    # A settled minute's failures are not read again: a poll reads the unsettled ones.
+    JobEvent.objects.filter(type="failed").delete()
+    failed_with("disk full", "OSError")
+    (group,) = api.get("/api/jobs/types/?minutes=15").json()["error_groups"]
+    assert (group["attempts"], group["jobs"], group["jobs_capped"]) == (3, 3, False)
 
 
 def test_a_cancelled_attempt_is_not_the_job_pages_last_error(api):
