@@ -3,6 +3,7 @@
  * they go through the hooks in ./hooks/, which call these functions.
  */
 import { settings } from '../config';
+import { noteServerDate } from './serverClock';
 import type {
   ApiConfig,
   CancelOutcome,
@@ -197,6 +198,7 @@ export function createApiClient(options: ClientOptions) {
     opts.signal?.addEventListener('abort', onAbort);
 
     let response: Response;
+    const sentAt = Date.now();
     try {
       response = await fetch(url, {
         method,
@@ -215,6 +217,7 @@ export function createApiClient(options: ClientOptions) {
       opts.signal?.removeEventListener('abort', onAbort);
     }
 
+    noteServerDate(response.headers.get('Date'), sentAt, Date.now());
     const text = await response.text();
     let data: unknown = null;
     if (text !== '') {

@@ -1,19 +1,21 @@
 import { useSyncExternalStore } from 'react';
 
+import { serverNow } from '../api/serverClock';
+
 /**
  * One shared one-second ticker for every relative time and countdown on the
  * page, instead of a timer per table cell.
  */
 const listeners = new Set<() => void>();
-let current = Date.now();
+let current = serverNow();
 let timer: ReturnType<typeof setInterval> | null = null;
 
 function subscribe(listener: () => void): () => void {
   listeners.add(listener);
   if (timer === null) {
-    current = Date.now();
+    current = serverNow();
     timer = setInterval(() => {
-      current = Date.now();
+      current = serverNow();
       listeners.forEach((l) => l());
     }, 1000);
   }
@@ -30,7 +32,7 @@ function getSnapshot(): number {
   return current;
 }
 
-/** Current time in ms, updated once a second while any component uses it. */
+/** The server's current time in ms, updated once a second while any component uses it. */
 export function useNow(): number {
   return useSyncExternalStore(subscribe, getSnapshot, getSnapshot);
 }

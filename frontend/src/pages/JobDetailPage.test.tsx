@@ -47,6 +47,30 @@ describe('Job detail page', () => {
     expect(screen.queryByRole('button', { name: 'Cancel job' })).not.toBeInTheDocument();
   });
 
+  it('offers Run now by the server clock, not the browser one', async () => {
+    const inHalfAnHour = new Date(Date.now() + 30 * 60_000).toISOString();
+    // The server's clock is an hour ahead: by it the job is due already.
+    const serverDate = () => new Date(Date.now() + 60 * 60_000).toUTCString();
+    server.use(
+      http.get(`${API}/jobs/${JOB_ID}/`, () =>
+        HttpResponse.json(makeJob({ status: 'queued', available_at: inHalfAnHour }), {
+          headers: { Date: serverDate() },
+        }),
+      ),
+      http.get(`${API}/jobs/${JOB_ID}/events/`, () => timelineResponse([makeEvent()])),
+    );
+    renderApp(`/jobs/${JOB_ID}`);
+    expect(await screen.findByText(JOB_ID)).toBeInTheDocument();
+    await waitFor(() => expect(screen.queryByRole('button', { name: 'Run now' })).not.toBeInTheDocument());
+  });
+
+  it('offers Run now for a job scheduled for later by the server clock', async () => {
+    const inTwoHours = new Date(Date.now() + 120 * 60_000).toISOString();
+    serve(makeJob({ status: 'queued', available_at: inTwoHours }), [makeEvent()]);
+    renderApp(`/jobs/${JOB_ID}`);
+    expect(await screen.findByRole('button', { name: 'Run now' })).toBeInTheDocument();
+  });
+
   it('shows a released claim in the timeline, neutral, before the claim that ran', async () => {
     const [first, second] = ['host:1:thread-1:aaaa', 'host:2:thread-1:bbbb'];
     serve(makeJob({ status: 'succeeded', attempts: 1 }), [

@@ -1,6 +1,7 @@
 import '@testing-library/jest-dom/vitest';
 import { cleanup, configure } from '@testing-library/react';
 import { afterAll, afterEach, beforeAll } from 'vitest';
+import { forgetServerClock } from '../api/serverClock';
 import { server } from './server';
 
 // jsdom has <dialog> and its `open` attribute but not the modal methods; these do what the
@@ -26,5 +27,6 @@ afterEach(() => {
   cleanup();
   server.resetHandlers();
   window.localStorage.clear();
+  forgetServerClock();
 });
 afterAll(() => server.close());
