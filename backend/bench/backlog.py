@@ -17,7 +17,9 @@ x jobs per statement (``in_hand_splits``; one job per statement is the fused scr
 the best split is kept: what the same statements reach holding no more jobs than the
 worker may.
 The fused and batched (10 jobs per statement) limits at the same client count are printed
-beside it.
+beside it, and the Python floor (``bench/floor.py``): one bare loop per process calling
+``services.claim_jobs`` for as many ids as the process has threads, no threads or handlers,
+which tells the share of the gap no worker that runs Python between its statements avoids.
 
 Goal rows (``goals``): each configuration's slower variant >= ``IN_HAND_GOAL`` of the
 in-hand limit, and the two variants within ``SPREAD_GOAL`` of each other (slower / faster
@@ -32,6 +34,7 @@ from pathlib import Path
 
 from .database import Database
 from .figures import log, ratio
+from .floor import run_floor
 from .goals import Goal
 from .raw_sql import pgbench_available, run_pgbench
 from .seed import stale_backlog
@@ -56,6 +59,8 @@ class BacklogConfig:
     # The best pgbench split of processes x threads jobs in hand, and its name.
     in_hand: float = float("nan")
     in_hand_split: str = ""
+    # Bare Python loops calling services.claim_jobs at that split (``bench/floor.py``).
+    python_floor: float = float("nan")
     rounds: dict[str, list[float]] = field(default_factory=dict)
 
     @property
@@ -100,6 +105,13 @@ class BacklogResult:
             "client count; spread: slower / faster variant"
         )
         out += [
+            f"   python floor ({item.label}): {item.python_floor:,.0f} jobs/s, "
+            f"{_fmt(ratio(item.python_floor, item.in_hand))} of in hand; the worker "
+            f"{_fmt(ratio(item.slower, item.python_floor))} of it"
+            for item in self.configs
+            if not math.isnan(item.python_floor)
+        ]
+        out += [
             f"   in hand: pgbench holding no more jobs than the workers' threads, best split "
             f"({item.label}: {item.in_hand_split}; {_fmt(ratio(item.in_hand, item.fused))}x "
             "the fused limit)"
@@ -124,6 +136,18 @@ def in_hand_limits(result: BacklogResult | None) -> dict[str, float]:
         for item in (result.configs if result else [])
         if not math.isnan(item.in_hand)
     }
+
+
+def _floor(item: BacklogConfig) -> str:
+    """The Python floor beside the in-hand limit: what bare loops calling the worker's
+    fetch at its shape reach, no threads or handlers (``bench/floor.py``)."""
+    if math.isnan(item.python_floor):
+        return ""
+    return (
+        f"; Python floor {item.python_floor:,.0f} jobs/s ({item.processes} bare "
+        f"loop{'s' if item.processes > 1 else ''} x {item.threads} per services.claim_jobs "
+        f"call, {_fmt(ratio(item.python_floor, item.in_hand))} of the in-hand limit)"
+    )
 
 
 def _fmt(value: float | None) -> str:
@@ -181,6 +205,10 @@ def run_backlog(
                         batch=batch,
                     )
                     samples.setdefault(name, []).append(raw.jobs_per_second)
+                log(f"backlog: python floor, {processes} loops x {threads} (round {round_number})")
+                samples.setdefault("python floor", []).append(
+                    run_floor(db, env, clients=processes, batch=threads, jobs=jobs, log_dir=log_dir)
+                )
             names = list(VARIANTS) if round_number % 2 else list(reversed(VARIANTS))
             for name in names:
                 log(f"backlog: {processes} x {threads}, {name} (round {round_number})")
@@ -219,6 +247,7 @@ def run_backlog(
                 analyzed=_best(samples["analyzed"]),
                 in_hand=splits[in_hand_split],
                 in_hand_split=in_hand_split,
+                python_floor=_best(samples.get("python floor", [])),
                 rounds=samples,
             )
         )
@@ -271,7 +300,7 @@ def _config_goals(label: str, item: BacklogConfig | None, jobs: int | None) -> l
             f"in-hand limit {item.in_hand:,.0f} jobs/s ({item.in_hand_split}; not analyzed "
             f"{_fmt(ratio(item.not_analyzed, item.in_hand))}, analyzed "
             f"{_fmt(ratio(item.analyzed, item.in_hand))}; fused {item.fused:,.0f}, batched "
-            f"{item.batched:,.0f} jobs/s)"
+            f"{item.batched:,.0f} jobs/s){_floor(item)}"
         )
     spread = item.spread
     return [

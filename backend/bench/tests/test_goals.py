@@ -76,6 +76,14 @@ def test_the_2_x_4_row_is_judged_on_its_own_in_hand_limit():
     assert _statuses(goals[:2]) == ["PASS", "PASS"]
 
 
+def test_the_in_hand_row_names_the_python_floor_beside_the_limit():
+    goals = backlog.goals(_backlog(_config(python_floor=1500.0), _config(processes=2)))
+    assert "Python floor 1,500 jobs/s (1 bare loop x 4 per services.claim_jobs call, 0.75 " in (
+        goals[0].reference
+    )
+    assert "Python floor" not in goals[2].reference  # not measured for that configuration
+
+
 def test_backlog_goals_say_why_they_were_not_run():
     goals = backlog.goals(None)
     assert _statuses(goals) == ["not run"] * 4
