@@ -39,10 +39,10 @@ export const JOB_STATUSES = enumValues<JobStatus>()(['queued', 'waiting', 'runni
 /**
  * The API's rules for the two actions, as the dashboard offers them (the API does not
  * publish them; it answers 409, or leaves the job alone in a bulk action, otherwise):
- * cancel takes a queued or running job, retry a failed or cancelled one. A job in
+ * cancel takes a waiting, queued or running job, retry a failed or cancelled one. A job in
  * neither list has finished until someone retries it.
  */
-export const CANCELLABLE_STATUSES = ['queued', 'running'] as const satisfies readonly JobStatus[];
+export const CANCELLABLE_STATUSES = ['waiting', 'queued', 'running'] as const satisfies readonly JobStatus[];
 export const RETRYABLE_STATUSES = ['failed', 'cancelled'] as const satisfies readonly JobStatus[];
 export type CancellableStatus = (typeof CANCELLABLE_STATUSES)[number];
 export type RetryableStatus = (typeof RETRYABLE_STATUSES)[number];
@@ -58,7 +58,7 @@ export function isRetryable(status: JobStatus): status is RetryableStatus {
 /** Whether the job can still change by itself (a worker may claim or finish it, or its
  * parents settle it). */
 export function isLive(status: JobStatus): boolean {
-  return isCancellable(status) || status === 'waiting';
+  return isCancellable(status);
 }
 
 export type JobEventType = Schema['JobEventTypeEnum'];

@@ -1,5 +1,5 @@
 import { useId } from 'react';
-import { jobs, planLabel, type BulkPlan } from '../lib/bulk';
+import { either, jobs, planLabel, type BulkPlan } from '../lib/bulk';
 import { ConfirmDialog } from './ConfirmDialog';
 
 /**
@@ -116,7 +116,7 @@ export function BulkConfirm({
         </p>
       ) : (
         <p>
-          Only the selected jobs that are {plan?.statuses.join(' or ')}:{' '}
+          Only the selected jobs that are {plan ? either(plan.statuses) : ''}:{' '}
           {plan?.ids.map((id, i) => (
             <span key={id}>
               {i > 0 && ', '}

@@ -14,7 +14,7 @@ import {
 describe('actionStatuses', () => {
   it('is every status the action takes without a status filter', () => {
     expect(actionStatuses('retry', undefined)).toEqual(['failed', 'cancelled']);
-    expect(actionStatuses('cancel', undefined)).toEqual(['queued', 'running']);
+    expect(actionStatuses('cancel', undefined)).toEqual(['waiting', 'queued', 'running']);
   });
 
   it('is the filtered status when the action takes it, else nothing', () => {
@@ -46,9 +46,9 @@ describe('planForFilters', () => {
   });
 
   it('adds up the counts and sends the filters', () => {
-    const plan = planForFilters('cancel', { type: 'demo', queue: 'emails' }, { queued: 2, running: 3 });
-    expect(plan).toMatchObject({ count: 5, selection: { type: 'demo', queue: 'emails' }, disabledReason: null });
-    expect(planLabel(plan)).toBe('Cancel 5 queued/running');
+    const plan = planForFilters('cancel', { type: 'demo', queue: 'emails' }, { waiting: 1, queued: 2, running: 3 });
+    expect(plan).toMatchObject({ count: 6, selection: { type: 'demo', queue: 'emails' }, disabledReason: null });
+    expect(planLabel(plan)).toBe('Cancel 6 waiting/queued/running');
   });
 
   it('is disabled when nothing would change', () => {
@@ -72,7 +72,7 @@ describe('planForSelection', () => {
     expect(planForSelection('cancel', rows, new Set(['a']), 1000)).toMatchObject({
       count: 0,
       selection: null,
-      disabledReason: 'None of the selected jobs is queued or running.',
+      disabledReason: 'None of the selected jobs is waiting, queued or running.',
     });
   });
 
@@ -106,7 +106,7 @@ describe('describeOutcome', () => {
 
   it('tells cancelled queued jobs from running ones asked to stop', () => {
     expect(describeOutcome({ action: 'cancel', outcome: { cancelled: 2, cancel_requested: 0 } })).toBe(
-      'Cancelled 2 queued jobs.',
+      'Cancelled 2 waiting or queued jobs.',
     );
     expect(describeOutcome({ action: 'cancel', outcome: { cancelled: 0, cancel_requested: 3 } }, 3)).toBe(
       'Asked 3 running jobs to stop: they end as cancelled within a heartbeat (3 s), when the handler next checks in.',

@@ -1,7 +1,7 @@
 /**
  * The job list's bulk actions as plain data: which jobs an action would touch, how many,
  * the body to send, and how to say what happened. The page renders these; the rules
- * mirror the API's (retry takes failed/cancelled jobs, cancel takes queued/running ones,
+ * mirror the API's (retry takes failed/cancelled jobs, cancel takes waiting/queued/running ones,
  * an empty selection is refused).
  */
 import {
@@ -99,7 +99,7 @@ export function planForFilters(
   const known = counts && statuses.every((s) => counts[s] !== undefined);
   const count = known ? statuses.reduce((n, s) => n + (counts[s] ?? 0), 0) : undefined;
   if (count === undefined) return { ...base, count, selection: null, disabledReason: 'Counting the matching jobs…' };
-  if (count === 0) return { ...base, count, selection: null, disabledReason: `No ${statuses.join(' or ')} job matches.` };
+  if (count === 0) return { ...base, count, selection: null, disabledReason: `No ${either(statuses)} job matches.` };
   return { ...base, count, selection: filterSelection(filters), disabledReason: null };
 }
 
@@ -114,10 +114,15 @@ export function planForSelection(
   const ids = rows.filter((job) => selected.has(job.id) && statuses.includes(job.status)).map((job) => job.id);
   const base = { action, scope: 'selection' as const, statuses, ids, count: ids.length };
   if (ids.length === 0)
-    return { ...base, selection: null, disabledReason: `None of the selected jobs is ${statuses.join(' or ')}.` };
+    return { ...base, selection: null, disabledReason: `None of the selected jobs is ${either(statuses)}.` };
   if (ids.length > idsMax)
     return { ...base, selection: null, disabledReason: `One action names at most ${idsMax} ids; select fewer.` };
   return { ...base, selection: { ids }, disabledReason: null };
+}
+
+/** "failed or cancelled", "waiting, queued or running". */
+export function either(statuses: readonly JobStatus[]): string {
+  return statuses.length < 2 ? statuses.join('') : `${statuses.slice(0, -1).join(', ')} or ${statuses.at(-1)}`;
 }
 
 /** "Retry 3 failed/cancelled", or "Retry failed/cancelled" while there is no count. */
@@ -151,7 +156,7 @@ export function describeOutcome(result: BulkOutcome, heartbeatSeconds?: number):
   const { cancelled, cancel_requested: requested } = result.outcome;
   if (cancelled === 0 && requested === 0) return 'No job was cancelled: none matched any more.';
   const parts: string[] = [];
-  if (cancelled > 0) parts.push(`Cancelled ${jobs(cancelled, 'queued')}.`);
+  if (cancelled > 0) parts.push(`Cancelled ${jobs(cancelled, 'waiting or queued')}.`);
   if (requested > 0) {
     const when = heartbeatSeconds === undefined ? 'a heartbeat' : `a heartbeat (${heartbeatSeconds} s)`;
     parts.push(

@@ -47,6 +47,13 @@ describe('Job detail page', () => {
     expect(screen.queryByRole('button', { name: 'Cancel job' })).not.toBeInTheDocument();
   });
 
+  it('offers Cancel for a job waiting on its parents', async () => {
+    serve(makeJob({ status: 'waiting' }), [makeEvent()]);
+    renderApp(`/jobs/${JOB_ID}`);
+    expect(await screen.findByRole('button', { name: 'Cancel job' })).toBeInTheDocument();
+    expect(screen.queryByRole('button', { name: 'Run now' })).not.toBeInTheDocument();
+  });
+
   it('offers Run now by the server clock, not the browser one', async () => {
     const inHalfAnHour = new Date(Date.now() + 30 * 60_000).toISOString();
     // The server's clock is an hour ahead: by it the job is due already.

@@ -198,7 +198,7 @@ function conflictOrError(error: ApiError, action: string): string {
   return error.status === 409 ? error.message : `${action} failed: ${errorMessage(error)}`;
 }
 
-/** Cancel (queued or running, after a confirmation) and Retry (failed or cancelled). */
+/** Cancel (waiting, queued or running, after a confirmation) and Retry (failed or cancelled). */
 function JobActions({ job, worker }: { job: Job; worker: WorkerSettings | undefined }) {
   const retry = useRetryJob(job.id);
   const cancel = useCancelJob(job.id);

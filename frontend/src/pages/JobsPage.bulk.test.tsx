@@ -64,7 +64,7 @@ describe('Jobs page bulk actions on the filters', () => {
     renderApp('/jobs');
     await screen.findByRole('table');
     const retry = within(bar()).getByRole('button', { name: 'Retry failed/cancelled' });
-    const cancel = within(bar()).getByRole('button', { name: 'Cancel queued/running' });
+    const cancel = within(bar()).getByRole('button', { name: 'Cancel waiting/queued/running' });
     expect(retry).toBeDisabled();
     expect(cancel).toBeDisabled();
     expect(retry).toHaveAccessibleDescription(EMPTY_FILTER_REASON);
@@ -95,25 +95,25 @@ describe('Jobs page bulk actions on the filters', () => {
 
   it('count each status an action takes when no status is filtered, and cancel by type', async () => {
     const seen = serve({
-      counts: { failed: 3, cancelled: 2, queued: 4, running: 1 },
+      counts: { failed: 3, cancelled: 2, waiting: 1, queued: 4, running: 1 },
       cancelOutcome: { cancelled: 4, cancel_requested: 1 },
     });
     renderApp('/jobs?type=demo');
     await screen.findByRole('table');
     const retry = await within(bar()).findByRole('button', { name: 'Retry 5 failed/cancelled' });
     expect(retry).toBeEnabled();
-    await userEvent.click(within(bar()).getByRole('button', { name: 'Cancel 5 queued/running' }));
+    await userEvent.click(within(bar()).getByRole('button', { name: 'Cancel 6 waiting/queued/running' }));
     expect(new Set(seen.counts.map((p) => `${p.status} ${p.type}`))).toEqual(
-      new Set(['failed demo', 'cancelled demo', 'queued demo', 'running demo']),
+      new Set(['failed demo', 'cancelled demo', 'waiting demo', 'queued demo', 'running demo']),
     );
 
-    const dialog = screen.getByRole('dialog', { name: 'Cancel 5 queued/running jobs?' });
+    const dialog = screen.getByRole('dialog', { name: 'Cancel 6 waiting/queued/running jobs?' });
     expect(dialog).toHaveTextContent('every job matching the filters (type contains “demo”)');
     expect(dialog).toHaveTextContent('within one heartbeat (10 s)');
-    await userEvent.click(within(dialog).getByRole('button', { name: 'Cancel 5 jobs' }));
+    await userEvent.click(within(dialog).getByRole('button', { name: 'Cancel 6 jobs' }));
     expect(
       await screen.findByText(
-        'Cancelled 4 queued jobs. Asked 1 running job to stop: it ends as cancelled within a heartbeat (10 s), when the handler next checks in.',
+        'Cancelled 4 waiting or queued jobs. Asked 1 running job to stop: it ends as cancelled within a heartbeat (10 s), when the handler next checks in.',
         { exact: false },
       ),
     ).toBeInTheDocument();
@@ -121,13 +121,13 @@ describe('Jobs page bulk actions on the filters', () => {
   });
 
   it('are disabled when nothing matches', async () => {
-    serve({ counts: { failed: 0, cancelled: 0, queued: 2, running: 0 } });
+    serve({ counts: { failed: 0, cancelled: 0, waiting: 0, queued: 2, running: 0 } });
     renderApp('/jobs?queue=emails');
     await screen.findByRole('table');
     const retry = await within(bar()).findByRole('button', { name: 'Retry 0 failed/cancelled' });
     expect(retry).toBeDisabled();
     expect(retry).toHaveAccessibleDescription('No failed or cancelled job matches.');
-    expect(within(bar()).getByRole('button', { name: 'Cancel 2 queued/running' })).toBeEnabled();
+    expect(within(bar()).getByRole('button', { name: 'Cancel 2 waiting/queued/running' })).toBeEnabled();
   });
 
   it('keep the dialog open with the API’s error', async () => {
@@ -160,10 +160,10 @@ describe('Jobs page bulk actions on selected rows', () => {
       true,
     );
     expect(within(bar()).getByRole('button', { name: 'Retry 1 failed/cancelled' })).toBeEnabled();
-    await userEvent.click(within(bar()).getByRole('button', { name: 'Cancel 1 queued/running' }));
+    await userEvent.click(within(bar()).getByRole('button', { name: 'Cancel 1 waiting/queued/running' }));
 
     const dialog = screen.getByRole('dialog', { name: 'Cancel 1 selected job?' });
-    expect(dialog).toHaveTextContent(`Only the selected jobs that are queued or running: ${id(2).slice(0, 8)}.`);
+    expect(dialog).toHaveTextContent(`Only the selected jobs that are waiting, queued or running: ${id(2).slice(0, 8)}.`);
     await userEvent.click(within(dialog).getByRole('button', { name: 'Cancel 1 job' }));
     expect(await screen.findByText(/Asked 1 running job to stop/)).toBeInTheDocument();
     expect(seen.bodies).toEqual([{ ids: [id(2)] }]);
