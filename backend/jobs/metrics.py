@@ -4,7 +4,7 @@ Two sources, each on its own endpoint:
 
 * ``GET /metrics`` (the API, ``jobs.api.metrics.MetricsView``): the queue as the database holds it,
   read at scrape time by ``QueueCollector`` under the same rules as ``GET /api/jobs/stats/``:
-  live jobs (queued, running) counted exactly per queue and type through the status index;
+  live jobs (waiting, queued, running) counted exactly per queue and type through the status index;
   finished jobs per status only, exact up to ``JOB_STATS_EXACT_MAX_ROWS`` and estimated
   from the planner's statistics above (``jobqueue_jobs_finished_estimated`` says which), so
   a scrape never counts a 10-million-row history. Rates of finished work come from the
@@ -69,7 +69,7 @@ class QueueCollector(Collector):
         stats = selectors.cached_job_stats()
         jobs = GaugeMetricFamily(
             f"{PREFIX}_jobs",
-            "Queued and running jobs (exact, from the live rows).",
+            "Waiting, queued and running jobs (exact, from the live rows).",
             labels=["status", "queue", "type"],
         )
         overdue = GaugeMetricFamily(

@@ -7,6 +7,7 @@ import uuid
 import pytest
 from rest_framework.test import APIClient
 
+from harness import metric_samples
 from jobs.limits import DEPENDS_ON_MAX
 from jobs.models import Job
 from tests.factories import queued_job
@@ -52,6 +53,14 @@ def test_the_list_filters_waiting_jobs_and_the_stats_count_them(api):
     assert stats["by_status"]["waiting"] == 1
     assert stats["by_status"]["queued"] == 1
     assert stats["total"] == 2
+
+
+def test_the_live_jobs_metric_counts_waiting_jobs_under_their_status(api):
+    parent = queued_job("demo.success")
+    queued_job("demo.success", depends_on=[parent.pk])
+    samples = metric_samples(api.get("/metrics").content)
+    labels = (("queue", "default"), ("status", "waiting"), ("type", "demo.success"))
+    assert samples[("jobqueue_jobs", labels)] == 1
 
 
 @pytest.mark.parametrize(
