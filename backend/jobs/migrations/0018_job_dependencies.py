@@ -4,7 +4,42 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 
+class AddIndexOnline(migrations.AddIndex):
+    """On PostgreSQL ``CREATE INDEX CONCURRENTLY``: the build scans the whole table, and
+    the queue keeps writing meanwhile. Elsewhere a plain ``AddIndex``."""
+
+    def database_forwards(self, app_label, schema_editor, from_state, to_state):
+        if schema_editor.connection.vendor != "postgresql":
+            return super().database_forwards(app_label, schema_editor, from_state, to_state)
+        model = to_state.apps.get_model(app_label, self.model_name)
+        if self.allow_migrate_model(schema_editor.connection.alias, model):
+            schema_editor.add_index(model, self.index, concurrently=True)
+        return None
+
+
+class AddCheckOnline(migrations.AddConstraint):
+    """On PostgreSQL the check is added ``NOT VALID`` (a moment's lock: new rows are held
+    to it at once) and then validated in a transaction of its own, which scans every row
+    while reads and writes go on. Elsewhere a plain ``AddConstraint``."""
+
+    def database_forwards(self, app_label, schema_editor, from_state, to_state):
+        if schema_editor.connection.vendor != "postgresql":
+            return super().database_forwards(app_label, schema_editor, from_state, to_state)
+        model = to_state.apps.get_model(app_label, self.model_name)
+        if self.allow_migrate_model(schema_editor.connection.alias, model):
+            added = self.constraint.create_sql(model, schema_editor)
+            schema_editor.execute(f"{added} NOT VALID", params=None)
+            schema_editor.execute(
+                f"ALTER TABLE {schema_editor.quote_name(model._meta.db_table)} "
+                f"VALIDATE CONSTRAINT {schema_editor.quote_name(self.constraint.name)}"
+            )
+        return None
+
+
 class Migration(migrations.Migration):
+    # Each statement commits on its own, so neither the index build nor the check's
+    # validation holds a lock that stops the queue on a large jobs table.
+    atomic = False
 
     dependencies = [
         ('jobs', '0017_snoozed_event'),
@@ -27,11 +62,11 @@ class Migration(migrations.Migration):
             name='status',
             field=models.CharField(choices=[('queued', 'Queued'), ('waiting', 'Waiting'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], db_default='queued', default='queued', max_length=16),
         ),
-        migrations.AddIndex(
+        AddIndexOnline(
             model_name='job',
             index=models.Index(condition=models.Q(('status', 'waiting')), fields=['created_at'], name='job_waiting_idx'),
         ),
-        migrations.AddConstraint(
+        AddCheckOnline(
             model_name='job',
             constraint=models.CheckConstraint(condition=models.Q(models.Q(('cancel_requested_at__isnull', True), ('finished_at__isnull', True), ('locked_by__isnull', True), ('locked_until__isnull', True), ('status', 'queued')), models.Q(('cancel_requested_at__isnull', True), ('finished_at__isnull', True), ('locked_by__isnull', True), ('locked_until__isnull', True), ('status', 'waiting')), models.Q(('finished_at__isnull', True), ('locked_by__isnull', False), ('locked_until__isnull', False), ('status', 'running')), models.Q(('finished_at__isnull', False), ('locked_by__isnull', True), ('locked_until__isnull', True), ('status__in', ['succeeded', 'failed', 'cancelled'])), _connector='OR'), name='job_status_valid_shape'),
         ),

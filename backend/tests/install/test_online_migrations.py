@@ -1,0 +1,65 @@
+"""Upgrading a live install: a migration that scans the jobs table does it without a lock
+that stops the queue (on PostgreSQL an index is built ``CONCURRENTLY`` and a check is added
+``NOT VALID``, then validated on its own), and ends with the index and the check valid."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import psycopg
+import pytest
+
+from harness import BACKEND_DIR
+
+from .conftest import project_env
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+
+JOBS = 5000
+
+
+def manage(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=BACKEND_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_dependencies_migration_builds_its_index_and_check_online(fresh_database):
+    database = fresh_database("online_migration")
+    env = project_env(database, DATABASE_ENGINE="postgres")
+    manage(env, "migrate", "jobs", "0017", "--noinput")
+    with psycopg.connect(**database, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO jobs_job (id, type, payload, status, priority, available_at, attempts,"
+            " max_attempts, last_error, created_at, updated_at)"
+            " SELECT gen_random_uuid(), 'demo.success', '{}', 'queued', 50, now(), 0, 3, '',"
+            " now(), now() FROM generate_series(1, %s)",
+            (JOBS,),
+        )
+
+    plan = manage(env, "sqlmigrate", "jobs", "0018")
+    assert 'CREATE INDEX CONCURRENTLY "job_waiting_idx"' in plan
+    assert "NOT VALID" in plan
+    assert 'VALIDATE CONSTRAINT "job_status_valid_shape"' in plan
+    assert "BEGIN;" not in plan  # each statement commits on its own
+
+    manage(env, "migrate", "jobs", "0018", "--noinput")
+    with psycopg.connect(**database, autocommit=True) as conn:
+        index_valid = conn.execute(
+            "SELECT indisvalid FROM pg_index WHERE indexrelid = 'job_waiting_idx'::regclass"
+        ).fetchone()
+        check_valid = conn.execute(
+            "SELECT convalidated FROM pg_constraint WHERE conname = 'job_status_valid_shape'"
+        ).fetchone()
+        assert (index_valid, check_valid) == ((True,), (True,))
+        with pytest.raises(psycopg.errors.CheckViolation):
+            conn.execute("UPDATE jobs_job SET status = 'waiting', locked_by = 'w' WHERE true")
+        assert conn.execute("SELECT count(*) FROM jobs_job").fetchone() == (JOBS,)
