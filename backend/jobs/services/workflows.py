@@ -9,7 +9,7 @@ duty then runs them as for any job created with ``depends_on``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid4
@@ -26,7 +26,7 @@ from ..limits import (
     WORKFLOW_REF_MAX_LENGTH,
     metadata_problem,
 )
-from ..models import DEFAULT_QUEUE, OnParentFailure
+from ..models import DEFAULT_QUEUE, JobStatus, OnParentFailure
 from ..storable import json_problem
 from .common import _now
 from .dependencies import settle_waiting_jobs
@@ -265,6 +265,14 @@ def create_workflow(
         settle = [ids[child] for child, parents in enumerate(outside) if parents]
         if settle:
             settle_waiting_jobs(ids=settle, limit=len(settle), now=now)
-        changed = driver.job_rows(list({child for child, _, _ in edges}))
-        rows = [changed.get(row.id, row) for row, _ in results]
+        # add_dependencies made every child waiting; only the settled ones are read again.
+        waiting = {child for child, _, _ in edges}
+        settled = driver.job_rows(settle) if settle else {}
+        rows = [
+            settled.get(row.id)
+            or (
+                replace(row, status=JobStatus.WAITING, updated_at=now) if row.id in waiting else row
+            )
+            for row, _ in results
+        ]
     return CreatedWorkflow(id=workflow_id, name=name, created_at=now, jobs=rows)
