@@ -122,3 +122,23 @@ def parent_results(job_id: UUID | str) -> list[Any]:
         .order_by("id")
         .values_list("parent__result", flat=True)
     )
+
+
+def job_relatives(job_id: UUID, *, limit: int) -> dict[str, Any]:
+    """The jobs ``job_id`` waits for and the jobs waiting for it (``parents`` and
+    ``children``: the first ``limit`` of each, oldest edge first, as ``(id, type,
+    status)``), and how many wait for it in all (``children_total``). Three index probes."""
+    parents = list(
+        JobDependency.objects.filter(job_id=job_id)
+        .order_by("id")
+        .values_list("parent_id", "parent__type", "parent__status")[:limit]
+    )
+    children = list(
+        JobDependency.objects.filter(parent_id=job_id)
+        .order_by("id")
+        .values_list("job_id", "job__type", "job__status")[:limit]
+    )
+    total = len(children)
+    if total == limit:
+        total = JobDependency.objects.filter(parent_id=job_id).count()
+    return {"parents": parents, "children": children, "children_total": total}
