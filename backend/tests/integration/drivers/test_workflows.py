@@ -292,3 +292,40 @@ def test_a_cancelled_parent_retried_brings_its_dependents_back_too():
     assert child.status == Status.CANCELLED
     services.retry_job(job_id=parent.pk)
     assert fresh(child).status == Status.WAITING
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_retry_waits_for_a_settler_cancelling_the_dependent_and_brings_it_back():
+    """The race the lock closes: a settler read the parent as failed and is cancelling the
+    dependent, uncommitted, when the parent is retried. The retry waits for that settler's
+    row lock and then sees its cancel, instead of missing a dependent still waiting in its
+    own snapshot (which would leave it cancelled for a parent already retried)."""
+    import threading
+    import time
+
+    from django.db import connection, transaction
+
+    parent = queued_job(max_attempts=1, priority=100)
+    child = queued_job(depends_on=[parent.pk])
+    fail(parent)
+    cancelling = threading.Event()
+
+    def settler() -> None:
+        try:
+            with transaction.atomic():
+                assert services.settle_waiting_jobs() == (0, 1)
+                cancelling.set()
+                time.sleep(0.5)  # the retry starts meanwhile
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=settler)
+    thread.start()
+    assert cancelling.wait(10)
+    started = time.monotonic()
+    services.retry_job(job_id=parent.pk)
+    waited = time.monotonic() - started
+    thread.join()
+    assert fresh(child).status == Status.WAITING
+    assert waited >= 0.2  # it did wait for the settler's commit
