@@ -70,7 +70,7 @@ from .workflows import (
     parent_results,
     workflow_detail,
     workflow_list,
-    workflow_summary,
+    workflow_summaries,
 )
 
 __all__ = [
@@ -129,5 +129,5 @@ __all__ = [
     "type_health",
     "workflow_detail",
     "workflow_list",
-    "workflow_summary",
+    "workflow_summaries",
 ]
