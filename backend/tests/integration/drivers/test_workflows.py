@@ -118,9 +118,38 @@ def test_a_cycle_is_refused_with_its_path():
     assert not Job.objects.exists()
 
 
+def test_a_job_downstream_of_a_cycle_is_not_named_in_it():
+    problems = refused(
+        {"ref": "x", "depends_on": ("a",)},
+        {"ref": "a", "depends_on": ("b",)},
+        {"ref": "b", "depends_on": ("a",)},
+    )
+    assert problems == {
+        "jobs[1].depends_on": [
+            "Cycle: a -> b -> a. A job cannot wait for itself, even through others."
+        ]
+    }
+
+
 def test_a_job_that_waits_for_itself_is_a_cycle():
     problems = refused({"ref": "a", "depends_on": ("a",)})
     assert problems["jobs[0].depends_on"][0].startswith("Cycle: a -> a.")
+
+
+def test_a_diamond_is_no_cycle():
+    created = workflow(
+        {"ref": "top"},
+        {"ref": "left", "depends_on": ("top",)},
+        {"ref": "right", "depends_on": ("top",)},
+        {"ref": "bottom", "depends_on": ("left", "right")},
+    )
+    assert JobDependency.objects.filter(job_id=created.jobs[3].id).count() == 2
+
+
+def test_more_parents_inside_the_workflow_than_the_bound_are_refused(monkeypatch):
+    monkeypatch.setattr("jobs.services.workflows.WORKFLOW_DEPENDS_ON_MAX", 2)
+    problems = refused({"ref": "a"}, {"ref": "b"}, {"ref": "c"}, {"depends_on": ("a", "b", "c")})
+    assert problems == {"jobs[3].depends_on": ["At most 2 parents of this workflow."]}
 
 
 def test_a_ref_used_twice_is_refused():
