@@ -84,3 +84,36 @@ def proves_liveness(context: Any, steps: int) -> int:
     for _ in range(steps):
         context.job.renew()
     return steps
+
+
+@task(takes_context=True)
+def plus_parent(context: Any, n: int) -> int:
+    """Its one parent's return value plus ``n``: a chain step."""
+    (parent,) = context.parent_results
+    return int(parent) + n
+
+
+@task(takes_context=True)
+def collect(context: Any) -> dict[str, int]:
+    """How many parents it has and the sum of their return values: a group's callback."""
+    results = context.parent_results
+    return {"count": len(results), "sum": sum(result or 0 for result in results)}
+
+
+@task
+def nap(seconds: float, value: int = 1) -> int:
+    """Sleeps ``seconds``, then returns ``value``."""
+    import time
+
+    time.sleep(seconds)
+    return value
+
+
+@task(max_attempts=1)
+def fail_while_exists(path: str) -> int:
+    """Fails for good while ``path`` exists (a flag worker processes can see), else 5."""
+    import os
+
+    if os.path.exists(path):
+        raise RuntimeError(f"{path} exists")
+    return 5
