@@ -3,7 +3,8 @@
 ``jobs_workflow`` (id, name, created_at), and two columns appended to ``jobs_job``: the
 nullable ``workflow_id`` (indexed only where set, so a job outside a workflow costs no
 index entry) and ``ref``, the step's name within it ("" by default). Both are added
-without a table rewrite: a nullable column, and a constant default.
+without a table rewrite: a nullable column, and a constant default. The index comes in
+0020, built without stopping the queue.
 
 ``jobs_complete_and_claim`` returns jobs_job's columns, so it is dropped before the columns
 are added and created again with them (as migration 0015 did for claimed_at/claimed_by).
@@ -58,10 +59,6 @@ class Migration(migrations.Migration):
             model_name='job',
             name='ref',
             field=models.CharField(blank=True, db_default='', default='', max_length=200),
-        ),
-        migrations.AddIndex(
-            model_name='job',
-            index=models.Index(condition=models.Q(('workflow__isnull', False)), fields=['workflow'], name='job_workflow_idx'),
         ),
         migrations.RunPython(_0009._on_postgres(CREATE), _0009._on_postgres(DROP), elidable=False),
     ]

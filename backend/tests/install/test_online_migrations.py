@@ -32,7 +32,7 @@ def manage(env: dict[str, str], *args: str) -> str:
     return done.stdout
 
 
-def test_the_dependencies_migration_builds_its_index_and_check_online(fresh_database):
+def test_migrations_that_scan_the_jobs_table_build_indexes_and_checks_online(fresh_database):
     database = fresh_database("online_migration")
     env = project_env(database, DATABASE_ENGINE="postgres")
     manage(env, "migrate", "jobs", "0017", "--noinput")
@@ -63,3 +63,12 @@ def test_the_dependencies_migration_builds_its_index_and_check_online(fresh_data
         with pytest.raises(psycopg.errors.CheckViolation):
             conn.execute("UPDATE jobs_job SET status = 'waiting', locked_by = 'w' WHERE true")
         assert conn.execute("SELECT count(*) FROM jobs_job").fetchone() == (JOBS,)
+
+    assert 'CREATE INDEX CONCURRENTLY "job_workflow_idx"' in manage(
+        env, "sqlmigrate", "jobs", "0020"
+    )
+    manage(env, "migrate", "--noinput")
+    with psycopg.connect(**database, autocommit=True) as conn:
+        assert conn.execute(
+            "SELECT indisvalid FROM pg_index WHERE indexrelid = 'job_workflow_idx'::regclass"
+        ).fetchone() == (True,)
