@@ -250,3 +250,68 @@ export type LiveWorkerThread = Schema['WorkerThread'];
 export const JOB_ORDERINGS = ['created_at', 'started_at', 'finished_at', 'priority', 'type'] as const;
 export type JobOrderingField = (typeof JOB_ORDERINGS)[number];
 export type JobOrdering = JobOrderingField | `-${JobOrderingField}`;
+
+// --- Workflows: jobs and their dependency edges created together --------------------
+
+/**
+ * A workflow's state, from its members' statuses: `active` while any is waiting, queued
+ * or running; then `failed` if any failed, else `cancelled` if any was cancelled, else
+ * `succeeded`.
+ */
+export type WorkflowState = 'active' | 'succeeded' | 'failed' | 'cancelled';
+export const WORKFLOW_STATES: readonly WorkflowState[] = ['active', 'succeeded', 'failed', 'cancelled'];
+
+/** A row of `GET /api/workflows/`: its members counted by status. */
+export interface WorkflowSummary {
+  id: string;
+  name: string;
+  created_at: IsoDateTime;
+  /** Members in total. */
+  jobs: number;
+  /** Every status, zeros included. */
+  counts: Record<JobStatus, number>;
+  state: WorkflowState;
+}
+
+/** One member job of a workflow, as `GET /api/workflows/{id}/` lists it (creation order). */
+export interface WorkflowMember {
+  id: string;
+  /** The step's name given at creation; may be empty. */
+  ref: string;
+  type: string;
+  status: JobStatus;
+  queue: string;
+  attempts: number;
+  max_attempts: number;
+  created_at: IsoDateTime;
+  finished_at: IsoDateTime | null;
+  on_parent_failure: 'cancel' | 'run' | null;
+}
+
+/** A dependency among the members shown: `child` waits for `parent`. */
+export interface WorkflowEdge {
+  parent: string;
+  child: string;
+}
+
+/** `GET /api/workflows/{id}/`: the summary, the first 1,000 members and their edges. */
+export interface WorkflowDetail extends WorkflowSummary {
+  members: WorkflowMember[];
+  /** More members than the API lists: only the first 1,000 (and their edges) are here. */
+  members_truncated: boolean;
+  edges: WorkflowEdge[];
+}
+
+/** A page of the workflow list, newest first. */
+export interface WorkflowPage {
+  count: number;
+  next: string | null;
+  previous: string | null;
+  results: WorkflowSummary[];
+}
+
+export interface WorkflowListParams {
+  /** 1-based. */
+  page: number;
+  state?: WorkflowState | undefined;
+}
