@@ -3,7 +3,7 @@ import userEvent from '@testing-library/user-event';
 import { http, HttpResponse } from 'msw';
 import { describe, expect, it } from 'vitest';
 import type { Job, JobEvent } from '../api/types';
-import { API, JOB_ID, makeAttempt, makeEvent, makeJob } from '../test/fixtures';
+import { API, JOB_ID, WORKFLOW_ID, edge, makeAttempt, makeEvent, makeJob, makeMember, makeWorkflow } from '../test/fixtures';
 import { renderApp } from '../test/render';
 import { server, timelineResponse } from '../test/server';
 
@@ -468,5 +468,53 @@ describe('Job detail attempts and errors', () => {
       ).toEqual(['created', 'lease_renewed']),
     );
     expect(filters).toEqual(['exclude', 'include']);
+  });
+});
+
+describe('Job detail page: its workflow', () => {
+  const extract = makeMember('extract');
+  const transform = makeMember('transform', { id: JOB_ID, status: 'running', finished_at: null });
+  const load = makeMember('load', { status: 'waiting', attempts: 0, finished_at: null });
+  const workflow = makeWorkflow([extract, transform, load], [edge(extract, transform), edge(transform, load)], {
+    state: 'active',
+  });
+
+  /** The job (in the workflow unless `workflowId` is null), and the workflow, counting its requests. */
+  function serveInWorkflow(workflowId: string | null) {
+    const asked = { workflow: 0 };
+    serve({ ...makeJob({ status: 'running' }), ...{ workflow_id: workflowId } }, [makeEvent()]);
+    server.use(
+      http.get(`${API}/workflows/${WORKFLOW_ID}/`, () => {
+        asked.workflow += 1;
+        return HttpResponse.json(workflow);
+      }),
+    );
+    return asked;
+  }
+
+  it('shows the workflow graph with this job outlined, each node linking to its job', async () => {
+    serveInWorkflow(WORKFLOW_ID);
+    renderApp(`/jobs/${JOB_ID}`);
+    const section = await screen.findByRole('region', { name: 'Workflow' });
+    const graph = await within(section).findByRole('group', { name: 'Workflow graph' });
+    expect(within(section).getByRole('link', { name: 'nightly-etl' })).toHaveAttribute('href', `/workflows/${WORKFLOW_ID}`);
+    expect(within(section).getByText('active', { selector: '[data-state]' })).toBeInTheDocument();
+
+    const current = graph.querySelector('[aria-current="page"]');
+    expect(current).toHaveAttribute('data-node-id', JOB_ID);
+    expect(current).toHaveClass('dag-node--current');
+    expect(current).toHaveTextContent('this job');
+    expect(graph.querySelectorAll('[data-current]')).toHaveLength(1);
+    expect(within(graph).getByRole('link', { name: /^extract/ })).toHaveAttribute('href', `/jobs/${extract.id}`);
+    expect(within(graph).getByRole('link', { name: /^load/ })).toHaveAttribute('href', `/jobs/${load.id}`);
+    expect(graph.querySelectorAll('[data-edge-from]')).toHaveLength(2);
+  });
+
+  it('shows no workflow section, and asks for none, for a job created alone', async () => {
+    const asked = serveInWorkflow(null);
+    renderApp(`/jobs/${JOB_ID}`);
+    await screen.findByRole('region', { name: 'Fields' });
+    expect(screen.queryByRole('region', { name: 'Workflow' })).not.toBeInTheDocument();
+    expect(asked.workflow).toBe(0);
   });
 });

@@ -10,6 +10,7 @@ import {
   usePageLimits,
   useRetryJob,
   useRunJobNow,
+  useWorkflow,
 } from '../api/hooks';
 import { isCancellable, isLive, isRetryable, type Job, type JobDetail, type WorkerSettings } from '../api/types';
 import { AttemptsTable } from '../components/AttemptsTable';
@@ -28,6 +29,9 @@ import { formatExact, isIsoTime } from '../lib/time';
 import { findJob } from '../lib/search';
 import { traceIdOf } from '../lib/trace';
 import { StatusBadge } from '../components/StatusBadge';
+import { StatusCountsBar, WorkflowStateBadge } from '../components/WorkflowBits';
+import { WorkflowGraph } from '../components/WorkflowGraph';
+import { workflowTitle } from '../lib/workflows';
 import { ApiError, api } from '../api/client';
 
 function Field({ label, children }: { label: string; children: ReactNode }) {
@@ -42,6 +46,38 @@ function Field({ label, children }: { label: string; children: ReactNode }) {
 /** The jobs it waits for; an API older than job dependencies sends none. */
 function parentsOf(job: JobDetail): string[] {
   return (job.depends_on as string[] | undefined) ?? [];
+}
+
+/** The workflow the job belongs to; a job created alone has none. */
+function workflowOf(job: JobDetail): string | null {
+  return (job as { workflow_id?: string | null }).workflow_id ?? null;
+}
+
+/** The job's workflow: its state and counts, and its graph with this job outlined. */
+function JobWorkflow({ workflowId, jobId }: { workflowId: string; jobId: string }) {
+  const workflow = useWorkflow(workflowId);
+  return (
+    <section className="panel panel--wide" aria-labelledby="workflow-heading">
+      <h2 id="workflow-heading">Workflow</h2>
+      {workflow.isPending ? (
+        <Loading label="Loading workflow…" />
+      ) : workflow.isError && !workflow.data ? (
+        <ErrorState title="Could not load its workflow" error={workflow.error} onRetry={() => void workflow.refetch()} />
+      ) : workflow.data ? (
+        <>
+          {workflow.isError && <StaleNote error={workflow.error} />}
+          <p className="workflow-line">
+            <Link to={`/workflows/${workflow.data.id}`} className={workflow.data.name ? undefined : 'mono'}>
+              {workflowTitle(workflow.data)}
+            </Link>
+            <WorkflowStateBadge state={workflow.data.state} />
+            <StatusCountsBar counts={workflow.data.counts} />
+          </p>
+          <WorkflowGraph workflow={workflow.data} currentId={jobId} />
+        </>
+      ) : null}
+    </section>
+  );
 }
 
 /** The timeout in force and where it comes from (job, type or worker), as the API says. */
@@ -403,6 +439,8 @@ function JobDetail({ id }: { id: string }) {
       <JobActions job={data} worker={worker} />
 
       <div className="detail-grid">
+        {workflowOf(data) && <JobWorkflow workflowId={workflowOf(data)!} jobId={data.id} />}
+
         <section className="panel" aria-labelledby="fields-heading">
           <h2 id="fields-heading">Fields</h2>
           <JobFields job={data} worker={worker} />
