@@ -198,6 +198,13 @@ class JobTaskContext(TaskContext):  # type: ignore[type-arg, misc]
         """Whether a cancel was requested (seen within one heartbeat)."""
         return self.job.cancelled
 
+    @property
+    def parent_results(self) -> list[Any]:
+        """The return values of the tasks this one depends on, in ``depends_on`` order: a
+        chain step's one parent's, a group callback's every member's
+        (``JobContext.parent_results``)."""
+        return self.job.parent_results
+
     def progress(self, message: str, data: dict[str, Any] | None = None) -> None:
         """Add a ``progress`` event to the job's timeline; raises ``JobInterrupted``
         (``JobCancelled``, ``JobTimedOut``, ``LeaseLost``) once the attempt must stop."""
@@ -645,29 +652,36 @@ class JobQueueBackend(BaseTaskBackend):
                 )
             )
         rows = services.create_jobs(specs)
-        results: list[TaskResult[P, R]] = []
-        for (args, kwargs), (row, _) in zip(calls, rows, strict=True):
-            result: TaskResult[P, R] = TaskResult(
-                task=task,
-                id=str(row.id),
-                status=TaskResultStatus.READY,
-                enqueued_at=row.created_at,
-                started_at=None,
-                last_attempted_at=None,
-                finished_at=None,
-                args=list(args),
-                kwargs=kwargs,
-                backend=self.alias,
-                errors=[],
-                worker_ids=[],
-            )
-            # One callback per result, each robust: a failing receiver cannot keep the
-            # other results from being announced.
-            transaction.on_commit(
-                partial(task_enqueued.send, type(self), task_result=result), robust=True
-            )
-            results.append(result)
-        return results
+        return [
+            self.enqueued(task, row, args, kwargs)
+            for (args, kwargs), (row, _) in zip(calls, rows, strict=True)
+        ]
+
+    def enqueued[**P, R](
+        self, task: Task[P, R], row: JobRow, args: Sequence[Any], kwargs: dict[str, Any]
+    ) -> TaskResult[P, R]:
+        """The READY TaskResult of a job just written for ``task``; ``task_enqueued`` is
+        sent for it once the caller's transaction commits (never after a rollback)."""
+        result: TaskResult[P, R] = TaskResult(
+            task=task,
+            id=str(row.id),
+            status=TaskResultStatus.READY,
+            enqueued_at=row.created_at,
+            started_at=None,
+            last_attempted_at=None,
+            finished_at=None,
+            args=list(args),
+            kwargs=kwargs,
+            backend=self.alias,
+            errors=[],
+            worker_ids=[],
+        )
+        # One callback per result, each robust: a failing receiver cannot keep the other
+        # results from being announced.
+        transaction.on_commit(
+            partial(task_enqueued.send, type(self), task_result=result), robust=True
+        )
+        return result
 
     def get_result(self, result_id: str) -> TaskResult[..., Any]:
         """The task's result as its job and events say now (two queries).

@@ -15,6 +15,12 @@ class JobNotFound(JobQueueError):
         self.job_id = job_id
 
 
+class WorkflowNotFound(JobQueueError):
+    def __init__(self, workflow_id: UUID | str) -> None:
+        super().__init__(f"Workflow {workflow_id} does not exist.")
+        self.workflow_id = workflow_id
+
+
 class InvalidTransition(JobQueueError):
     def __init__(self, message: str, *, current_status: str) -> None:
         super().__init__(message)
@@ -80,3 +86,14 @@ class InvalidDependencies(JobQueueError, ValueError):
     def __init__(self, message: str, *, index: int = 0) -> None:
         super().__init__(message)
         self.index = index
+
+
+class InvalidWorkflow(JobQueueError, ValueError):
+    """A workflow that cannot be written as given: ``problems`` maps each field, named as
+    the bulk create names them (``jobs[2].depends_on``, ``name``, ``jobs``), to its
+    reasons. Nothing was written."""
+
+    def __init__(self, problems: dict[str, list[str]]) -> None:
+        first = next(iter(problems.items()), ("", [""]))
+        super().__init__(f"{first[0]}: {first[1][0]}" if first[0] else "Invalid workflow.")
+        self.problems = problems

@@ -32,6 +32,16 @@ BULK_CREATE_MAX = 1000
 # Parents one job may wait for (depends_on).
 DEPENDS_ON_MAX = 100
 
+# Workflows (``jobs.services.create_workflow``): the jobs one may hold (a group of 10,000
+# with a parent and a callback), and the parents one of its jobs may wait for among them
+# (the callback of that group); ids of jobs outside the workflow keep DEPENDS_ON_MAX.
+WORKFLOW_JOBS_MAX = 10_002
+WORKFLOW_DEPENDS_ON_MAX = 10_000
+WORKFLOW_NAME_MAX_LENGTH = 200
+WORKFLOW_REF_MAX_LENGTH = 200
+# Members a workflow's detail lists (the first ones, in creation order).
+WORKFLOW_MEMBERS_SHOWN = 1000
+
 # GET /api/jobs/throughput/: the window and its buckets.
 THROUGHPUT_MINUTES_MAX = 1440
 THROUGHPUT_BUCKET_SECONDS_MIN = 10

@@ -15,6 +15,8 @@ from .limits import (
     TYPE_MAX_LENGTH,
     UNIQUE_KEY_MAX_LENGTH,
     WORKER_ID_MAX_LENGTH,
+    WORKFLOW_NAME_MAX_LENGTH,
+    WORKFLOW_REF_MAX_LENGTH,
 )
 
 DEFAULT_QUEUE = "default"
@@ -121,6 +123,23 @@ class JobQuerySet(models.QuerySet["Job"]):
         return jobs
 
 
+class Workflow(models.Model):
+    """A set of jobs and the dependency edges between them, written in one transaction
+    (``jobs.services.create_workflow``): an extension of the spec. Its state is read from
+    its members' statuses, never stored here."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=WORKFLOW_NAME_MAX_LENGTH, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        app_label = "jobs"
+        indexes = [models.Index(fields=["created_at"], name="workflow_created_at_idx")]
+
+    def __str__(self) -> str:
+        return f"workflow {self.name or self.id}"
+
+
 class Job(models.Model):
     """Current state of one job; the source of truth for the queue."""
 
@@ -179,6 +198,20 @@ class Job(models.Model):
     claimed_by = models.CharField(  # noqa: DJ001
         max_length=WORKER_ID_MAX_LENGTH, null=True, blank=True
     )
+    # The workflow the job was created in (``jobs.services.create_workflow``), and its step
+    # name there ("" outside one, or for a step given none). Indexed only where set
+    # (job_workflow_idx): a job created outside a workflow costs no index entry.
+    workflow = models.ForeignKey(
+        Workflow,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="jobs",
+        db_index=False,
+    )
+    ref = models.CharField(
+        max_length=WORKFLOW_REF_MAX_LENGTH, default="", db_default="", blank=True
+    )
 
     objects = JobQuerySet.as_manager()
 
@@ -217,6 +250,12 @@ class Job(models.Model):
                 fields=["created_at"],
                 name="job_waiting_idx",
                 condition=Q(status=JobStatus.WAITING),
+            ),
+            # A workflow's members; jobs outside one are not in it.
+            models.Index(
+                fields=["workflow"],
+                name="job_workflow_idx",
+                condition=Q(workflow__isnull=False),
             ),
             models.Index(
                 fields=["locked_until"],

@@ -84,3 +84,26 @@ def proves_liveness(context: Any, steps: int) -> int:
     for _ in range(steps):
         context.job.renew()
     return steps
+
+
+@task(takes_context=True)
+def plus_parent(context: Any, n: int) -> int:
+    """Its one parent's return value plus ``n``: a chain step."""
+    (parent,) = context.parent_results
+    return int(parent) + n
+
+
+@task(takes_context=True)
+def collect(context: Any) -> dict[str, int]:
+    """How many parents it has and the sum of their return values: a group's callback."""
+    results = context.parent_results
+    return {"count": len(results), "sum": sum(result or 0 for result in results)}
+
+
+@task
+def nap(seconds: float, value: int = 1) -> int:
+    """Sleeps ``seconds``, then returns ``value``."""
+    import time
+
+    time.sleep(seconds)
+    return value

@@ -117,6 +117,13 @@ def cancelled_job(type: str = "demo.success", *, now: datetime | None = None, **
     return fresh(job)
 
 
+def workflow(*jobs: dict[str, Any], name: str = "") -> services.CreatedWorkflow:
+    """A workflow as a client writes it: each of ``jobs`` is a ``WorkflowJobSpec``'s
+    arguments (``type`` defaults to ``demo.success``)."""
+    specs = [services.WorkflowJobSpec(**{"type": "demo.success", **job}) for job in jobs]
+    return services.create_workflow(jobs=specs, name=name)
+
+
 def timeline(job: Job | JobRow) -> list[str]:
     """The job's event types, oldest first."""
     return list(

@@ -14,10 +14,12 @@ from ..drivers import is_read_only
 from ..errors import (
     EmptySelection,
     InvalidTransition,
+    InvalidWorkflow,
     JobNotFound,
     ScheduleInvalid,
     ScheduleNotFound,
     UniqueKeyHeld,
+    WorkflowNotFound,
 )
 from ..storable import UnstorableValue
 
@@ -38,7 +40,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
 
 
 def _error_response(exc: Exception, context: dict[str, Any]) -> Response | None:
-    if isinstance(exc, JobNotFound | ScheduleNotFound):
+    if isinstance(exc, JobNotFound | ScheduleNotFound | WorkflowNotFound):
         return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
     if isinstance(exc, UniqueKeyHeld):
         return Response(
@@ -57,6 +59,8 @@ def _error_response(exc: Exception, context: dict[str, Any]) -> Response | None:
             {"detail": str(exc), "status": exc.current_status},
             status=status.HTTP_409_CONFLICT,
         )
+    if isinstance(exc, InvalidWorkflow):  # the view names the fields first; kept as a net
+        return Response(exc.problems, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, EmptySelection):
         return Response({"non_field_errors": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, UnstorableValue):  # the serializers refuse these first; kept as a net

@@ -6,7 +6,12 @@ import re
 from typing import Any
 
 from rest_framework.exceptions import NotFound, ValidationError
-from rest_framework.pagination import Cursor, CursorPagination, LimitOffsetPagination
+from rest_framework.pagination import (
+    Cursor,
+    CursorPagination,
+    LimitOffsetPagination,
+    PageNumberPagination,
+)
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -53,6 +58,23 @@ class JobPagination(LimitOffsetPagination):
         parameters = super().get_schema_operation_parameters(view)
         _bounds(parameters, self.limit_query_param, minimum=1, default=self.default_limit)
         _bounds(parameters, self.offset_query_param, minimum=0, default=0)
+        return parameters
+
+
+class WorkflowPagination(PageNumberPagination):
+    """Pages of 50 by number (``page``, from 1), in the job list's shape (count, next,
+    previous, results). A ``page`` that is not a whole number from 1 is a 400; one past
+    the last page, a 404 as DRF answers it."""
+
+    page_size = 50
+
+    def get_page_number(self, request: Request, paginator: Any) -> int | str:
+        page = _query_int(request, self.page_query_param, minimum=1)
+        return 1 if page is None else page
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        parameters = super().get_schema_operation_parameters(view)
+        _bounds(parameters, self.page_query_param, minimum=1, default=1)
         return parameters
 
 

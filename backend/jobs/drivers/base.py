@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
@@ -63,6 +63,8 @@ class JobRow:
     concurrency_key: str | None = None
     claimed_at: datetime | None = None
     claimed_by: str | None = None
+    workflow_id: UUID | None = None
+    ref: str = ""
 
     @property
     def pk(self) -> UUID:
@@ -121,6 +123,9 @@ class NewJob:
     metadata: dict[str, str]
     unique_key: str | None = None
     concurrency_key: str | None = None
+    # Set for the members of a workflow (``jobs.services.create_workflow``).
+    workflow_id: UUID | None = None
+    ref: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +189,8 @@ class RetryOutcome:
     retried: int  # failed or cancelled jobs queued again
     held: list[HeldKey]  # selected ones left alone for their unique_key (the first ones)
     held_count: int  # all of them
+    # Retried jobs that other jobs depend on (their dependents cancelled for them come back).
+    parents: list[UUID] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.retried)
@@ -553,6 +560,22 @@ class Driver(Protocol):
 
     def existing_job_ids(self, ids: Sequence[UUID | str]) -> set[UUID]:
         """Which of ``ids`` are jobs."""
+        ...
+
+    def job_rows(self, ids: Sequence[UUID]) -> dict[UUID, JobRow]:
+        """The rows of the jobs ``ids`` names, as they are now, by id."""
+        ...
+
+    def create_workflow(self, workflow_id: UUID, *, name: str, now: datetime) -> None:
+        """Write a workflow's row (its jobs are written by ``create_jobs``)."""
+        ...
+
+    def revive_dependents(
+        self, parent_ids: Sequence[UUID], *, now: datetime, message: str, data: dict[str, Any]
+    ) -> list[tuple[UUID, UUID]]:
+        """The cancelled dependents whose cancel named one of ``parent_ids``, and theirs
+        recursively, back to waiting with a ``manual_retry`` event; ``(job, parent)``
+        each. Inside the caller's transaction."""
         ...
 
     def add_dependencies(self, edges: Sequence[tuple[UUID, UUID, str]], *, now: datetime) -> None:

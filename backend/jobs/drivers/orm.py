@@ -26,6 +26,7 @@ from ..models import (
     AtUtc,
     ConcurrencyKeyLimit,
     Job,
+    JobDependency,
     JobEvent,
     JobEventType,
     JobStatus,
@@ -286,6 +287,8 @@ class OrmDriver(PortableStatements, DependencyStatements):
                     metadata=spec.metadata,
                     unique_key=spec.unique_key,
                     concurrency_key=spec.concurrency_key,
+                    workflow_id=spec.workflow_id,
+                    ref=spec.ref,
                 )
                 if spec.unique_key is not None:
                     active[spec.unique_key] = job  # a later job of the batch gets this one
@@ -773,7 +776,14 @@ class OrmDriver(PortableStatements, DependencyStatements):
                 updated_at=now,
             )
             JobEvent.objects.bulk_create(events)
-        return RetryOutcome(retried=len(chosen), held=held[:held_max], held_count=len(held))
+            parents = list(
+                JobDependency.objects.filter(parent_id__in=[job.pk for job in chosen])
+                .values_list("parent_id", flat=True)
+                .distinct()
+            )
+        return RetryOutcome(
+            retried=len(chosen), held=held[:held_max], held_count=len(held), parents=parents
+        )
 
     def run_job_now(self, job_id: UUID | str, *, now: datetime, event: Event) -> bool:
         with transaction.atomic():

@@ -34,7 +34,9 @@ from ..models import (
     JobEventType,
     JobStatus,
     OnParentFailure,
+    Workflow,
 )
+from .base import JOB_ROW_FIELDS, JobRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +190,10 @@ def _held(user: str) -> str:
     )
 
 
+# Ids one statement names at most (SQLite's default bound on parameters is 32,766).
+_ID_SLICE = 10_000
+
+
 @dataclass(frozen=True, slots=True)
 class WaitingJob:
     """A waiting job the settling duty locked: its policy and each parent's status."""
@@ -206,7 +212,104 @@ class DependencyStatements:
     def existing_job_ids(self, ids: Sequence[UUID | str]) -> set[UUID]:
         """Which of ``ids`` are jobs."""
 
-        return set(Job.objects.filter(pk__in=list(ids)).values_list("pk", flat=True))
+        found: set[UUID] = set()
+        ids = list(ids)
+        # In slices: a workflow may name many, and SQLite bounds a statement's parameters.
+        for start in range(0, len(ids), _ID_SLICE):
+            part = ids[start : start + _ID_SLICE]
+            found.update(Job.objects.filter(pk__in=part).values_list("pk", flat=True))
+        return found
+
+    def job_rows(self, ids: Sequence[UUID]) -> dict[UUID, JobRow]:
+        """The rows of the jobs ``ids`` names, as they are now, by id."""
+
+        rows: dict[UUID, JobRow] = {}
+        for start in range(0, len(ids), _ID_SLICE):
+            for job in Job.objects.filter(pk__in=list(ids[start : start + _ID_SLICE])):
+                rows[job.pk] = JobRow(*(getattr(job, name) for name in JOB_ROW_FIELDS))
+        return rows
+
+    def create_workflow(self, workflow_id: UUID, *, name: str, now: datetime) -> None:
+        """Write the workflow's row (its jobs are written by ``create_jobs``)."""
+
+        Workflow.objects.create(id=workflow_id, name=name, created_at=now)
+
+    def revive_dependents(
+        self, parent_ids: Sequence[UUID], *, now: datetime, message: str, data: dict[str, Any]
+    ) -> list[tuple[UUID, UUID]]:
+        """Bring back to ``waiting`` the cancelled dependents of ``parent_ids`` whose
+        cancel named one of them (the ``parent_id`` of their latest ``cancelled`` event:
+        the settler's, never an operator's, which names none), then theirs, recursively;
+        each gets a ``manual_retry`` event (``message``; ``data`` with its previous status
+        and the parent that brought it back). Returns ``(job, parent)`` per job revived.
+
+        Every dependent of a level is locked first (``FOR UPDATE``, whatever its status),
+        so a settler that is cancelling one of them right now is waited for and its
+        cancel seen: a dependent cannot be cancelled for a parent already retried and
+        stay so. Inside the caller's transaction (the retry's)."""
+
+        revived: list[tuple[UUID, UUID]] = []
+        frontier = {str(parent): UUID(str(parent)) for parent in parent_ids}
+        while frontier:
+            children = list(
+                JobDependency.objects.filter(parent_id__in=list(frontier.values()))
+                .values_list("job_id", flat=True)
+                .distinct()
+            )
+            if not children:
+                break
+            # Locked in id order, so two retries sharing dependents cannot deadlock.
+            list(
+                Job.objects.filter(pk__in=children)
+                .order_by("pk")
+                .select_for_update()
+                .values_list("pk", flat=True)
+            )
+            cancelled = dict(
+                Job.objects.filter(pk__in=children, status=JobStatus.CANCELLED).values_list(
+                    "pk", "type"
+                )
+            )
+            latest: dict[UUID, dict[str, Any]] = {}
+            for job_id, event_data in (
+                JobEvent.objects.filter(job_id__in=list(cancelled), type=JobEventType.CANCELLED)
+                .order_by("job_id", "-id")
+                .values_list("job_id", "data")
+            ):
+                latest.setdefault(job_id, event_data if isinstance(event_data, dict) else {})
+            level = {
+                job_id: frontier[str(latest[job_id].get("parent_id"))]
+                for job_id in cancelled
+                if str(latest.get(job_id, {}).get("parent_id")) in frontier
+            }
+            if not level:
+                break
+            Job.objects.filter(pk__in=list(level), status=JobStatus.CANCELLED).update(
+                status=JobStatus.WAITING,
+                finished_at=None,
+                cancel_requested_at=None,
+                last_error="",
+                updated_at=now,
+            )
+            JobEvent.objects.bulk_create(
+                JobEvent(
+                    job_id=job_id,
+                    type=JobEventType.MANUAL_RETRY,
+                    attempt=0,
+                    message=message,
+                    data={
+                        "previous_status": JobStatus.CANCELLED,
+                        "parent_id": str(parent),
+                        **data,
+                    },
+                    created_at=now,
+                    job_type=cancelled[job_id],
+                )
+                for job_id, parent in level.items()
+            )
+            revived.extend(level.items())
+            frontier = {str(job_id): job_id for job_id in level}
+        return revived
 
     def add_dependencies(self, edges: Sequence[tuple[UUID, UUID, str]], *, now: datetime) -> None:
         """Each ``(job, parent, on_parent_failure)`` edge written, and its job, created

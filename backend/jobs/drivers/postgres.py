@@ -96,6 +96,8 @@ def _new_job(position: int, job: NewJob) -> dict[str, Any]:
         "metadata": job.metadata,
         "unique_key": job.unique_key,
         "concurrency_key": job.concurrency_key,
+        "workflow_id": None if job.workflow_id is None else str(job.workflow_id),
+        "ref": job.ref,
     }
 
 
@@ -879,7 +881,7 @@ class PostgresDriver(PortableStatements, DependencyStatements):
             try:
                 with _cursor() as cursor:
                     self._execute(cursor, "retry_jobs", params)
-                    (_, _, _, retried, held_count), *held = cursor.fetchall()
+                    (_, _, _, _, retried, held_count), *rest = cursor.fetchall()
                 break
             except IntegrityError:
                 # A job with one of the keys was created after this statement's snapshot:
@@ -888,8 +890,9 @@ class PostgresDriver(PortableStatements, DependencyStatements):
                     raise
         return RetryOutcome(
             retried=int(retried),
-            held=[HeldKey(job_id, key, holder) for job_id, key, holder, _, _ in held],
+            held=[HeldKey(row[1], row[2], row[3]) for row in rest if row[0] == "held"],
             held_count=int(held_count),
+            parents=[row[1] for row in rest if row[0] == "parent"],
         )
 
     def run_job_now(self, job_id: UUID | str, *, now: datetime, event: Event) -> bool:

@@ -74,14 +74,14 @@ WITH new AS (
         position integer, id uuid, type text, payload jsonb, priority smallint,
         available_at timestamptz, max_attempts integer, idempotency_key text, queue text,
         timeout_seconds integer, event_data jsonb, metadata jsonb, unique_key text,
-        concurrency_key text)
+        concurrency_key text, workflow_id uuid, ref text)
 ), inserted AS (
     INSERT INTO jobs_job (id, type, payload, status, priority, available_at, attempts,
         max_attempts, idempotency_key, last_error, created_at, updated_at, queue,
-        timeout_seconds, metadata, unique_key, concurrency_key)
+        timeout_seconds, metadata, unique_key, concurrency_key, workflow_id, ref)
     SELECT id, type, payload, 'queued', priority, available_at, 0, max_attempts,
         idempotency_key, '', :now, :now, queue, timeout_seconds, metadata, unique_key,
-        concurrency_key
+        concurrency_key, workflow_id, coalesce(ref, '')
     -- Keys in one order: concurrent batches sharing keys wait instead of deadlocking.
     FROM new ORDER BY idempotency_key, unique_key, position
     -- No conflict target: both job_idempotency_key_unique and job_unique_key_active
@@ -778,7 +778,8 @@ ORDER BY release.id;
 -- whose unique_key another job holds is left alone, as job_unique_key_active would refuse
 -- it: one an active job holds, and all but the newest selected job of a key. The first
 -- row counts what was retried and held back; each next one is a job held back (at most
--- :held_max of them), with its key and the job that holds it.
+-- :held_max of them), with its key and the job that holds it, or a retried job that other
+-- jobs depend on (part 'parent': the service brings back the dependents cancelled for it).
 WITH target AS (
     SELECT id, status, attempts, last_error, type, unique_key, created_at FROM jobs_job
     WHERE status IN ('failed', 'cancelled')
@@ -822,10 +823,13 @@ WITH target AS (
     FROM target JOIN holder ON holder.unique_key = target.unique_key
     WHERE holder.id <> target.id OR holder.active
 )
-SELECT NULL::uuid, NULL::text, NULL::uuid, (SELECT count(*) FROM retried),
+SELECT 'counts', NULL::uuid, NULL::text, NULL::uuid, (SELECT count(*) FROM retried),
     (SELECT count(*) FROM held)
 UNION ALL
-(SELECT id, unique_key, held_by, NULL, NULL FROM held ORDER BY id LIMIT :held_max);
+(SELECT 'held', id, unique_key, held_by, NULL, NULL FROM held ORDER BY id LIMIT :held_max)
+UNION ALL
+SELECT 'parent', retried.id, NULL, NULL, NULL, NULL FROM retried
+WHERE EXISTS (SELECT 1 FROM jobs_jobdependency AS edge WHERE edge.parent_id = retried.id);
 
 -- name: run_job_now
 -- A queued job that is not yet due (scheduled for later, or waiting out a retry's backoff)

@@ -7,7 +7,7 @@ nor the worker nor the REST framework.
 
 One module per sub-domain: ``jobs`` (one job, the list, lookups), ``events``, ``stats``
 (counts and throughput), ``types`` (job types' health), ``workers`` (presence),
-``queues``, ``schedules``, and ``common`` (time windows). Most read through the ORM;
+``queues``, ``schedules``, ``workflows``, and ``common`` (time windows). Most read through the ORM;
 what the database driver answers better (the planner's estimates, the loose index scan
 of queue names, the percentile samples) is asked of ``jobs.drivers.get_driver()``. Each
 module's docstring says which.
@@ -64,6 +64,13 @@ from .types import (
     type_health,
 )
 from .workers import live_workers
+from .workflows import (
+    WORKFLOW_STATES,
+    parent_results,
+    workflow_detail,
+    workflow_list,
+    workflow_summary,
+)
 
 __all__ = [
     "ATTEMPT_ERROR_EVENTS",
@@ -83,6 +90,7 @@ __all__ = [
     "TYPE_COUNT_KINDS",
     "TYPE_FAILURE_KINDS",
     "TYPE_SAMPLE_SIZE",
+    "WORKFLOW_STATES",
     "AmbiguousIdPrefix",
     "EpochSeconds",
     "active_queues",
@@ -107,6 +115,7 @@ __all__ = [
     "live_jobs",
     "live_workers",
     "lookup_job",
+    "parent_results",
     "queue_controls",
     "queue_detail",
     "queue_list",
@@ -116,4 +125,7 @@ __all__ = [
     "started_at_expression",
     "throughput",
     "type_health",
+    "workflow_detail",
+    "workflow_list",
+    "workflow_summary",
 ]

@@ -5,7 +5,9 @@ this package does not import (nor it this one).
 Invariants kept by this package (the database enforces the row shapes as well):
 
 * A job moves only along queued -> running -> succeeded | queued | failed | cancelled,
-  queued -> cancelled, and failed | cancelled -> queued by manual retry.
+  queued -> cancelled, and failed | cancelled -> queued by manual retry; waiting ->
+  queued | cancelled by the settler, and cancelled -> waiting when a manual retry of the
+  parent it was cancelled for brings it back.
 * A worker's write (complete, fail, renew, progress) takes effect only while the row is
   still ``running`` with the same ``locked_by`` and the same ``attempts`` the worker
   claimed. A stale worker's write changes nothing and the function returns ``None``.
@@ -15,6 +17,8 @@ Invariants kept by this package (the database enforces the row shapes as well):
 
 One module per sub-domain, each saying how it reaches the database:
 
+* ``workflows`` writes a set of jobs and their edges in one transaction through ``jobs``
+  and ``dependencies``;
 * ``jobs`` (a job's life) and ``actions`` (retry, cancel, run now) and ``maintenance``
   (expired leases, vacuum, analyze) go through the database driver only
   (``jobs.drivers.get_driver()``): each function decides the rule (next status, event,
@@ -30,7 +34,15 @@ Every public name is re-exported here: ``from jobs import services;
 services.create_job(...)`` and ``from jobs.services import X`` are the ways in.
 """
 
-from .actions import HELD_KEYS_REPORTED, cancel_job, cancel_jobs, retry_job, retry_jobs, run_job_now
+from .actions import (
+    HELD_KEYS_REPORTED,
+    RESUMED_MESSAGE,
+    cancel_job,
+    cancel_jobs,
+    retry_job,
+    retry_jobs,
+    run_job_now,
+)
 from .common import Actor, audit, backoff_delay_seconds, event_time, jittered_backoff_seconds
 from .dependencies import (
     PARENT_ENDED_MESSAGE,
@@ -84,6 +96,7 @@ from .schedules import (
     trigger_schedule,
 )
 from .workers import PRESENCE_SWEEP_AFTER, record_worker_presence, remove_worker_presence
+from .workflows import CreatedWorkflow, WorkflowJobSpec, create_workflow, workflow_problems
 
 __all__ = [
     "HELD_KEYS_REPORTED",
@@ -92,6 +105,7 @@ __all__ = [
     "MESSAGES",
     "PARENT_ENDED_MESSAGE",
     "PRESENCE_SWEEP_AFTER",
+    "RESUMED_MESSAGE",
     "SCHEDULE_ERROR_MAX_CHARS",
     "SCHEDULE_RETRY_MAX_SECONDS",
     "SCHEDULE_RETRY_MIN_SECONDS",
@@ -100,11 +114,13 @@ __all__ = [
     "Actor",
     "AttemptFailure",
     "CleanupResult",
+    "CreatedWorkflow",
     "ErrorDetails",
     "Fetched",
     "NewJobSpec",
     "SettledWindow",
     "TickPass",
+    "WorkflowJobSpec",
     "analyze_jobs_table",
     "audit",
     "backoff_delay_seconds",
@@ -117,6 +133,7 @@ __all__ = [
     "complete_jobs",
     "create_job",
     "create_jobs",
+    "create_workflow",
     "delay_problem",
     "dependencies_problem",
     "enqueue_due_ticks",
@@ -145,4 +162,5 @@ __all__ = [
     "time_out_job",
     "trigger_schedule",
     "vacuum_jobs_table",
+    "workflow_problems",
 ]

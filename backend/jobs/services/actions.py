@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from uuid import UUID
 
+from django.db import transaction
+
 from ..drivers import CancelOutcome, Event, JobRow, RetryOutcome, Selection, get_driver
 from ..errors import EmptySelection, InvalidTransition, UniqueKeyHeld
 from ..models import JobEventType, JobStatus
@@ -36,6 +38,9 @@ def _selection(
 # Jobs a retry left alone for their unique key that it names (it counts them all).
 HELD_KEYS_REPORTED = 100
 
+# The manual_retry event of a dependent a retry brought back (its data names the parent).
+RESUMED_MESSAGE = "Waiting again: a job it depends on was retried"
+
 
 def retry_jobs(
     *,
@@ -53,20 +58,33 @@ def retry_jobs(
     substring) and/or ``ids``; all of them empty raises ``EmptySelection``. Each job gets
     attempts 0, ``available_at = now``, lock, error, result, ``finished_at`` and cancel
     request cleared, and one ``manual_retry`` event keeping its previous status, attempts
-    and error; jobs in other states are left alone. At most one job of a ``unique_key`` is
-    active: a job whose key a queued or running job holds is not retried, nor are the
-    older ones when several selected jobs share a key (the newest is); each is reported
-    with the job that holds its key (the first ``HELD_KEYS_REPORTED``). One statement on
-    PostgreSQL: all of it or nothing. ``actor`` is recorded in each event.
+    and error; jobs in other states are left alone. The dependents a retried job's failure
+    or cancel had cancelled (the settler's ``cancelled`` event names it as ``parent_id``)
+    come back to ``waiting``, and theirs cancelled for them, recursively, each with a
+    ``manual_retry`` event naming its parent (``RESUMED_MESSAGE``), in the retry's
+    transaction; a dependent an operator cancelled stays cancelled. At most one job of a
+    ``unique_key`` is active: a job whose key a queued or running job holds is not retried,
+    nor are the older ones when several selected jobs share a key (the newest is); each is
+    reported with the job that holds its key (the first ``HELD_KEYS_REPORTED``). One
+    statement on PostgreSQL for the retry itself: all of it or nothing. ``actor`` is
+    recorded in each event.
     """
     selection = _selection(ids=ids, status=status, type=type, queue=queue)
-    return get_driver().retry_jobs(
-        selection,
-        now=_now(now),
-        message=MESSAGES[JobEventType.MANUAL_RETRY],
-        held_max=HELD_KEYS_REPORTED,
-        data=_with_actor({}, actor),
-    )
+    now = _now(now)
+    driver = get_driver()
+    with transaction.atomic():
+        outcome = driver.retry_jobs(
+            selection,
+            now=now,
+            message=MESSAGES[JobEventType.MANUAL_RETRY],
+            held_max=HELD_KEYS_REPORTED,
+            data=_with_actor({}, actor),
+        )
+        if outcome.parents:
+            driver.revive_dependents(
+                outcome.parents, now=now, message=RESUMED_MESSAGE, data=_with_actor({}, actor)
+            )
+    return outcome
 
 
 def retry_job(

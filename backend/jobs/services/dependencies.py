@@ -79,7 +79,8 @@ def settle_waiting_jobs(
     for good or was cancelled, with a ``cancelled`` event whose data names that parent.
     Otherwise it keeps waiting. Idle workers of the queued jobs' queues are woken on
     commit. Rows are locked ``SKIP LOCKED``: concurrent workers split them. A manual
-    retry of a parent does not revive its dependents cancelled meanwhile.
+    retry of a parent brings its dependents cancelled for it back to waiting
+    (``jobs.services.retry_jobs``).
     """
     settled = _settle(limit=limit, ids=ids, after=None, now=now)
     return settled.queued, settled.cancelled

@@ -133,6 +133,10 @@ class NewJobSpec:
     concurrency_key: str | None = None
     depends_on: tuple[UUID | str, ...] = ()
     on_parent_failure: str = OnParentFailure.CANCEL
+    # A workflow's member (``jobs.services.create_workflow`` sets them): its workflow and
+    # its step name there.
+    workflow_id: UUID | None = None
+    ref: str = ""
 
 
 def matched_rule(spec: NewJobSpec, job: JobRow, created: bool) -> str | None:
@@ -210,6 +214,8 @@ def create_jobs(
                 metadata=metadata,
                 unique_key=spec.unique_key,
                 concurrency_key=spec.concurrency_key,
+                workflow_id=spec.workflow_id,
+                ref=spec.ref,
             )
         )
     if not jobs:

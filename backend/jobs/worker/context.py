@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from .. import services
+from .. import selectors, services
 from ..models import DEFAULT_QUEUE
 
 PUBLIC_MODULE = "jobs.handlers"
@@ -92,11 +92,22 @@ class JobContext:
     state: AttemptState = field(default_factory=AttemptState, repr=False)
     # The worker passes a wrapper that retries a write through a lost connection.
     retrying: Callable[[Callable[[], Any]], Any] = field(default=_call, repr=False)
+    _parent_results: list[Any] | None = field(default=None, repr=False)
 
     @property
     def cancelled(self) -> bool:
         """Whether a cancel was requested for this job (seen within one heartbeat)."""
         return self.state.cancel_requested
+
+    @property
+    def parent_results(self) -> list[Any]:
+        """The stored results of the jobs this one depends on, in its ``depends_on`` order
+        (a chain step's: its one parent's, in a list; a group's callback: each member's);
+        ``None`` for a parent without a result (one that failed, under
+        ``on_parent_failure="run"``). Read once per attempt, on first use."""
+        if self._parent_results is None:
+            self._parent_results = selectors.parent_results(self.job_id)
+        return self._parent_results
 
     def check(self) -> None:
         """Raise the ``JobInterrupted`` that applies, if the attempt must stop."""

@@ -33,7 +33,7 @@ from rest_framework.authtoken.models import Token
 from harness import BACKEND_DIR, HttpServer, serve_api
 from jobs import services
 from jobs.models import Job
-from tests.factories import failed_job, queued_job, user_with
+from tests.factories import failed_job, queued_job, user_with, workflow
 from tests.helpers import child_env, production_child_env
 from tests.integration.api.test_security import TOO_MANY_PARAMETERS, feed_with_cursor_position
 
@@ -292,6 +292,9 @@ ROUTES = [
     ("POST", "/api/schedules/{name}/pause/", "change_job"),
     ("POST", "/api/schedules/{name}/resume/", "change_job"),
     ("POST", "/api/schedules/{name}/trigger/", "change_job"),
+    ("GET", "/api/workflows/", "view_job"),
+    ("POST", "/api/workflows/", "add_job"),
+    ("GET", "/api/workflows/{id}/", "view_job"),
     ("GET", "/api/schema/", "authenticated"),
     ("GET", "/api/docs/", "authenticated"),
     ("GET", "/api/health/", None),
@@ -377,6 +380,8 @@ def _target(method: str, template: str) -> tuple[str, dict | None, Job | None, i
         job = failed_job()  # retry succeeds on it; reads find it
     if template == "/api/jobs/lookup/":
         return f"{template}?q={job.pk}", None, job, 200
+    if template == "/api/workflows/{id}/":
+        return template.format(id=workflow({}).id), None, job, 200
     name = "hourly" if template.startswith("/api/schedules/") else "emails"
     if method == "GET":
         return template.format(id=job.pk), None, job, 200
@@ -389,8 +394,9 @@ def _target(method: str, template: str) -> tuple[str, dict | None, Job | None, i
         "/api/jobs/bulk/": {"jobs": [{"type": "demo.success"}]},
         "/api/jobs/retry/": {"ids": [str(job.pk)]},
         "/api/jobs/cancel/": {"ids": [str(job.pk)]},
+        "/api/workflows/": {"jobs": [{"type": "demo.success"}]},
     }
-    success = 201 if template in ("/api/jobs/", "/api/jobs/bulk/") else 200
+    success = 201 if template in ("/api/jobs/", "/api/jobs/bulk/", "/api/workflows/") else 200
     return template.format(id=job.pk), bodies.get(template), job, success
 
 

@@ -556,6 +556,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workflows/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description Workflows, newest first, 50 a page, each with its members' counts per status and
+         *     its state; `state` keeps those in one state.
+         */
+        get: operations["workflows_list"];
+        put?: never;
+        /**
+         * @description Write a workflow: every job and every dependency edge in one transaction, or
+         *     nothing. Jobs without parents are queued at once, the others wait for theirs.
+         */
+        post: operations["workflows_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description One workflow: its counts and state, its first 1,000 members in creation order
+         *     with their refs, and the edges among them.
+         */
+        get: operations["workflows_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -745,6 +789,11 @@ export interface components {
             readonly claimed_at: string | null;
             /** @description The worker id that claimed its latest attempt. */
             readonly claimed_by: string | null;
+            /**
+             * Format: uuid
+             * @description The workflow it was created in (POST /api/workflows/); null if none.
+             */
+            readonly workflow_id: string | null;
         };
         /**
          * @description The body of `POST /api/jobs/bulk/`: up to BULK_CREATE_MAX jobs, validated as a
@@ -855,6 +904,11 @@ export interface components {
             /** @description The worker id that claimed its latest attempt. */
             readonly claimed_by: string | null;
             /**
+             * Format: uuid
+             * @description The workflow it was created in (POST /api/workflows/); null if none.
+             */
+            readonly workflow_id: string | null;
+            /**
              * @description Which rule returned an existing job: idempotency_key (permanent), unique_key (a queued or running job holds it); null: the job was created.
              *
              *     * `idempotency_key` - idempotency_key
@@ -906,6 +960,11 @@ export interface components {
             readonly claimed_at: string | null;
             /** @description The worker id that claimed its latest attempt. */
             readonly claimed_by: string | null;
+            /**
+             * Format: uuid
+             * @description The workflow it was created in (POST /api/workflows/); null if none.
+             */
+            readonly workflow_id: string | null;
             /**
              * Format: date-time
              * @description When its current attempt was claimed; null while queued.
@@ -1021,6 +1080,11 @@ export interface components {
             readonly claimed_at: string | null;
             /** @description The worker id that claimed its latest attempt. */
             readonly claimed_by: string | null;
+            /**
+             * Format: uuid
+             * @description The workflow it was created in (POST /api/workflows/); null if none.
+             */
+            readonly workflow_id: string | null;
             /**
              * Format: date-time
              * @description When its current attempt was claimed; null while it is queued.
@@ -1284,6 +1348,21 @@ export interface components {
             previous?: string | null;
             results: components["schemas"]["JobListItem"][];
         };
+        PaginatedWorkflowSummaryList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous?: string | null;
+            results: components["schemas"]["WorkflowSummary"][];
+        };
         PaginationConfig: {
             /** @description GET /api/jobs/ (limit-offset). */
             jobs: components["schemas"]["PageLimits"];
@@ -1436,6 +1515,14 @@ export interface components {
             /** @description What this user may do through the API. */
             permissions: components["schemas"]["JobPermissions"];
         };
+        /**
+         * @description * `active` - active
+         *     * `succeeded` - succeeded
+         *     * `failed` - failed
+         *     * `cancelled` - cancelled
+         * @enum {string}
+         */
+        StateEnum: "active" | "succeeded" | "failed" | "cancelled";
         ThreadJob: {
             /** Format: uuid */
             id: string;
@@ -1589,6 +1676,159 @@ export interface components {
             end: string;
             /** @description Every live worker process, idle or busy, newest first. */
             processes: components["schemas"]["WorkerProcess"][];
+        };
+        WorkflowCounts: {
+            waiting: number;
+            queued: number;
+            running: number;
+            succeeded: number;
+            failed: number;
+            cancelled: number;
+        };
+        /**
+         * @description The body of `POST /api/workflows/`, validated as a whole: any bad item refuses the
+         *     request; errors are keyed ``jobs[<index>].<field>`` as the bulk create's.
+         */
+        WorkflowCreateRequest: {
+            /**
+             * @description What the workflow is, for people; may be empty.
+             * @default
+             */
+            name?: string;
+            /** @description 1 to 10002 jobs, written in one transaction. */
+            jobs: components["schemas"]["WorkflowJobRequest"][];
+        };
+        WorkflowDetail: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /** Format: date-time */
+            created_at: string;
+            /** @description Members in total. */
+            jobs: number;
+            /** @description Members per status, zeros included. */
+            counts: components["schemas"]["WorkflowCounts"];
+            /**
+             * @description active while a member is waiting, queued or running; otherwise failed if one failed, else cancelled if one was cancelled, else succeeded.
+             *
+             *     * `active` - active
+             *     * `succeeded` - succeeded
+             *     * `failed` - failed
+             *     * `cancelled` - cancelled
+             */
+            state: components["schemas"]["StateEnum"];
+            /** @description In creation order; the first 1000. */
+            members: components["schemas"]["WorkflowMember"][];
+            /** @description More than 1000 members: the first ones are shown. */
+            members_truncated: boolean;
+            /** @description The edges among the members shown. */
+            edges: components["schemas"]["WorkflowEdge"][];
+        };
+        /** @description ``{"parent": id, "child": id}``: the child waits for the parent. */
+        WorkflowEdge: {
+            /** Format: uuid */
+            parent: string;
+            /**
+             * Format: uuid
+             * @description Waits for parent.
+             */
+            child: string;
+        };
+        /**
+         * @description One job of a workflow: the body of `POST /api/jobs/` but `unique_key` (a waiting job
+         *     holds no key), with its step name and parents by ref.
+         */
+        WorkflowJobRequest: {
+            /** @description Handler routing key; one of the types listed by GET /api/config/. */
+            type: string;
+            /** @description Handler input; a JSON object. */
+            payload?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description Higher is claimed first.
+             * @default 50
+             */
+            priority?: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601; earliest time the job may run. Omitted or null: now.
+             */
+            available_at?: string | null;
+            /** @description Attempts before the job fails for good (1..100). Omitted or null: JOB_WORKER_MAX_ATTEMPTS_DEFAULT. */
+            max_attempts?: number | null;
+            /** @description Repeating a create with the same key returns the existing job (200). */
+            idempotency_key?: string | null;
+            /**
+             * @description The queue the job waits in; a worker serves the queues it is given.
+             * @default default
+             */
+            queue?: string;
+            /** @description Seconds an attempt may run before it is failed as timed out. Omitted or null: the job type's default, else JOB_WORKER_TIMEOUT_SECONDS (0: no limit). */
+            timeout_seconds?: number | null;
+            /** @description String keys and string values to correlate by (a request id): at most 32 entries, keys of 1 to 128 characters, values of at most 8192, 16384 characters in all. With tracing on, the trace context is added as traceparent, tracestate and baggage. */
+            metadata?: {
+                [key: string]: string;
+            };
+            /** @description Running jobs with one key are bounded by its limit (JOB_CONCURRENCY_KEY_LIMITS and the concurrency key limits table), across every worker. */
+            concurrency_key?: string | null;
+            /** @description The jobs this one waits for: refs of jobs in this body (at most 10000), or ids of existing jobs (at most 100). With any, it is created `waiting`; without, `queued`. */
+            depends_on?: string[];
+            /**
+             * @description When a job it depends on fails for good or is cancelled: cancel this one (an event names that job), or run it anyway once every one finished.
+             *
+             *     * `cancel` - Cancel
+             *     * `run` - Run
+             * @default cancel
+             */
+            on_parent_failure?: components["schemas"]["OnParentFailureEnum"];
+            /**
+             * @description The step's name, unique within the body; other jobs name it in depends_on.
+             * @default
+             */
+            ref?: string;
+        };
+        WorkflowMember: {
+            /** Format: uuid */
+            id: string;
+            /** @description The step's name given at creation; may be empty. */
+            ref: string;
+            type: string;
+            status: components["schemas"]["JobStatusEnum"];
+            queue: string;
+            attempts: number;
+            max_attempts: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            /**
+             * @description What it does when a parent does not succeed; null without parents.
+             *
+             *     * `cancel` - Cancel
+             *     * `run` - Run
+             */
+            on_parent_failure: (components["schemas"]["OnParentFailureEnum"] | components["schemas"]["NullEnum"]) | null;
+        };
+        WorkflowSummary: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /** Format: date-time */
+            created_at: string;
+            /** @description Members in total. */
+            jobs: number;
+            /** @description Members per status, zeros included. */
+            counts: components["schemas"]["WorkflowCounts"];
+            /**
+             * @description active while a member is waiting, queued or running; otherwise failed if one failed, else cancelled if one was cancelled, else succeeded.
+             *
+             *     * `active` - active
+             *     * `succeeded` - succeeded
+             *     * `failed` - failed
+             *     * `cancelled` - cancelled
+             */
+            state: components["schemas"]["StateEnum"];
         };
     };
     responses: never;
@@ -2764,6 +3004,136 @@ export interface operations {
                     } & {
                         [key: string]: string[];
                     };
+                };
+            };
+        };
+    };
+    workflows_list: {
+        parameters: {
+            query?: {
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /**
+                 * @description active: a member is waiting, queued or running; else failed if one failed, cancelled if one was cancelled, succeeded otherwise.
+                 *
+                 *     * `active` - active
+                 *     * `succeeded` - succeeded
+                 *     * `failed` - failed
+                 *     * `cancelled` - cancelled
+                 */
+                state?: "active" | "succeeded" | "failed" | "cancelled" | "";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedWorkflowSummaryList"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail?: string | string[];
+                    } & {
+                        [key: string]: string[];
+                    };
+                };
+            };
+            /** @description A page past the last one. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    workflows_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WorkflowCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description Written, all of it. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowDetail"];
+                };
+            };
+            /** @description Invalid input (fields named `jobs[<index>].<field>`: a cycle, an unknown ref, a ref used twice, a bound); nothing written. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail?: string | string[];
+                    } & {
+                        [key: string]: string[];
+                    };
+                };
+            };
+            /** @description Body over the size limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    workflows_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workflow's id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowDetail"];
+                };
+            };
+            /** @description No workflow with this id. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

@@ -59,6 +59,7 @@ export function makeJob(overrides: Partial<JobListItem> = {}): JobListItem {
     concurrency_key: null,
     claimed_at: null,
     claimed_by: null,
+    workflow_id: null,
     last_exception_class: null,
     ...overrides,
   };

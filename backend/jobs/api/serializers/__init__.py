@@ -92,6 +92,16 @@ from .workers import (
     WorkersSerializer,
     WorkerThreadSerializer,
 )
+from .workflows import (
+    WorkflowCountsSerializer,
+    WorkflowCreateSerializer,
+    WorkflowDetailSerializer,
+    WorkflowEdgeSerializer,
+    WorkflowJobSerializer,
+    WorkflowListQuerySerializer,
+    WorkflowMemberSerializer,
+    WorkflowSummarySerializer,
+)
 
 __all__ = [
     "ERROR_FILTER_MAX_LENGTH",
@@ -165,6 +175,14 @@ __all__ = [
     "WorkerProcessSerializer",
     "WorkerThreadSerializer",
     "WorkersSerializer",
+    "WorkflowCountsSerializer",
+    "WorkflowCreateSerializer",
+    "WorkflowDetailSerializer",
+    "WorkflowEdgeSerializer",
+    "WorkflowJobSerializer",
+    "WorkflowListQuerySerializer",
+    "WorkflowMemberSerializer",
+    "WorkflowSummarySerializer",
     "job_detail_representation",
     "job_representation",
     "validated_job_create",

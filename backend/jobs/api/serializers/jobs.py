@@ -46,10 +46,21 @@ class JobSerializer(serializers.ModelSerializer[Any]):
         "(traceparent, tracestate, baggage) the tracing adds.",
     )
 
+    workflow_id = serializers.UUIDField(
+        read_only=True,
+        allow_null=True,
+        help_text="The workflow it was created in (POST /api/workflows/); null if none.",
+    )
+
     class Meta:
         model = Job
-        # The spec's job shape: every column, in the table's order.
-        fields = [field.name for field in Job._meta.concrete_fields]
+        # The spec's job shape: every column, in the table's order; the workflow by its id
+        # (a step's ref is in the workflow's detail).
+        fields = [
+            "workflow_id" if field.name == "workflow" else field.name
+            for field in Job._meta.concrete_fields
+            if field.name != "ref"
+        ]
         read_only_fields = fields
         # Extensions of the spec's shape: kept when the attempt ends, unlike locked_by.
         extra_kwargs = {

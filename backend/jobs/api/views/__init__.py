@@ -5,7 +5,7 @@ Nothing here assumes where the project mounted ``jobs.urls``: whether a request 
 API's is decided by the view its path resolves to (``jobs.middleware.is_api_request``).
 
 One module per resource: ``jobs``, ``events``, ``stats`` (counts, throughput, job types),
-``workers``, ``queues``, ``schedules``, ``config`` (the index, health and the config
+``workers``, ``queues``, ``schedules``, ``workflows``, ``config`` (the index, health and the config
 document), ``session`` (the dashboard's sign-in), ``fallbacks`` (JSON where Django would
 answer in HTML), on ``common`` (error mapping, parsing, the shared view shapes). Every
 public name is re-exported here (``jobs.api.urls`` routes to them).
@@ -59,6 +59,13 @@ from .schedules import (
 from .session import LoginView, LogoutView, SessionView
 from .stats import JobStatsView, JobThroughputView, JobTypesView
 from .workers import WorkersView
+from .workflows import (
+    WORKFLOW_ID_PARAMETER,
+    WORKFLOW_NOT_FOUND,
+    WorkflowDetailView,
+    WorkflowListCreateView,
+    parse_workflow_id,
+)
 
 __all__ = [
     "API_INDEX_SCHEMA",
@@ -70,6 +77,8 @@ __all__ = [
     "SCHEDULE_NOT_FOUND",
     "TIMELINE_LINK_HEADER",
     "TOO_LARGE",
+    "WORKFLOW_ID_PARAMETER",
+    "WORKFLOW_NOT_FOUND",
     "ApiIndexView",
     "ConfigView",
     "DomainErrorsMixin",
@@ -104,12 +113,15 @@ __all__ = [
     "SessionView",
     "TimelineSchema",
     "WorkersView",
+    "WorkflowDetailView",
+    "WorkflowListCreateView",
     "api_index",
     "api_not_found",
     "csrf_failure",
     "list_schema",
     "parse_job_id",
     "parse_queue_name",
+    "parse_workflow_id",
     "read_schema",
     "request_actor",
     "server_error",

@@ -125,12 +125,13 @@ def test_a_waiting_job_can_be_cancelled():
     assert fresh(child).status == Status.CANCELLED
 
 
-def test_a_manual_retry_of_the_parent_leaves_its_cancelled_dependents_cancelled():
+def test_a_manual_retry_of_the_parent_brings_its_cancelled_dependents_back_to_waiting():
     parent = failed_job()
     child = queued_job(depends_on=[parent.pk])
+    assert child.status == Status.CANCELLED
     services.retry_job(job_id=parent.pk)
     services.settle_waiting_jobs()
-    assert fresh(child).status == Status.CANCELLED
+    assert fresh(child).status == Status.WAITING
 
 
 def test_a_job_cannot_depend_on_itself():

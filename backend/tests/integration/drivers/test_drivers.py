@@ -34,8 +34,8 @@ def test_job_row_fields_are_the_table_columns_in_order():
 
 def test_queries_sql_names_only_model_tables_statuses_and_event_types():
     tables = {Job._meta.db_table, JobEvent._meta.db_table, "pg_class", "pg_stats"}
-    # Flow control's tables.
-    tables |= {"jobs_queuesettings", "jobs_concurrencykeylimit"}
+    # Flow control's tables, and the dependency edges (a retry reports its retried parents).
+    tables |= {"jobs_queuesettings", "jobs_concurrencykeylimit", "jobs_jobdependency"}
     # Besides statuses and event types: the empty error, the manual_retry data keys and
     # complete_and_claim's labels for its two halves.
     values = (
@@ -46,6 +46,8 @@ def test_queries_sql_names_only_model_tables_statuses_and_event_types():
     values |= {"status", "jobs_job"}  # status_estimate names the column and the table
     # The gated claim's labels, the key lock's namespace and the rate window's keys.
     values |= {"gated", "keyed", "stale", "jobs.concurrency_key:", "bucket", "counts"}
+    # retry_jobs' parts.
+    values |= {"held", "parent"}
     # The claims' due test and order, as job_claim_idx holds available_at (migration 0012).
     values |= {"UTC"}
     # vacuum_due reads the statistics and the autovacuum settings.
