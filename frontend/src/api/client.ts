@@ -402,7 +402,11 @@ export function createApiClient(options: ClientOptions) {
 
     /** Workflows, newest first, a page at a time; `state` keeps those in that state. */
     listWorkflows: (params: WorkflowListParams, signal?: AbortSignal) =>
-      get<WorkflowPage>('workflows/', { page: params.page > 1 ? params.page : undefined, state: params.state }, signal),
+      get<WorkflowPage>(
+        'workflows/',
+        { page: params.page > 1 ? params.page : undefined, state: params.state } satisfies QueryParams<'workflows_list'>,
+        signal,
+      ),
 
     /** A workflow, its first 1,000 members and the edges among them. */
     getWorkflow: (id: string, signal?: AbortSignal) =>

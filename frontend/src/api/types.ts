@@ -258,57 +258,26 @@ export type JobOrdering = JobOrderingField | `-${JobOrderingField}`;
  * or running; then `failed` if any failed, else `cancelled` if any was cancelled, else
  * `succeeded`.
  */
-export type WorkflowState = 'active' | 'succeeded' | 'failed' | 'cancelled';
-export const WORKFLOW_STATES: readonly WorkflowState[] = ['active', 'succeeded', 'failed', 'cancelled'];
+export type WorkflowState = Schema['StateEnum'];
+export const WORKFLOW_STATES = enumValues<WorkflowState>()(['active', 'succeeded', 'failed', 'cancelled']);
 
-/** A row of `GET /api/workflows/`: its members counted by status. */
-export interface WorkflowSummary {
-  id: string;
-  name: string;
-  created_at: IsoDateTime;
-  /** Members in total. */
-  jobs: number;
-  /** Every status, zeros included. */
-  counts: Record<JobStatus, number>;
-  state: WorkflowState;
-}
+/** A row of `GET /api/workflows/`: its members counted by status (every status, zeros included). */
+export type WorkflowSummary = Schema['WorkflowSummary'];
 
 /** One member job of a workflow, as `GET /api/workflows/{id}/` lists it (creation order). */
-export interface WorkflowMember {
-  id: string;
-  /** The step's name given at creation; may be empty. */
-  ref: string;
-  type: string;
-  status: JobStatus;
-  queue: string;
-  attempts: number;
-  max_attempts: number;
-  created_at: IsoDateTime;
-  finished_at: IsoDateTime | null;
-  on_parent_failure: 'cancel' | 'run' | null;
-}
+export type WorkflowMember = Schema['WorkflowMember'];
 
 /** A dependency among the members shown: `child` waits for `parent`. */
-export interface WorkflowEdge {
-  parent: string;
-  child: string;
-}
+export type WorkflowEdge = Schema['WorkflowEdge'];
 
-/** `GET /api/workflows/{id}/`: the summary, the first 1,000 members and their edges. */
-export interface WorkflowDetail extends WorkflowSummary {
-  members: WorkflowMember[];
-  /** More members than the API lists: only the first 1,000 (and their edges) are here. */
-  members_truncated: boolean;
-  edges: WorkflowEdge[];
-}
+/**
+ * `GET /api/workflows/{id}/`: the summary, the first 1,000 members and the edges among
+ * them; `members_truncated` when there are more.
+ */
+export type WorkflowDetail = Schema['WorkflowDetail'];
 
-/** A page of the workflow list, newest first. */
-export interface WorkflowPage {
-  count: number;
-  next: string | null;
-  previous: string | null;
-  results: WorkflowSummary[];
-}
+/** A page of the workflow list (50, by `page`), newest first. */
+export type WorkflowPage = Schema['PaginatedWorkflowSummaryList'];
 
 export interface WorkflowListParams {
   /** 1-based. */

@@ -482,7 +482,7 @@ describe('Job detail page: its workflow', () => {
   /** The job (in the workflow unless `workflowId` is null), and the workflow, counting its requests. */
   function serveInWorkflow(workflowId: string | null) {
     const asked = { workflow: 0 };
-    serve({ ...makeJob({ status: 'running' }), ...{ workflow_id: workflowId } }, [makeEvent()]);
+    serve(makeJob({ status: 'running', workflow_id: workflowId }), [makeEvent()]);
     server.use(
       http.get(`${API}/workflows/${WORKFLOW_ID}/`, () => {
         asked.workflow += 1;

@@ -48,11 +48,6 @@ function parentsOf(job: JobDetail): string[] {
   return (job.depends_on as string[] | undefined) ?? [];
 }
 
-/** The workflow the job belongs to; a job created alone has none. */
-function workflowOf(job: JobDetail): string | null {
-  return (job as { workflow_id?: string | null }).workflow_id ?? null;
-}
-
 /** The job's workflow: its state and counts, and its graph with this job outlined. */
 function JobWorkflow({ workflowId, jobId }: { workflowId: string; jobId: string }) {
   const workflow = useWorkflow(workflowId);
@@ -439,7 +434,8 @@ function JobDetail({ id }: { id: string }) {
       <JobActions job={data} worker={worker} />
 
       <div className="detail-grid">
-        {workflowOf(data) && <JobWorkflow workflowId={workflowOf(data)!} jobId={data.id} />}
+        {/* A job created alone belongs to no workflow. */}
+        {data.workflow_id && <JobWorkflow workflowId={data.workflow_id} jobId={data.id} />}
 
         <section className="panel" aria-labelledby="fields-heading">
           <h2 id="fields-heading">Fields</h2>
