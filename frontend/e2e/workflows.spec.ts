@@ -159,6 +159,7 @@ test('a group with a callback: the group drawn as one node with counts, the fail
   await expect(edge(graph, start, 'layer-1')).toHaveAttribute('data-edge-count', String(size));
   await expect(edge(graph, 'layer-1', report)).toHaveAttribute('data-edge-count', String(size));
   await expect(graph.getByRole('link')).toHaveCount(2);
+  await page.screenshot({ path: screenshotPath('workflow-group.png'), fullPage: true });
 
   // The failed member's page: itself drawn apart from the other 13, outlined.
   await page.goto(`/jobs/${failed}`);
