@@ -106,6 +106,8 @@ export function WorkflowGraph({ workflow, currentId }: { workflow: WorkflowDetai
   const after = useMemo(() => waitsFor(graph, nodes), [graph, nodes]);
   const arrow = `dag-arrow-${useId().replace(/:/g, '')}`;
   const [scrollRef, hidden] = useHiddenRight<HTMLDivElement>();
+  // A job past the first 1,000 members has no node to outline.
+  const missing = currentId !== undefined && !workflow.members.some((m) => m.id === currentId);
   const width = graph.width + 2 * PAD;
   const height = graph.height + 2 * PAD;
 
@@ -115,6 +117,7 @@ export function WorkflowGraph({ workflow, currentId }: { workflow: WorkflowDetai
         <p className="notice notice--info" data-truncated="">
           First {workflow.members.length.toLocaleString()} members shown, of {workflow.jobs.toLocaleString()}: the
           graph leaves out the rest and their edges.
+          {missing && ' This job is one of those left out.'}
         </p>
       )}
       {graph.nodes.length === 0 ? (

@@ -518,3 +518,40 @@ describe('Job detail page: its workflow', () => {
     expect(asked.workflow).toBe(0);
   });
 });
+
+describe('Job detail page: a job past the members its workflow lists', () => {
+  it('says it is one of the members the graph leaves out', async () => {
+    const start = makeMember('start');
+    const first = Array.from({ length: 999 }, (_, i) => makeMember(`part-${i}`, { status: 'waiting' }));
+    serve(makeJob({ status: 'waiting', workflow_id: WORKFLOW_ID }), [makeEvent()]);
+    server.use(
+      http.get(`${API}/workflows/${WORKFLOW_ID}/`, () =>
+        HttpResponse.json(
+          makeWorkflow([start, ...first], first.map((p) => edge(start, p)), { jobs: 10_002, members_truncated: true }),
+        ),
+      ),
+    );
+    renderApp(`/jobs/${JOB_ID}`);
+    const section = await screen.findByRole('region', { name: 'Workflow' });
+    expect(await within(section).findByText(/First 1,000 members shown, of 10,002/)).toHaveTextContent(
+      'This job is one of those left out.',
+    );
+    expect(section.querySelector('[aria-current]')).toBeNull();
+  });
+});
+
+describe('Job detail page: a job waiting for a whole group', () => {
+  it('links its first 20 parents and counts the rest', async () => {
+    const parents = Array.from({ length: 10_000 }, (_, i) => `${String(i).padStart(8, '0')}-0000-4000-8000-000000000000`);
+    serve(makeJob({ status: 'waiting', workflow_id: WORKFLOW_ID, ...{ depends_on: parents, on_parent_failure: 'run' } }), []);
+    server.use(
+      http.get(`${API}/workflows/${WORKFLOW_ID}/`, () => HttpResponse.json(makeWorkflow([makeMember('a')], []))),
+    );
+    renderApp(`/jobs/${JOB_ID}`);
+    const fields = await screen.findByRole('region', { name: 'Fields' });
+    const dependsOn = within(fields).getByText('Depends on', { selector: 'dt' }).nextElementSibling as HTMLElement;
+    expect(within(dependsOn).getAllByRole('link')).toHaveLength(20);
+    expect(within(dependsOn).getAllByRole('link')[0]).toHaveAttribute('href', `/jobs/${parents[0]}`);
+    expect(dependsOn).toHaveTextContent('and 9,980 more (the workflow’s graph counts them)');
+  });
+});

@@ -43,6 +43,12 @@ function Field({ label, children }: { label: string; children: ReactNode }) {
   );
 }
 
+/**
+ * Parents linked one by one in the fields; a workflow's callback may wait for 10,000, which
+ * its graph shows as one counted node instead.
+ */
+const PARENTS_SHOWN = 20;
+
 /** The jobs it waits for; an API older than job dependencies sends none. */
 function parentsOf(job: JobDetail): string[] {
   return (job.depends_on as string[] | undefined) ?? [];
@@ -143,14 +149,23 @@ function JobFields({ job, worker }: { job: JobDetail; worker: WorkerSettings | u
       )}
       {parentsOf(job).length > 0 && (
         <Field label="Depends on">
-          {parentsOf(job).map((parent, index) => (
-            <span key={parent}>
-              {index > 0 && ', '}
-              <Link className="mono" to={`/jobs/${parent}`}>
-                {parent.slice(0, 8)}
-              </Link>
+          {parentsOf(job)
+            .slice(0, PARENTS_SHOWN)
+            .map((parent, index) => (
+              <span key={parent}>
+                {index > 0 && ', '}
+                <Link className="mono" to={`/jobs/${parent}`}>
+                  {parent.slice(0, 8)}
+                </Link>
+              </span>
+            ))}
+          {parentsOf(job).length > PARENTS_SHOWN && (
+            <span data-more-parents={parentsOf(job).length - PARENTS_SHOWN}>
+              {' '}
+              and {(parentsOf(job).length - PARENTS_SHOWN).toLocaleString()} more
+              {job.workflow_id ? ' (the workflow’s graph counts them)' : ''}
             </span>
-          ))}
+          )}
           <span className="muted small">
             {job.on_parent_failure === 'run'
               ? ' (runs once every one finished, whatever their outcome)'
