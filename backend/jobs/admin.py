@@ -20,7 +20,10 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 
 # unfold's classes and decorators extend Django's and take the same options used here.
 if TYPE_CHECKING or "unfold" in settings.INSTALLED_APPS:
@@ -29,9 +32,20 @@ if TYPE_CHECKING or "unfold" in settings.INSTALLED_APPS:
 else:
     from django.contrib.admin import ModelAdmin, TabularInline, action, display
 
-from . import services
+from . import selectors, services
 from .errors import ScheduleInvalid, ScheduleNotFound
-from .models import ConcurrencyKeyLimit, Job, JobEvent, JobStatus, QueueSettings, ScheduleState
+from .models import (
+    ConcurrencyKeyLimit,
+    Job,
+    JobEvent,
+    JobStatus,
+    QueueSettings,
+    ScheduleState,
+    Workflow,
+)
+
+# Parents and children a job's page links to (a group's callback has thousands).
+RELATIVES_SHOWN = 100
 
 
 def admin_actor(request: HttpRequest) -> services.Actor:
@@ -75,7 +89,11 @@ JOB_DATETIMES = {
     for field in Job._meta.concrete_fields
     if field.get_internal_type() == "DateTimeField"
 }
-JOB_FIELDS = _zoned_names(tuple(field.name for field in Job._meta.concrete_fields), JOB_DATETIMES)
+JOB_FIELDS = (
+    *_zoned_names(tuple(field.name for field in Job._meta.concrete_fields), JOB_DATETIMES),
+    "waits_for",
+    "waited_for_by",
+)
 EVENT_FIELDS = ("id", "job", "type", "attempt", "worker_id", "message", "data", "created_at_zoned")
 
 
@@ -149,6 +167,37 @@ class JobAdmin(ZonedJobTimes, ReadOnlyAdminMixin, ModelAdmin):
     @display(description="Attempts", ordering="attempts")
     def attempts_of_max(self, job: Job) -> str:
         return f"{job.attempts}/{job.max_attempts}"
+
+    def _job_links(self, jobs: list[tuple[Any, str, str]]) -> SafeString:
+        url = f"{self.admin_site.name}:jobs_job_change"
+        return format_html_join(
+            ", ",
+            '<a href="{}">{} {}</a> ({})',
+            ((reverse(url, args=[pk]), kind, str(pk)[:8], status) for pk, kind, status in jobs),
+        )
+
+    def get_object(
+        self, request: HttpRequest, object_id: str, from_field: str | None = None
+    ) -> Any:
+        job = super().get_object(request, object_id, from_field)
+        if job is not None:
+            # One read for both fields below.
+            job.relatives = selectors.job_relatives(job.pk, limit=RELATIVES_SHOWN)
+        return job
+
+    @display(description="Waits for")
+    def waits_for(self, job: Job) -> SafeString | str:
+        parents = job.relatives["parents"]  # type: ignore[attr-defined]  # set by get_object
+        return self._job_links(parents) if parents else "-"
+
+    @display(description="Waited for by")
+    def waited_for_by(self, job: Job) -> SafeString | str:
+        relatives = job.relatives  # type: ignore[attr-defined]  # set by get_object
+        if not relatives["children"]:
+            return "-"
+        links = self._job_links(relatives["children"])
+        more = relatives["children_total"] - len(relatives["children"])
+        return format_html("{} and {} more", links, more) if more > 0 else links
 
     def has_change_jobs_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("jobs.change_job")
@@ -244,6 +293,40 @@ class JobEventAdmin(ZonedEventTimes, ReadOnlyAdminMixin, ModelAdmin):
     fields = EVENT_FIELDS
     readonly_fields = EVENT_FIELDS
     show_full_result_count = False
+
+
+@admin.register(Workflow)
+class WorkflowAdmin(ReadOnlyAdminMixin, ModelAdmin):
+    """Workflows as they were written; their jobs are on the jobs' pages (read-only, as
+    jobs are: a workflow is written through the API or ``jobs.workflows``)."""
+
+    list_display = ["id", "name", "created_at"]
+    search_fields = ["=id", "name"]
+    ordering = ["-created_at", "-id"]
+    fields = readonly_fields = ("id", "name", "created_at", "members")
+
+    def has_view_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return bool(request.user.has_perm("jobs.view_job"))
+
+    @display(description="Jobs (creation order)")
+    def members(self, workflow: Workflow) -> SafeString | str:
+        detail = selectors.workflow_detail(workflow.pk)
+        url = f"{self.admin_site.name}:jobs_job_change"
+        shown = detail["members"][:RELATIVES_SHOWN]
+        links = format_html_join(
+            ", ",
+            '<a href="{}">{}</a> ({})',
+            (
+                (
+                    reverse(url, args=[member["id"]]),
+                    member["ref"] or str(member["id"])[:8],
+                    member["status"],
+                )
+                for member in shown
+            ),
+        )
+        more = detail["jobs"] - len(shown)
+        return format_html("{} and {} more", links, more) if more > 0 else (links or "-")
 
 
 # --- Flow control ------------------------------------------------------------

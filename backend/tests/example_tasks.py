@@ -107,3 +107,13 @@ def nap(seconds: float, value: int = 1) -> int:
 
     time.sleep(seconds)
     return value
+
+
+@task(max_attempts=1)
+def fail_while_exists(path: str) -> int:
+    """Fails for good while ``path`` exists (a flag worker processes can see), else 5."""
+    import os
+
+    if os.path.exists(path):
+        raise RuntimeError(f"{path} exists")
+    return 5

@@ -66,10 +66,11 @@ from .types import (
 from .workers import live_workers
 from .workflows import (
     WORKFLOW_STATES,
+    job_relatives,
     parent_results,
     workflow_detail,
     workflow_list,
-    workflow_summary,
+    workflow_summaries,
 )
 
 __all__ = [
@@ -107,6 +108,7 @@ __all__ = [
     "job_detail",
     "job_id_from_prefix",
     "job_list",
+    "job_relatives",
     "job_stats",
     "job_timeline",
     "job_with_attempt_history",
@@ -127,5 +129,5 @@ __all__ = [
     "type_health",
     "workflow_detail",
     "workflow_list",
-    "workflow_summary",
+    "workflow_summaries",
 ]

@@ -1,4 +1,4 @@
-"""Workflows: the list with each one's counts and state, and one workflow's members and
+"""Workflows: the list, each one's counts and state, and one workflow's members and
 edges.
 
 Data access: the ORM (``Workflow``, ``Job`` by ``job_workflow_idx``, ``JobDependency``
@@ -8,11 +8,11 @@ of a workflow share one ``created_at``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
-from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
-from django.db.models.expressions import Case, When
+from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery
 
 from ..errors import WorkflowNotFound
 from ..limits import WORKFLOW_MEMBERS_SHOWN
@@ -23,45 +23,74 @@ WORKFLOW_STATES = ["active", "succeeded", "failed", "cancelled"]
 _ACTIVE = [JobStatus.WAITING, JobStatus.QUEUED, JobStatus.RUNNING]
 
 
-def _counted(workflows: QuerySet[Workflow]) -> QuerySet[Workflow]:
-    """Each workflow with its members' count per status (``n_<status>``), ``n_jobs`` and
-    ``state`` (active, then failed, then cancelled, else succeeded)."""
-    counts: dict[str, Any] = {
-        f"n_{status}": Count("jobs", filter=Q(jobs__status=status)) for status in JobStatus.values
-    }
-    counts["n_jobs"] = Count("jobs")
-    active = Q(n_waiting__gt=0) | Q(n_queued__gt=0) | Q(n_running__gt=0)
-    state = Case(
-        When(active, then=Value("active")),
-        When(n_failed__gt=0, then=Value("failed")),
-        When(n_cancelled__gt=0, then=Value("cancelled")),
-        default=Value("succeeded"),
-    )
-    return workflows.annotate(**counts).annotate(state=state)
+def _has(statuses: list[JobStatus]) -> Exists:
+    """The workflow has a member in one of ``statuses`` (a probe of job_workflow_idx)."""
+    return Exists(Job.objects.filter(workflow_id=OuterRef("pk"), status__in=statuses))
 
 
-def workflow_summary(workflow: Workflow) -> dict[str, Any]:
-    """The list's shape of a workflow read through ``workflow_list`` (its annotations)."""
+def _in_state(state: str) -> Q:
+    """The workflows in ``state``, as ``_state`` decides it, without counting members."""
+    active = Q(_has(_ACTIVE))
+    failed = Q(_has([JobStatus.FAILED]))
+    cancelled = Q(_has([JobStatus.CANCELLED]))
     return {
-        "id": workflow.pk,
-        "name": workflow.name,
-        "created_at": workflow.created_at,
-        "jobs": workflow.n_jobs,  # type: ignore[attr-defined]  # annotated by _counted
-        "counts": {status: getattr(workflow, f"n_{status}") for status in JobStatus.values},
-        "state": workflow.state,  # type: ignore[attr-defined]  # annotated by _counted
-    }
+        "active": active,
+        "failed": ~active & failed,
+        "cancelled": ~active & ~failed & cancelled,
+        "succeeded": ~active & ~failed & ~cancelled,
+    }[state]
+
+
+def _state(counts: dict[str, int]) -> str:
+    """Active while a member may still change by itself; then failed if one failed, else
+    cancelled if one was cancelled, else succeeded."""
+    if any(counts[status] for status in _ACTIVE):
+        return "active"
+    if counts[JobStatus.FAILED]:
+        return "failed"
+    if counts[JobStatus.CANCELLED]:
+        return "cancelled"
+    return "succeeded"
 
 
 def workflow_list(*, state: str | None = None) -> QuerySet[Workflow]:
-    """Workflows newest first, each with its counts and state (``workflow_summary``);
-    ``state`` (one of ``WORKFLOW_STATES``) keeps those in it."""
-    workflows = _counted(Workflow.objects.all())
+    """Workflows newest first (``workflow_summaries`` gives a page's counts and states);
+    ``state`` (one of ``WORKFLOW_STATES``) keeps those in it, by index probes per workflow
+    rather than by counting every member."""
+    workflows = Workflow.objects.all()
     if state:
         if state not in WORKFLOW_STATES:
             raise ValueError(f"unknown workflow state {state!r}")
-        # state is _counted's annotation, which the stubs' plugin cannot see.
-        workflows = workflows.filter(state=state)  # type: ignore[misc]
+        workflows = workflows.filter(_in_state(state))
     return workflows.order_by("-created_at", "-id")
+
+
+def workflow_summaries(workflows: Sequence[Workflow]) -> list[dict[str, Any]]:
+    """Each workflow's summary: ``id``, ``name``, ``created_at``, ``jobs`` (members in
+    all), ``counts`` (per status, zeros included) and ``state``; one grouped query for all
+    of them (a page of the list)."""
+    counts: dict[UUID, dict[str, int]] = {
+        workflow.pk: dict.fromkeys(JobStatus.values, 0) for workflow in workflows
+    }
+    grouped = (
+        Job.objects.filter(workflow_id__in=list(counts))
+        .values_list("workflow_id", "status")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for workflow_id, status, n in grouped:
+        counts[workflow_id][status] = n
+    return [
+        {
+            "id": workflow.pk,
+            "name": workflow.name,
+            "created_at": workflow.created_at,
+            "jobs": sum(counts[workflow.pk].values()),
+            "counts": counts[workflow.pk],
+            "state": _state(counts[workflow.pk]),
+        }
+        for workflow in workflows
+    ]
 
 
 def workflow_detail(workflow_id: UUID | str) -> dict[str, Any]:
@@ -69,7 +98,7 @@ def workflow_detail(workflow_id: UUID | str) -> dict[str, Any]:
     order (each with its ref and the policy of its edges, null without parents), whether
     more exist (``members_truncated``), and the edges among the members shown.
     ``WorkflowNotFound`` for an unknown id."""
-    workflow = _counted(Workflow.objects.filter(pk=workflow_id)).first()
+    workflow = Workflow.objects.filter(pk=workflow_id).first()
     if workflow is None:
         raise WorkflowNotFound(workflow_id)
     created = JobEvent.objects.filter(job=OuterRef("pk"), type=JobEventType.CREATED).order_by("id")
@@ -107,7 +136,7 @@ def workflow_detail(workflow_id: UUID | str) -> dict[str, Any]:
         .values_list("job_id", "parent_id")
     ]
     return {
-        **workflow_summary(workflow),
+        **workflow_summaries([workflow])[0],
         "members": members,
         "members_truncated": truncated,
         "edges": edges,
@@ -122,3 +151,23 @@ def parent_results(job_id: UUID | str) -> list[Any]:
         .order_by("id")
         .values_list("parent__result", flat=True)
     )
+
+
+def job_relatives(job_id: UUID, *, limit: int) -> dict[str, Any]:
+    """The jobs ``job_id`` waits for and the jobs waiting for it (``parents`` and
+    ``children``: the first ``limit`` of each, oldest edge first, as ``(id, type,
+    status)``), and how many wait for it in all (``children_total``). Three index probes."""
+    parents = list(
+        JobDependency.objects.filter(job_id=job_id)
+        .order_by("id")
+        .values_list("parent_id", "parent__type", "parent__status")[:limit]
+    )
+    children = list(
+        JobDependency.objects.filter(parent_id=job_id)
+        .order_by("id")
+        .values_list("job_id", "job__type", "job__status")[:limit]
+    )
+    total = len(children)
+    if total == limit:
+        total = JobDependency.objects.filter(parent_id=job_id).count()
+    return {"parents": parents, "children": children, "children_total": total}

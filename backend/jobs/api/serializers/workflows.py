@@ -139,12 +139,6 @@ class WorkflowSummarySerializer(serializers.Serializer[Any]):
         "if one failed, else cancelled if one was cancelled, else succeeded.",
     )
 
-    def to_representation(self, instance: Any) -> dict[str, Any]:
-        if not isinstance(instance, Mapping):
-            instance = selectors.workflow_summary(instance)
-        data: dict[str, Any] = super().to_representation(instance)
-        return data
-
 
 class WorkflowMemberSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()

@@ -61,7 +61,10 @@ class WorkflowListCreateView(DomainErrorsMixin, generics.ListAPIView[Workflow]):
     def get(self, request: Request) -> Response:
         """Workflows, newest first, 50 a page, each with its members' counts per status and
         its state; `state` keeps those in one state."""
-        return super().get(request)
+        workflows = self.paginate_queryset(self.get_queryset())
+        assert workflows is not None  # pagination_class is set
+        summaries = selectors.workflow_summaries(workflows)
+        return self.get_paginated_response(WorkflowSummarySerializer(summaries, many=True).data)
 
     @extend_schema(
         operation_id="workflows_create",

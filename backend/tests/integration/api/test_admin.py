@@ -9,7 +9,15 @@ from django.test.utils import CaptureQueriesContext
 
 from jobs import services
 from jobs.models import Job, JobEvent
-from tests.factories import WORKER, failed_job, fresh, queued_job, running_job, succeeded_job
+from tests.factories import (
+    WORKER,
+    failed_job,
+    fresh,
+    queued_job,
+    running_job,
+    succeeded_job,
+    workflow,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -252,3 +260,28 @@ def test_the_job_search_finds_jobs_by_any_key_and_by_error_text(admin_client):
         response = admin_client.get(JOBS_URL, {"q": query})
         assert response.status_code == 200
         assert [row.pk for row in response.context["cl"].result_list] == [job.pk], query
+
+
+def test_job_page_links_its_parents_its_children_and_its_workflow(admin_client):
+    created = workflow(
+        {"ref": "a"}, {"ref": "b", "depends_on": ("a",)}, {"ref": "c", "depends_on": ("b",)}
+    )
+    a, b, c = created.jobs
+    html = admin_client.get(f"{JOBS_URL}{b.id}/change/").content.decode()
+    assert f'href="{JOBS_URL}{a.id}/change/"' in html
+    assert f'href="{JOBS_URL}{c.id}/change/"' in html
+    assert f'href="/admin/jobs/workflow/{created.id}/change/"' in html
+
+
+def test_job_page_shows_the_first_children_and_how_many_more(admin_client, monkeypatch):
+    monkeypatch.setattr("jobs.admin.RELATIVES_SHOWN", 2)
+    created = workflow({"ref": "p"}, *({"ref": f"m{n}", "depends_on": ("p",)} for n in range(3)))
+    html = admin_client.get(f"{JOBS_URL}{created.jobs[0].id}/change/").content.decode()
+    assert "and 1 more" in html
+
+
+def test_workflow_page_links_its_jobs_by_ref(admin_client):
+    created = workflow({"ref": "extract"}, {"ref": "load", "depends_on": ("extract",)})
+    html = admin_client.get(f"/admin/jobs/workflow/{created.id}/change/").content.decode()
+    for row in created.jobs:
+        assert f'href="{JOBS_URL}{row.id}/change/">{row.ref}</a>' in html

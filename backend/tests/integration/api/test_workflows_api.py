@@ -197,14 +197,21 @@ def test_the_list_pages_newest_first_with_counts_and_states(api):
     assert body["results"][0]["id"] == str(active.id)
 
 
-def test_the_list_filters_by_state(api):
-    workflow({"ref": "a"}, name="active")
-    cancelled = workflow({"ref": "a"}, name="stopped")
-    services.cancel_jobs(ids=[row.id for row in cancelled.jobs])
-    body = api.get("/api/workflows/?state=cancelled").json()
-    assert [item["name"] for item in body["results"]] == ["stopped"]
+@pytest.mark.parametrize("state", ["active", "succeeded", "failed", "cancelled"])
+def test_the_list_filters_by_state(api, state):
+    done = workflow({"ref": "a"}, name="succeeded")
+    finish({row.ref: fresh(row) for row in done.jobs}, "a", ok=True)
+    # A failed member outweighs a cancelled one once nothing is active.
+    broken = workflow({"ref": "a", "max_attempts": 1, "priority": 100}, {"ref": "b"}, name="failed")
+    finish({row.ref: fresh(row) for row in broken.jobs}, "a", ok=False)
+    services.cancel_jobs(ids=[broken.jobs[1].id])
+    stopped = workflow({"ref": "a"}, name="cancelled")
+    services.cancel_jobs(ids=[row.id for row in stopped.jobs])
+    workflow({"ref": "a"}, {"ref": "b", "depends_on": ("a",)}, name="active")
+    body = api.get(f"/api/workflows/?state={state}").json()
+    assert [item["name"] for item in body["results"]] == [state]
+    assert body["results"][0]["state"] == state
     assert body["count"] == 1
-    assert api.get("/api/workflows/?state=active").json()["count"] == 1
 
 
 def test_a_bad_state_or_page_is_a_400(api):

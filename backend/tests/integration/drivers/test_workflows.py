@@ -118,9 +118,38 @@ def test_a_cycle_is_refused_with_its_path():
     assert not Job.objects.exists()
 
 
+def test_a_job_downstream_of_a_cycle_is_not_named_in_it():
+    problems = refused(
+        {"ref": "x", "depends_on": ("a",)},
+        {"ref": "a", "depends_on": ("b",)},
+        {"ref": "b", "depends_on": ("a",)},
+    )
+    assert problems == {
+        "jobs[1].depends_on": [
+            "Cycle: a -> b -> a. A job cannot wait for itself, even through others."
+        ]
+    }
+
+
 def test_a_job_that_waits_for_itself_is_a_cycle():
     problems = refused({"ref": "a", "depends_on": ("a",)})
     assert problems["jobs[0].depends_on"][0].startswith("Cycle: a -> a.")
+
+
+def test_a_diamond_is_no_cycle():
+    created = workflow(
+        {"ref": "top"},
+        {"ref": "left", "depends_on": ("top",)},
+        {"ref": "right", "depends_on": ("top",)},
+        {"ref": "bottom", "depends_on": ("left", "right")},
+    )
+    assert JobDependency.objects.filter(job_id=created.jobs[3].id).count() == 2
+
+
+def test_more_parents_inside_the_workflow_than_the_bound_are_refused(monkeypatch):
+    monkeypatch.setattr("jobs.services.workflows.WORKFLOW_DEPENDS_ON_MAX", 2)
+    problems = refused({"ref": "a"}, {"ref": "b"}, {"ref": "c"}, {"depends_on": ("a", "b", "c")})
+    assert problems == {"jobs[3].depends_on": ["At most 2 parents of this workflow."]}
 
 
 def test_a_ref_used_twice_is_refused():
@@ -292,3 +321,40 @@ def test_a_cancelled_parent_retried_brings_its_dependents_back_too():
     assert child.status == Status.CANCELLED
     services.retry_job(job_id=parent.pk)
     assert fresh(child).status == Status.WAITING
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_retry_waits_for_a_settler_cancelling_the_dependent_and_brings_it_back():
+    """The race the lock closes: a settler read the parent as failed and is cancelling the
+    dependent, uncommitted, when the parent is retried. The retry waits for that settler's
+    row lock and then sees its cancel, instead of missing a dependent still waiting in its
+    own snapshot (which would leave it cancelled for a parent already retried)."""
+    import threading
+    import time
+
+    from django.db import connection, transaction
+
+    parent = queued_job(max_attempts=1, priority=100)
+    child = queued_job(depends_on=[parent.pk])
+    fail(parent)
+    cancelling = threading.Event()
+
+    def settler() -> None:
+        try:
+            with transaction.atomic():
+                assert services.settle_waiting_jobs() == (0, 1)
+                cancelling.set()
+                time.sleep(0.5)  # the retry starts meanwhile
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=settler)
+    thread.start()
+    assert cancelling.wait(10)
+    started = time.monotonic()
+    services.retry_job(job_id=parent.pk)
+    waited = time.monotonic() - started
+    thread.join()
+    assert fresh(child).status == Status.WAITING
+    assert waited >= 0.2  # it did wait for the settler's commit

@@ -72,9 +72,7 @@ def test_a_group_then_a_callback_that_waits_for_every_member():
 
 
 def test_a_callback_on_finish_runs_whatever_became_of_the_members():
-    run = group(example_tasks.tagged, example_tasks.tagged).then(
-        example_tasks.collect, on="finish"
-    )
+    run = group(example_tasks.tagged, example_tasks.tagged).then(example_tasks.collect, on="finish")
     callback = run.enqueue().results[-1]
     policies = JobDependency.objects.filter(job_id=callback.id).values_list(
         "on_parent_failure", flat=True
