@@ -6,7 +6,8 @@
 #  1. the open local demo: nginx in front of `runserver` with DEBUG=true
 #     (e2e/dashboard.spec.ts: the pages and actions; e2e/operator.spec.ts: an operator's
 #     checks; e2e/flow-control.spec.ts: the queues and schedules; e2e/attention.spec.ts:
-#     what the dashboard says unasked: frozen workers, backlog age, failure triage);
+#     what the dashboard says unasked: frozen workers, backlog age, failure triage;
+#     e2e/workflows.spec.ts: workflows created through the API, listed and drawn);
 #  2. production: nginx in front of gunicorn with DEBUG=false, signed in with a session
 #     (e2e/front-door.spec.ts).
 # Every process started here is stopped on exit.
@@ -167,7 +168,7 @@ cd "$FRONTEND"
 E2E_BASE_URL="$WEB_URL" E2E_API_URL="$API_URL" CHROMIUM_PATH="$CHROMIUM" \
   SCREENSHOT_DIR="${SCREENSHOT_DIR:-$ROOT/assets/screenshots}" \
   node node_modules/@playwright/test/cli.js test e2e/dashboard.spec.ts e2e/operator.spec.ts e2e/flow-control.spec.ts \
-  e2e/attention.spec.ts --pass-with-no-tests "$@"
+  e2e/attention.spec.ts e2e/workflows.spec.ts --pass-with-no-tests "$@"
 
 # --- Phase 2: production behind nginx -----------------------------------------------------
 PROD_API_PORT="$(free_port)"

@@ -21,7 +21,7 @@ describe('the app under StrictMode (as `make run` serves it)', () => {
    * unmounts, so each first request was aborted and sent again: every page load sent its
    * first API calls twice and aborted one copy.
    */
-  it.each(['/', '/jobs', '/events', '/workers', '/job-types', '/queues', '/schedules'])('sends each first API call of %s once', async (route) => {
+  it.each(['/', '/jobs', '/events', '/workers', '/job-types', '/queues', '/schedules', '/workflows'])('sends each first API call of %s once', async (route) => {
     const sent = new Map<string, number>();
     server.events.on('request:start', ({ request }) => {
       const url = new URL(request.url);

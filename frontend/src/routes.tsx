@@ -10,6 +10,8 @@ import { OverviewPage } from './pages/OverviewPage';
 import { QueuesPage } from './pages/QueuesPage';
 import { SchedulesPage } from './pages/SchedulesPage';
 import { WorkersPage } from './pages/WorkersPage';
+import { WorkflowDetailPage } from './pages/WorkflowDetailPage';
+import { WorkflowsPage } from './pages/WorkflowsPage';
 
 export const routes: RouteObject[] = [
   {
@@ -19,6 +21,8 @@ export const routes: RouteObject[] = [
       { path: 'jobs', element: <JobsPage /> },
       { path: 'jobs/:id', element: <JobDetailPage /> },
       { path: 'job-types', element: <JobTypesPage /> },
+      { path: 'workflows', element: <WorkflowsPage /> },
+      { path: 'workflows/:id', element: <WorkflowDetailPage /> },
       { path: 'workers', element: <WorkersPage /> },
       { path: 'queues', element: <QueuesPage /> },
       { path: 'schedules', element: <SchedulesPage /> },

@@ -39,6 +39,9 @@ import type {
   TimelinePage,
   TimelineParams,
   LiveWorkers,
+  WorkflowDetail,
+  WorkflowListParams,
+  WorkflowPage,
 } from './types';
 
 export type ApiErrorKind = 'network' | 'timeout' | 'http';
@@ -399,6 +402,18 @@ export function createApiClient(options: ClientOptions) {
     async triggerSchedule(name: string): Promise<ScheduleTrigger> {
       return (await request<ScheduleTrigger>(`schedules/${encodeURIComponent(name)}/trigger/`, { method: 'POST' })).data;
     },
+
+    /** Workflows, newest first, a page at a time; `state` keeps those in that state. */
+    listWorkflows: (params: WorkflowListParams, signal?: AbortSignal) =>
+      get<WorkflowPage>(
+        'workflows/',
+        { page: params.page > 1 ? params.page : undefined, state: params.state } satisfies QueryParams<'workflows_list'>,
+        signal,
+      ),
+
+    /** A workflow, its first 1,000 members and the edges among them. */
+    getWorkflow: (id: string, signal?: AbortSignal) =>
+      get<WorkflowDetail>(`workflows/${encodeURIComponent(id)}/`, undefined, signal),
 
     async bulkCancel(selection: JobSelection): Promise<CancelOutcome> {
       return (await request<CancelOutcome>('jobs/cancel/', { method: 'POST', body: selection })).data;

@@ -250,3 +250,37 @@ export type LiveWorkerThread = Schema['WorkerThread'];
 export const JOB_ORDERINGS = ['created_at', 'started_at', 'finished_at', 'priority', 'type'] as const;
 export type JobOrderingField = (typeof JOB_ORDERINGS)[number];
 export type JobOrdering = JobOrderingField | `-${JobOrderingField}`;
+
+// --- Workflows: jobs and their dependency edges created together --------------------
+
+/**
+ * A workflow's state, from its members' statuses: `active` while any is waiting, queued
+ * or running; then `failed` if any failed, else `cancelled` if any was cancelled, else
+ * `succeeded`.
+ */
+export type WorkflowState = Schema['StateEnum'];
+export const WORKFLOW_STATES = enumValues<WorkflowState>()(['active', 'succeeded', 'failed', 'cancelled']);
+
+/** A row of `GET /api/workflows/`: its members counted by status (every status, zeros included). */
+export type WorkflowSummary = Schema['WorkflowSummary'];
+
+/** One member job of a workflow, as `GET /api/workflows/{id}/` lists it (creation order). */
+export type WorkflowMember = Schema['WorkflowMember'];
+
+/** A dependency among the members shown: `child` waits for `parent`. */
+export type WorkflowEdge = Schema['WorkflowEdge'];
+
+/**
+ * `GET /api/workflows/{id}/`: the summary, the first 1,000 members and the edges among
+ * them; `members_truncated` when there are more.
+ */
+export type WorkflowDetail = Schema['WorkflowDetail'];
+
+/** A page of the workflow list (50, by `page`), newest first. */
+export type WorkflowPage = Schema['PaginatedWorkflowSummaryList'];
+
+export interface WorkflowListParams {
+  /** 1-based. */
+  page: number;
+  state?: WorkflowState | undefined;
+}

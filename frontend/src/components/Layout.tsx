@@ -12,6 +12,7 @@ import { SessionControl, SessionGate } from './SignIn';
 const NAV = [
   { to: '/', label: 'Overview', end: true },
   { to: '/jobs', label: 'Jobs', end: false },
+  { to: '/workflows', label: 'Workflows', end: false },
   { to: '/job-types', label: 'Job types', end: false },
   { to: '/workers', label: 'Workers', end: false },
   { to: '/queues', label: 'Queues', end: false },
@@ -20,10 +21,15 @@ const NAV = [
   { to: '/create', label: 'Create', end: false },
 ];
 
-/** "Jobs · Job Queue", "Job 8421aca2 · Job Queue": each page's own title, for tabs and history. */
+/**
+ * "Jobs · Job Queue", "Job 8421aca2 · Job Queue", "Workflow 5c0ffee1 · Job Queue": each
+ * page's own title, for tabs and history.
+ */
 function pageTitle(pathname: string): string {
   const job = /^\/jobs\/([^/]+)/.exec(pathname);
   if (job) return `Job ${decodeURIComponent(job[1]!).slice(0, 8)} · Job Queue`;
+  const workflow = /^\/workflows\/([^/]+)/.exec(pathname);
+  if (workflow) return `Workflow ${decodeURIComponent(workflow[1]!).slice(0, 8)} · Job Queue`;
   const item = NAV.find((nav) => (nav.end ? pathname === nav.to : pathname.startsWith(nav.to)));
   return item ? `${item.label} · Job Queue` : 'Not found · Job Queue';
 }

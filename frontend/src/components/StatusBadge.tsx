@@ -1,14 +1,5 @@
 import type { JobEventType, JobStatus } from '../api/types';
-import { EVENT_TONE, STATUS_TONE } from '../lib/tones';
-
-const STATUS_ICON: Record<JobStatus, string> = {
-  queued: '○',
-  waiting: '⧖',
-  running: '◐',
-  succeeded: '✓',
-  failed: '✕',
-  cancelled: '⊘',
-};
+import { EVENT_TONE, STATUS_ICON, STATUS_TONE } from '../lib/tones';
 
 /** A job status as a coloured badge; the icon and text keep it readable without colour. */
 export function StatusBadge({ status }: { status: string }) {

@@ -12,6 +12,16 @@ export const STATUS_TONE: Record<JobStatus, Tone> = {
   cancelled: 'muted',
 };
 
+/** Each status's icon, beside its word wherever a status is shown, so colour is never the only cue. */
+export const STATUS_ICON: Record<JobStatus, string> = {
+  queued: '○',
+  waiting: '⧖',
+  running: '◐',
+  succeeded: '✓',
+  failed: '✕',
+  cancelled: '⊘',
+};
+
 export const EVENT_TONE: Record<JobEventType, Tone> = {
   created: 'neutral',
   claimed: 'running',

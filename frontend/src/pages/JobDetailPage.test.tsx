@@ -3,7 +3,7 @@ import userEvent from '@testing-library/user-event';
 import { http, HttpResponse } from 'msw';
 import { describe, expect, it } from 'vitest';
 import type { Job, JobEvent } from '../api/types';
-import { API, JOB_ID, makeAttempt, makeEvent, makeJob } from '../test/fixtures';
+import { API, JOB_ID, WORKFLOW_ID, edge, makeAttempt, makeEvent, makeJob, makeMember, makeWorkflow } from '../test/fixtures';
 import { renderApp } from '../test/render';
 import { server, timelineResponse } from '../test/server';
 
@@ -499,5 +499,90 @@ describe('Job detail attempts and errors', () => {
       ).toEqual(['created', 'lease_renewed']),
     );
     expect(filters).toEqual(['exclude', 'include']);
+  });
+});
+
+describe('Job detail page: its workflow', () => {
+  const extract = makeMember('extract');
+  const transform = makeMember('transform', { id: JOB_ID, status: 'running', finished_at: null });
+  const load = makeMember('load', { status: 'waiting', attempts: 0, finished_at: null });
+  const workflow = makeWorkflow([extract, transform, load], [edge(extract, transform), edge(transform, load)], {
+    state: 'active',
+  });
+
+  /** The job (in the workflow unless `workflowId` is null), and the workflow, counting its requests. */
+  function serveInWorkflow(workflowId: string | null) {
+    const asked = { workflow: 0 };
+    serve(makeJob({ status: 'running', workflow_id: workflowId }), [makeEvent()]);
+    server.use(
+      http.get(`${API}/workflows/${WORKFLOW_ID}/`, () => {
+        asked.workflow += 1;
+        return HttpResponse.json(workflow);
+      }),
+    );
+    return asked;
+  }
+
+  it('shows the workflow graph with this job outlined, each node linking to its job', async () => {
+    serveInWorkflow(WORKFLOW_ID);
+    renderApp(`/jobs/${JOB_ID}`);
+    const section = await screen.findByRole('region', { name: 'Workflow' });
+    const graph = await within(section).findByRole('group', { name: 'Workflow graph' });
+    expect(within(section).getByRole('link', { name: 'nightly-etl' })).toHaveAttribute('href', `/workflows/${WORKFLOW_ID}`);
+    expect(within(section).getByText('active', { selector: '[data-state]' })).toBeInTheDocument();
+
+    const current = graph.querySelector('[aria-current="page"]');
+    expect(current).toHaveAttribute('data-node-id', JOB_ID);
+    expect(current).toHaveClass('dag-node--current');
+    expect(current).toHaveTextContent('this job');
+    expect(graph.querySelectorAll('[data-current]')).toHaveLength(1);
+    expect(within(graph).getByRole('link', { name: /^extract/ })).toHaveAttribute('href', `/jobs/${extract.id}`);
+    expect(within(graph).getByRole('link', { name: /^load/ })).toHaveAttribute('href', `/jobs/${load.id}`);
+    expect(graph.querySelectorAll('[data-edge-from]')).toHaveLength(2);
+  });
+
+  it('shows no workflow section, and asks for none, for a job created alone', async () => {
+    const asked = serveInWorkflow(null);
+    renderApp(`/jobs/${JOB_ID}`);
+    await screen.findByRole('region', { name: 'Fields' });
+    expect(screen.queryByRole('region', { name: 'Workflow' })).not.toBeInTheDocument();
+    expect(asked.workflow).toBe(0);
+  });
+});
+
+describe('Job detail page: a job past the members its workflow lists', () => {
+  it('says it is one of the members the graph leaves out', async () => {
+    const start = makeMember('start');
+    const first = Array.from({ length: 999 }, (_, i) => makeMember(`part-${i}`, { status: 'waiting' }));
+    serve(makeJob({ status: 'waiting', workflow_id: WORKFLOW_ID }), [makeEvent()]);
+    server.use(
+      http.get(`${API}/workflows/${WORKFLOW_ID}/`, () =>
+        HttpResponse.json(
+          makeWorkflow([start, ...first], first.map((p) => edge(start, p)), { jobs: 10_002, members_truncated: true }),
+        ),
+      ),
+    );
+    renderApp(`/jobs/${JOB_ID}`);
+    const section = await screen.findByRole('region', { name: 'Workflow' });
+    expect(await within(section).findByText(/First 1,000 members shown, of 10,002/)).toHaveTextContent(
+      'This job is one of those left out.',
+    );
+    expect(section.querySelector('[aria-current]')).toBeNull();
+  });
+});
+
+describe('Job detail page: a job waiting for a whole group', () => {
+  it('links its first 20 parents and counts the rest', async () => {
+    const parents = Array.from({ length: 10_000 }, (_, i) => `${String(i).padStart(8, '0')}-0000-4000-8000-000000000000`);
+    serve(makeJob({ status: 'waiting', workflow_id: WORKFLOW_ID, ...{ depends_on: parents, on_parent_failure: 'run' } }), []);
+    server.use(
+      http.get(`${API}/workflows/${WORKFLOW_ID}/`, () => HttpResponse.json(makeWorkflow([makeMember('a')], []))),
+    );
+    renderApp(`/jobs/${JOB_ID}`);
+    const fields = await screen.findByRole('region', { name: 'Fields' });
+    const dependsOn = within(fields).getByText('Depends on', { selector: 'dt' }).nextElementSibling as HTMLElement;
+    expect(within(dependsOn).getAllByRole('link')).toHaveLength(20);
+    expect(within(dependsOn).getAllByRole('link')[0]).toHaveAttribute('href', `/jobs/${parents[0]}`);
+    expect(dependsOn).toHaveTextContent('and 9,980 more (the workflow’s graph counts them)');
   });
 });

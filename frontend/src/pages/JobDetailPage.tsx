@@ -10,6 +10,7 @@ import {
   usePageLimits,
   useRetryJob,
   useRunJobNow,
+  useWorkflow,
 } from '../api/hooks';
 import { isCancellable, isLive, isRetryable, type Job, type JobDetail, type WorkerSettings } from '../api/types';
 import { AttemptsTable } from '../components/AttemptsTable';
@@ -28,6 +29,9 @@ import { formatExact, isIsoTime } from '../lib/time';
 import { findJob } from '../lib/search';
 import { traceIdOf } from '../lib/trace';
 import { StatusBadge } from '../components/StatusBadge';
+import { StatusCountsBar, WorkflowStateBadge } from '../components/WorkflowBits';
+import { WorkflowGraph } from '../components/WorkflowGraph';
+import { workflowTitle } from '../lib/workflows';
 import { ApiError, api } from '../api/client';
 
 function Field({ label, children }: { label: string; children: ReactNode }) {
@@ -39,9 +43,42 @@ function Field({ label, children }: { label: string; children: ReactNode }) {
   );
 }
 
+/**
+ * Parents linked one by one in the fields; a workflow's callback may wait for 10,000, which
+ * its graph shows as one counted node instead.
+ */
+const PARENTS_SHOWN = 20;
+
 /** The jobs it waits for; an API older than job dependencies sends none. */
 function parentsOf(job: JobDetail): string[] {
   return (job.depends_on as string[] | undefined) ?? [];
+}
+
+/** The job's workflow: its state and counts, and its graph with this job outlined. */
+function JobWorkflow({ workflowId, jobId }: { workflowId: string; jobId: string }) {
+  const workflow = useWorkflow(workflowId);
+  return (
+    <section className="panel panel--wide" aria-labelledby="workflow-heading">
+      <h2 id="workflow-heading">Workflow</h2>
+      {workflow.isPending ? (
+        <Loading label="Loading workflow…" />
+      ) : workflow.isError && !workflow.data ? (
+        <ErrorState title="Could not load its workflow" error={workflow.error} onRetry={() => void workflow.refetch()} />
+      ) : workflow.data ? (
+        <>
+          {workflow.isError && <StaleNote error={workflow.error} />}
+          <p className="workflow-line">
+            <Link to={`/workflows/${workflow.data.id}`} className={workflow.data.name ? undefined : 'mono'}>
+              {workflowTitle(workflow.data)}
+            </Link>
+            <WorkflowStateBadge state={workflow.data.state} />
+            <StatusCountsBar counts={workflow.data.counts} />
+          </p>
+          <WorkflowGraph workflow={workflow.data} currentId={jobId} />
+        </>
+      ) : null}
+    </section>
+  );
 }
 
 /** The timeout in force and where it comes from (job, type or worker), as the API says. */
@@ -112,14 +149,23 @@ function JobFields({ job, worker }: { job: JobDetail; worker: WorkerSettings | u
       )}
       {parentsOf(job).length > 0 && (
         <Field label="Depends on">
-          {parentsOf(job).map((parent, index) => (
-            <span key={parent}>
-              {index > 0 && ', '}
-              <Link className="mono" to={`/jobs/${parent}`}>
-                {parent.slice(0, 8)}
-              </Link>
+          {parentsOf(job)
+            .slice(0, PARENTS_SHOWN)
+            .map((parent, index) => (
+              <span key={parent}>
+                {index > 0 && ', '}
+                <Link className="mono" to={`/jobs/${parent}`}>
+                  {parent.slice(0, 8)}
+                </Link>
+              </span>
+            ))}
+          {parentsOf(job).length > PARENTS_SHOWN && (
+            <span data-more-parents={parentsOf(job).length - PARENTS_SHOWN}>
+              {' '}
+              and {(parentsOf(job).length - PARENTS_SHOWN).toLocaleString()} more
+              {job.workflow_id ? ' (the workflow’s graph counts them)' : ''}
             </span>
-          ))}
+          )}
           <span className="muted small">
             {job.on_parent_failure === 'run'
               ? ' (runs once every one finished, whatever their outcome)'
@@ -403,6 +449,9 @@ function JobDetail({ id }: { id: string }) {
       <JobActions job={data} worker={worker} />
 
       <div className="detail-grid">
+        {/* A job created alone belongs to no workflow. */}
+        {data.workflow_id && <JobWorkflow workflowId={data.workflow_id} jobId={data.id} />}
+
         <section className="panel" aria-labelledby="fields-heading">
           <h2 id="fields-heading">Fields</h2>
           <JobFields job={data} worker={worker} />

@@ -20,6 +20,11 @@ import type {
   LiveWorkers,
   ErrorGroup,
   Throughput,
+  WorkflowDetail,
+  WorkflowEdge,
+  WorkflowMember,
+  WorkflowPage,
+  WorkflowSummary,
 } from '../api/types';
 
 export const API = 'http://localhost:8000/api';
@@ -319,3 +324,69 @@ export const viewOnlySession: Session = {
   username: 'viewer',
   permissions: { view: true, add: false, change: false },
 };
+
+export const WORKFLOW_ID = '5c0ffee1-2d3e-4f50-8a6b-7c8d9e0f1a2b';
+
+/** A stable job id for a step's ref (FNV-1a of the ref): the same ref, the same id. */
+function idFor(ref: string): string {
+  let hash = 0x811c9dc5;
+  for (const c of ref) hash = Math.imul(hash ^ c.charCodeAt(0), 0x01000193) >>> 0;
+  const hex = hash.toString(16).padStart(8, '0');
+  return `${hex}-0000-4000-8000-${hex}0000`;
+}
+
+/** A member job of a workflow: `ref` names it, its id is made from the ref unless given. */
+export function makeMember(ref: string, overrides: Partial<WorkflowMember> = {}): WorkflowMember {
+  return {
+    id: idFor(ref),
+    ref,
+    type: 'demo.success',
+    status: 'succeeded',
+    queue: 'default',
+    attempts: 1,
+    max_attempts: 3,
+    created_at: '2026-06-21T10:00:00Z',
+    finished_at: '2026-06-21T10:00:02Z',
+    on_parent_failure: 'cancel',
+    ...overrides,
+  };
+}
+
+/** `child` waits for `parent`. */
+export function edge(parent: WorkflowMember, child: WorkflowMember): WorkflowEdge {
+  return { parent: parent.id, child: child.id };
+}
+
+/** A workflow as the list shows it: three succeeded jobs unless overridden. */
+export function makeWorkflowSummary(overrides: Partial<WorkflowSummary> = {}): WorkflowSummary {
+  return {
+    id: WORKFLOW_ID,
+    name: 'nightly-etl',
+    created_at: '2026-06-21T10:00:00Z',
+    jobs: 3,
+    counts: { queued: 0, waiting: 0, running: 0, succeeded: 3, failed: 0, cancelled: 0 },
+    state: 'succeeded',
+    ...overrides,
+  };
+}
+
+/** A workflow's detail: the summary's counts and size follow `members` unless overridden. */
+export function makeWorkflow(
+  members: WorkflowMember[],
+  edges: WorkflowEdge[],
+  overrides: Partial<WorkflowDetail> = {},
+): WorkflowDetail {
+  const counts = { queued: 0, waiting: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 };
+  for (const m of members) counts[m.status] += 1;
+  return {
+    ...makeWorkflowSummary({ jobs: members.length, counts }),
+    members,
+    members_truncated: false,
+    edges,
+    ...overrides,
+  };
+}
+
+export function workflowsPage(results: WorkflowSummary[], count = results.length, next: string | null = null): WorkflowPage {
+  return { count, next, previous: null, results };
+}

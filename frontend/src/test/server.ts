@@ -11,6 +11,7 @@ import {
   makeWorkers,
   openSession,
   stats,
+  workflowsPage,
 } from './fixtures';
 
 /** Default handlers: a healthy, empty API with one idle worker. Tests override what they exercise. */
@@ -25,6 +26,7 @@ export const defaultHandlers = [
   http.get(`${API}/jobs/:id/attempts/`, () => HttpResponse.json([])),
   http.get(`${API}/queues/`, () => HttpResponse.json([])),
   http.get(`${API}/schedules/`, () => HttpResponse.json([])),
+  http.get(`${API}/workflows/`, () => HttpResponse.json(workflowsPage([]))),
 ];
 
 export const server = setupServer(...defaultHandlers);

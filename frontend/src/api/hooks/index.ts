@@ -38,3 +38,4 @@ export { useEventFeed } from './events';
 export { useFindJob } from './search';
 export { useQueues, useSetQueuePaused, useUpdateQueueLimits } from './queues';
 export { useSchedules, useSetSchedulePaused, useTriggerSchedule } from './schedules';
+export { useWorkflow, useWorkflows } from './workflows';

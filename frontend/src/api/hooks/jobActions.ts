@@ -16,10 +16,11 @@ import type {
 } from '../types';
 import { queryKeys } from './keys';
 
-/** After a create or a bulk action: every job query (lists, counts, pages, stats) and the feed. */
+/** After a create or a bulk action: every job query (lists, counts, pages, stats), the feed and the workflows. */
 function refreshEveryJobView(queryClient: QueryClient) {
   void queryClient.invalidateQueries({ queryKey: queryKeys.allJobs });
   void queryClient.invalidateQueries({ queryKey: queryKeys.allEvents });
+  void queryClient.invalidateQueries({ queryKey: queryKeys.allWorkflows });
 }
 
 export function useCreateJob() {
@@ -50,6 +51,8 @@ function refreshAfterJobChange(queryClient: QueryClient, id: string) {
   void queryClient.invalidateQueries({ queryKey: queryKeys.jobCounts });
   void queryClient.invalidateQueries({ queryKey: queryKeys.stats });
   void queryClient.invalidateQueries({ queryKey: queryKeys.allEvents });
+  // A retry or cancel changes a workflow's counts and state, and its graph's colours.
+  void queryClient.invalidateQueries({ queryKey: queryKeys.allWorkflows });
 }
 
 /**

@@ -4,7 +4,14 @@
  * `queryKeys.allJobs` after a write reloads each of them. The hooks and the cache
  * invalidations read keys from here, never spell them out.
  */
-import type { EventFeedParams, HeartbeatFilter, JobCountParams, JobListParams, ThroughputParams } from '../types';
+import type {
+  EventFeedParams,
+  HeartbeatFilter,
+  JobCountParams,
+  JobListParams,
+  ThroughputParams,
+  WorkflowListParams,
+} from '../types';
 
 export const queryKeys = {
   health: ['health'] as const,
@@ -38,4 +45,9 @@ export const queryKeys = {
   queues: ['queues'] as const,
   /** Every schedule with its next run and last job (`/schedules/`). */
   schedules: ['schedules'] as const,
+
+  /** Everything read from `/workflows/…`: their members' statuses change with any job write. */
+  allWorkflows: ['workflows'] as const,
+  workflows: (p: WorkflowListParams) => ['workflows', 'list', p] as const,
+  workflow: (id: string) => ['workflows', 'detail', id] as const,
 };

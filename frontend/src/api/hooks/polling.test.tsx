@@ -7,7 +7,18 @@ import { act, waitFor } from '@testing-library/react';
 import { http, HttpResponse } from 'msw';
 import { afterEach, describe, expect, it } from 'vitest';
 import { usePolling } from '../../polling/usePolling';
-import { API, JOB_ID, eventPage, jobsPage, makeEvent, makeJob, stats } from '../../test/fixtures';
+import {
+  API,
+  JOB_ID,
+  WORKFLOW_ID,
+  eventPage,
+  jobsPage,
+  makeEvent,
+  makeJob,
+  makeMember,
+  makeWorkflow,
+  stats,
+} from '../../test/fixtures';
 import { renderHookWithClient } from '../../test/render';
 import { server, timelineResponse } from '../../test/server';
 import { sleep } from '../../test/sleep';
@@ -19,6 +30,7 @@ import { useJobTypes } from './jobTypes';
 import { useSession } from './session';
 import { useActiveQueues, useStats, useThroughput } from './stats';
 import { useWorkers } from './workers';
+import { useWorkflow, useWorkflows } from './workflows';
 
 function countingStats() {
   const calls = { n: 0 };
@@ -86,6 +98,9 @@ describe('which hooks poll', () => {
       http.get(`${API}/jobs/${JOB_ID}/`, () => HttpResponse.json(makeJob({ status: 'running', attempts: 1 }))),
       http.get(`${API}/jobs/${JOB_ID}/events/`, () => timelineResponse([makeEvent()])),
       http.get(`${API}/job-events/`, () => HttpResponse.json(eventPage([makeEvent()]))),
+      http.get(`${API}/workflows/${WORKFLOW_ID}/`, () =>
+        HttpResponse.json(makeWorkflow([makeMember('a', { status: 'running' })], [], { state: 'active' })),
+      ),
     );
     return { of: (path: string) => byPath.get(`/api/${path}`) ?? 0 };
   }
@@ -105,6 +120,8 @@ describe('which hooks poll', () => {
     ['useJobTypes', () => useJobTypes(60), 'jobs/types/'],
     ['useWorkers', () => useWorkers(), 'workers/'],
     ['useEventFeed', () => useEventFeed({}), 'job-events/'],
+    ['useWorkflows', () => useWorkflows({ page: 1 }), 'workflows/'],
+    ['useWorkflow (active)', () => useWorkflow(WORKFLOW_ID), `workflows/${WORKFLOW_ID}/`],
   ] as const)('%s polls on the chosen interval and stops while paused', async (_name, hook, path) => {
     const requests = countRequests();
     const { result } = renderHookWithClient(() => ({ hook: hook(), polling: usePolling() }), { pollIntervalMs: 40 });
@@ -127,5 +144,26 @@ describe('which hooks poll', () => {
     await waitFor(() => expect(result.current.isSuccess).toBe(true));
     await sleep(250);
     expect(requests.of(path)).toBe(1);
+  });
+
+  it('useWorkflow stops polling once every member has finished', async () => {
+    const requests = countRequests();
+    server.use(
+      http.get(`${API}/workflows/${WORKFLOW_ID}/`, () =>
+        HttpResponse.json(makeWorkflow([makeMember('a', { status: 'failed' })], [], { state: 'failed' })),
+      ),
+    );
+    const { result } = renderHookWithClient(() => useWorkflow(WORKFLOW_ID), { pollIntervalMs: 40 });
+    await waitFor(() => expect(result.current.isSuccess).toBe(true));
+    await sleep(250);
+    expect(requests.of(`workflows/${WORKFLOW_ID}/`)).toBe(1);
+  });
+
+  it('useWorkflow asks for nothing without an id', async () => {
+    const requests = countRequests();
+    renderHookWithClient(() => useWorkflow(null), { pollIntervalMs: 40 });
+    await sleep(150);
+    expect(requests.of('workflows/')).toBe(0);
+    expect(requests.of(`workflows/${WORKFLOW_ID}/`)).toBe(0);
   });
 });
