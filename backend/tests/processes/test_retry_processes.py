@@ -9,7 +9,7 @@ import pytest
 from harness import wait_until
 from jobs.models import Job, JobEvent
 from tests import retry_handlers
-from tests.factories import fresh, queued_job, timeline
+from tests.factories import fresh, queued_job, queued_jobs, timeline
 from tests.helpers import WorkerProcess, stop_all
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -60,3 +60,43 @@ def test_a_snoozing_handler_and_a_per_exception_give_up_run_on_a_worker_process(
     for job in (given_up, task_job):
         job = fresh(job)
         assert (job.status, job.attempts, timeline(job)[-1]) == (Status.FAILED, 1, Event.FAILED)
+
+
+def test_a_burst_of_failures_spreads_its_retries_and_a_backoff_answer_sets_its_wait(tmp_path):
+    window = 30  # the default ladder's first rung: no retry comes due within the test
+    burst = queued_jobs(100, "retry.only_transient", payload={"raise": "transient"})
+    answered = queued_job("retry.backoff", payload={"answer": 7})
+    ids = [job.id for job in burst]
+
+    def first_retries() -> list[float]:
+        return list(
+            JobEvent.objects.filter(
+                job_id__in=ids, type=Event.RETRY_SCHEDULED, attempt=1
+            ).values_list("data__delay_seconds", flat=True)
+        )
+
+    worker = WorkerProcess(
+        tmp_path / "worker.log",
+        "--threads",
+        "4",
+        JOB_HANDLER_MODULES="tests.retry_handlers",
+        JOB_WORKER_BACKOFF_BASE_SECONDS=str(window),
+        JOB_WORKER_POLL_INTERVAL_MS="50",
+    )
+    try:
+        wait_until(
+            lambda: len(first_retries()) == 100 and fresh(answered).attempts == 1,
+            30,
+            "a retry scheduled for every job of the burst",
+        )
+        assert stop_all([worker]) == [0]
+    finally:
+        worker.proc.kill()
+
+    delays = first_retries()
+    assert all(0 <= delay <= window for delay in delays)
+    # Spread over the window: not one instant, every fifth of it reached.
+    assert len(set(delays)) > 90
+    assert {min(int(delay / window * 5), 4) for delay in delays} == {0, 1, 2, 3, 4}
+    retry = JobEvent.objects.get(job_id=answered.pk, type=Event.RETRY_SCHEDULED)
+    assert retry.data["delay_seconds"] == 7
