@@ -87,28 +87,20 @@ def settle_waiting_jobs(
 
 
 def settle_waiting_window(
-    *,
-    after: tuple[datetime, UUID] | None,
-    limit: int,
-    batch_size: int | None = None,
-    now: datetime | None = None,
+    *, after: tuple[datetime, UUID] | None, limit: int, now: datetime | None = None
 ) -> SettledWindow:
     """``settle_waiting_jobs``' invariant over the next ``limit`` waiting jobs after
     ``after`` (by creation). One read without a lock finds those their parents decide now;
-    they are settled ``batch_size`` at a time (all at once without it), one transaction
-    each, locked ``SKIP LOCKED`` and decided again under the lock. A window reads at most
-    ``limit`` rows of ``job_waiting_idx`` from its cursor on, however many jobs wait, so the
-    settler's pass costs the same with a million jobs waiting on unfinished parents as with
-    none; a window with nothing to settle is two reads and no transaction."""
+    they are settled in one transaction, locked ``SKIP LOCKED`` and decided again under
+    the lock. A window reads at most ``limit`` rows of ``job_waiting_idx`` from its cursor
+    on, however many jobs wait, so the settler's pass costs the same with a million jobs
+    waiting on unfinished parents as with none; a window with nothing to settle is two
+    reads and no transaction."""
     ids, resume_after = get_driver().find_settleable_jobs(limit=limit, after=after)
-    step = batch_size or max(len(ids), 1)
-    queued = cancelled = 0
-    for start in range(0, len(ids), step):
-        chunk = ids[start : start + step]
-        settled = _settle(limit=len(chunk), ids=chunk, after=None, now=now)
-        queued += settled.queued
-        cancelled += settled.cancelled
-    return SettledWindow(queued, cancelled, resume_after)
+    if not ids:
+        return SettledWindow(0, 0, resume_after)
+    settled = _settle(limit=len(ids), ids=ids, after=None, now=now)
+    return SettledWindow(settled.queued, settled.cancelled, resume_after)
 
 
 def _settle(
