@@ -46,6 +46,8 @@ from .tracing import render as render_tracing
 from .wakeup import WakeupResult
 from .wakeup import goals as latency_goals
 from .workers import HeartbeatCost, WorkerRun
+from .workflows import WorkflowsResult
+from .workflows import goals as workflow_goals
 
 
 @dataclass(kw_only=True)
@@ -95,6 +97,7 @@ class Results:
     peers: PeersResult | None = None
     backlog: BacklogResult | None = None
     mix: MixResult | None = None
+    workflows: WorkflowsResult | None = None
     targets: list[Target] = field(default_factory=list)
     goals: list[Goal] = field(default_factory=list)
 
@@ -519,6 +522,7 @@ def evaluate_goals(results: Results) -> list[Goal]:
     goals += decay_goals(results.decay)
     goals += latency_goals(results.wakeup)
     goals += mix_goals(results.mix)
+    goals += workflow_goals(results.workflows)
     return goals
 
 
@@ -907,6 +911,8 @@ def render(results: Results) -> str:
         out += results.backlog.render()
     if results.mix:
         out += results.mix.render()
+    if results.workflows:
+        out += results.workflows.render()
     if results.targets:
         out += ["", "Other targets"]
         for target in results.targets:

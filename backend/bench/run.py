@@ -41,6 +41,10 @@ and written, with the raw figures, to ``bench-results/latest.json`` (and ``lates
 15. Mix (``bench.mix``): 1 x 4 drains ``--mix-jobs`` jobs sleeping 1-10 ms with batch
     sizes 1 and with batched fetch (4) and completion (10), what the defaults choose for
     4 threads.
+16. Workflows (``bench.workflows``): 1 x 4 runs a fan-out of ``--workflow-jobs`` children
+    and a fan-in callback, enqueue to the callback's success, against as many plain jobs;
+    and drains ``--workflow-jobs`` beside ``--workflow-waiting`` waiting jobs against the
+    same without them, with the claim's EXPLAIN both ways.
 The wake-up phase also times lone jobs from handler return to committed
 (``--completion-jobs``), with the default settings and with a completion batch of 1.
 
@@ -75,6 +79,7 @@ from .tasks import run_tasks
 from .tracing import run_tracing
 from .wakeup import run_wakeup
 from .workers import CONFIGS, WorkerRun, run_heartbeat_cost, run_workers
+from .workflows import run_workflows
 
 PHASES = (
     "workers",
@@ -92,6 +97,7 @@ PHASES = (
     "decay",
     "backlog",
     "mix",
+    "workflows",
     "peers",
 )
 # Phases that run unless --only names others; peers needs --peers (or --only peers).
@@ -185,6 +191,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=2,
         help="interleaved rounds of the mix phase, default and batched settings; the best "
         "of each is kept (2)",
+    )
+    parser.add_argument(
+        "--workflow-jobs",
+        type=int,
+        default=10_000,
+        help="children of the workflows phase's fan-out, and jobs of its drains (10000)",
+    )
+    parser.add_argument(
+        "--workflow-waiting",
+        type=int,
+        default=100_000,
+        help="jobs waiting on an unfinished parent beside the workflows phase's drain (100000)",
+    )
+    parser.add_argument(
+        "--workflow-rounds",
+        type=int,
+        default=2,
+        help="interleaved rounds of the workflows phase; the best of each is kept (2)",
     )
     parser.add_argument(
         "--backlog", type=int, default=100_000, help="queued jobs for the deep backlog (100000)"
@@ -319,6 +343,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "backlog_goal_rounds",
         "mix_jobs",
         "mix_rounds",
+        "workflow_jobs",
+        "workflow_rounds",
     ):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
@@ -489,6 +515,15 @@ def run_phases(
         )
     if "mix" in args.phases:
         results.mix = run_mix(db, env, jobs=args.mix_jobs, rounds=args.mix_rounds, log_dir=log_dir)
+    if "workflows" in args.phases:
+        results.workflows = run_workflows(
+            db,
+            env,
+            jobs=args.workflow_jobs,
+            waiting=args.workflow_waiting,
+            rounds=args.workflow_rounds,
+            log_dir=log_dir,
+        )
     if "peers" in args.phases:
         results.peers = run_peers(
             db,

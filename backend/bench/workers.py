@@ -112,18 +112,25 @@ def run_workers(
     enqueue_first: bool = False,
     after_enqueue: Callable[[Database], None] | None = None,
     measure_cpu: bool = False,
+    enqueue: Callable[[Database], None] | None = None,
+    finished: Callable[[Database], bool] | None = None,
 ) -> WorkerRun:
     """``extra_env``: settings of the worker processes on top of ``env`` (throughput mode's
     levers, say); with ``JOB_WORKER_LEAN_TIMELINE`` on, the drain is timed from the jobs'
     rows (``row_window``). ``enqueue_first``: the backlog is inserted before the workers
     start (how the peers are measured, ``bench/peers.py``) instead of while they idle, then
     ``after_enqueue`` runs (an ``ANALYZE``, say); ``measure_cpu``: the workers' and their
-    backends' CPU per job over the drain window."""
+    backends' CPU per job over the drain window. ``enqueue`` writes the jobs instead of
+    ``jobs`` plain ones (a workflow's graph, say: ``jobs`` then counts every job of it), and
+    ``finished`` says when the run is over instead of "nothing due or running" (a graph
+    whose waiting jobs are not yet released)."""
+    write = enqueue or (lambda db: enqueue_bulk(db, jobs, job_type=job_type))
+    over = finished or (lambda db: not due_or_running_jobs_exist(db))
     reset_tables(db)
     if setup is not None:
         setup(db)
     if enqueue_first:
-        enqueue_bulk(db, jobs, job_type=job_type)
+        write(db)
         if after_enqueue is not None:
             after_enqueue(db)
     before = _commits(db)
@@ -165,9 +172,9 @@ def run_workers(
             time.sleep(0.5)  # every thread has run its first (empty) claim and now idles
             before = _commits(db)
             enqueued_at = time.monotonic()
-            enqueue_bulk(db, jobs, job_type=job_type)
+            write(db)
         wait_until(
-            lambda: not due_or_running_jobs_exist(db),
+            lambda: over(db),
             timeout=max(120, jobs / 20),
             interval=0.1,
             what="the workers to drain the queue",

@@ -245,9 +245,11 @@ class Job(models.Model):
                 name="job_claim_idx",
                 condition=Q(status=JobStatus.QUEUED),
             ),
-            # The waiting jobs the settling duty reads, oldest first.
+            # The waiting jobs the settling duty reads, oldest first. The id too: a bulk
+            # create stamps its jobs with one created_at, and a window's cursor must start
+            # after its last job inside such a run (migration 0019), not sort the run.
             models.Index(
-                fields=["created_at"],
+                fields=["created_at", "id"],
                 name="job_waiting_idx",
                 condition=Q(status=JobStatus.WAITING),
             ),

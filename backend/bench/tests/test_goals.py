@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 import pytest
 
-from bench import backlog, mix, raw_sql, readme, wakeup
+from bench import backlog, mix, raw_sql, readme, wakeup, workflows
 from bench.jobtypes import mix_seconds
 from bench.run import DEFAULT_PHASES, parse_args
 
@@ -276,3 +276,45 @@ def test_the_pgbench_scripts_carry_no_comment_of_the_statements(script, batch):
 def test_a_comment_is_dropped_with_its_line_when_nothing_else_is_on_it():
     text = "SELECT 1 -- one (:lean)\n    -- a whole line\nFROM t"
     assert raw_sql._without_comments(text) == "SELECT 1\nFROM t"
+
+
+def _workflows(
+    *, plain: float, workflow: float, without: float, beside: float
+) -> workflows.WorkflowsResult:
+    return workflows.WorkflowsResult(
+        fan_out=workflows.FanOutResult(
+            jobs=10_000, rounds=2, plain_seconds=plain, workflow_seconds=workflow
+        ),
+        waiting=workflows.WaitingResult(
+            jobs=10_000, waiting=100_000, rounds=2, without=without, beside=beside
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("workflow_seconds", "beside", "statuses"),
+    [(6.0, 1_900.0, ("PASS", "PASS")), (7.0, 1_700.0, ("MISS", "MISS"))],
+    ids=["met", "missed"],
+)
+def test_the_workflow_goals_judge_the_fan_out_and_the_waiting_drain(
+    workflow_seconds, beside, statuses
+):
+    goals = workflows.goals(
+        _workflows(plain=5.0, workflow=workflow_seconds, without=2_000.0, beside=beside)
+    )
+    assert [goal.id for goal in goals] == [workflows.FAN_OUT_GOAL_ID, workflows.WAITING_GOAL_ID]
+    assert tuple(goal.status for goal in goals) == statuses
+
+
+def test_the_workflow_goals_say_why_they_were_not_run():
+    assert {goal.status for goal in workflows.goals(None)} == {"not run"}
+
+
+def test_the_workflows_phase_runs_by_default_with_its_sizes():
+    args = parse_args([])
+    assert "workflows" in DEFAULT_PHASES
+    assert (args.workflow_jobs, args.workflow_waiting, args.workflow_rounds) == (
+        10_000,
+        100_000,
+        2,
+    )

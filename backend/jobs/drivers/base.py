@@ -582,6 +582,13 @@ class Driver(Protocol):
         """Write ``(job, parent, on_parent_failure)`` edges; their jobs become waiting."""
         ...
 
+    def find_settleable_jobs(
+        self, *, limit: int, after: tuple[datetime, UUID] | None = None
+    ) -> tuple[list[UUID], tuple[datetime, UUID] | None]:
+        """Which of the next ``limit`` waiting jobs after ``after`` their parents decide
+        now (unlocked); and where the next probe starts (``None``: the end was reached)."""
+        ...
+
     def lock_settleable_jobs(
         self,
         *,

@@ -22,8 +22,9 @@ from uuid import UUID
 
 from django.contrib.auth import get_user_model
 from django.db import DEFAULT_DB_ALIAS, connection
-from django.db.models import Exists, Field, ForeignKey, Model, OuterRef, Value
+from django.db.models import Exists, F, Field, ForeignKey, Model, OuterRef, Q, QuerySet, Value
 from django.db.models.expressions import Col
+from django.db.models.fields.tuple_lookups import Tuple, TupleGreaterThan
 from django.db.models.functions import Greatest
 
 from ..models import (
@@ -324,6 +325,51 @@ class DependencyStatements:
             for job_id, parent_id, policy in edges
         )
 
+    def find_settleable_jobs(
+        self, *, limit: int, after: tuple[datetime, UUID] | None = None
+    ) -> tuple[list[UUID], tuple[datetime, UUID] | None]:
+        """Which of the next ``limit`` waiting jobs after ``after`` (oldest first) their
+        parents decide now, read without a lock (the settling transactions lock and check
+        them again); and the last waiting job looked at when ``limit`` were (where the next
+        probe starts), else ``None``. Two reads of at most ``limit`` rows of
+        ``job_waiting_idx`` each, from the cursor on, however many jobs wait, and no
+        transaction: a probe that finds nothing costs no commit."""
+
+        window = self._waiting_window(after)
+        settleable = list(
+            Job.objects.filter(pk__in=window.values("pk")[:limit], status=JobStatus.WAITING)
+            .filter(self._decided())
+            .order_by("created_at", "id")
+            .values_list("pk", flat=True)
+        )
+        last = list(window.values_list("created_at", "id")[limit - 1 : limit])
+        return settleable, (last[0] if last else None)
+
+    @staticmethod
+    def _waiting_window(after: tuple[datetime, UUID] | None) -> QuerySet[Job]:
+        """The waiting jobs after the cursor ``after``, oldest first: a range of
+        job_waiting_idx that starts right after it, even inside a run of jobs created at
+        one time (a bulk create's), through a row comparison both databases read as an
+        index range."""
+        window = Job.objects.filter(status=JobStatus.WAITING).order_by("created_at", "id")
+        if after is None:
+            return window
+        return window.filter(TupleGreaterThan(Tuple(F("created_at"), F("id")), after))
+
+    @staticmethod
+    def _decided() -> Q:
+        """A waiting job whose parents decide it now: none unfinished, or one failed or
+        cancelled under the ``cancel`` policy."""
+        unfinished = JobDependency.objects.filter(job=OuterRef("pk")).exclude(
+            parent__status__in=FINISHED_STATUSES
+        )
+        broken = JobDependency.objects.filter(
+            job=OuterRef("pk"),
+            on_parent_failure=OnParentFailure.CANCEL,
+            parent__status__in=[JobStatus.FAILED, JobStatus.CANCELLED],
+        )
+        return ~Exists(unfinished) | Exists(broken)
+
     def lock_settleable_jobs(
         self,
         *,
@@ -339,32 +385,17 @@ class DependencyStatements:
         A window reads at most ``limit`` rows of ``job_waiting_idx``, however many jobs
         wait. Inside the caller's transaction."""
 
-        unfinished = JobDependency.objects.filter(job=OuterRef("pk")).exclude(
-            parent__status__in=FINISHED_STATUSES
-        )
-        broken = JobDependency.objects.filter(
-            job=OuterRef("pk"),
-            on_parent_failure=OnParentFailure.CANCEL,
-            parent__status__in=[JobStatus.FAILED, JobStatus.CANCELLED],
-        )
         jobs = Job.objects.filter(status=JobStatus.WAITING)
         resume: tuple[datetime, UUID] | None = None
         if ids is not None:
             jobs = jobs.filter(pk__in=list(ids))
         else:
-            window = jobs.order_by("created_at", "id")
-            if after is not None:
-                # A range of the index from the cursor's time, less the jobs of that very
-                # time already looked at.
-                window = window.filter(created_at__gte=after[0]).exclude(
-                    created_at=after[0], id__lte=after[1]
-                )
-            looked_at = list(window.values_list("created_at", "id")[:limit])
+            looked_at = list(self._waiting_window(after).values_list("created_at", "id")[:limit])
             if len(looked_at) == limit:
                 resume = looked_at[-1]
             jobs = jobs.filter(pk__in=[pk for _, pk in looked_at])
         locked = list(
-            jobs.filter(~Exists(unfinished) | Exists(broken))
+            jobs.filter(self._decided())
             .order_by("created_at", "id")
             .select_for_update(skip_locked=True)
             .values_list("pk", "type", "attempts")[:limit]

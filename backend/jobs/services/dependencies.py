@@ -4,8 +4,9 @@ Data access: the database driver only. A child is written with its edges in the 
 transaction, and its parents must exist already, so the graph cannot hold a cycle. The
 default success path is untouched: no completion statement looks for dependents. Waiting
 jobs are settled by ``settle_waiting_jobs``, run at create time (parents already done) and
-by every worker's maintenance thread every second, whatever ended the parent (success,
-failure for good, a cancel, a lease expiry, a bulk action).
+by every worker's maintenance thread every second (and at once again while a fan-out is
+being released), whatever ended the parent (success, failure for good, a cancel, a lease
+expiry, a bulk action).
 """
 
 from __future__ import annotations
@@ -90,10 +91,17 @@ def settle_waiting_window(
     *, after: tuple[datetime, UUID] | None, limit: int, now: datetime | None = None
 ) -> SettledWindow:
     """``settle_waiting_jobs``' invariant over the next ``limit`` waiting jobs after
-    ``after`` (by creation): a window reads at most ``limit`` of them however many wait,
-    so the settler's pass costs the same with a million jobs waiting on unfinished
-    parents as with none."""
-    return _settle(limit=limit, ids=None, after=after, now=now)
+    ``after`` (by creation). One read without a lock finds those their parents decide now;
+    they are settled in one transaction, locked ``SKIP LOCKED`` and decided again under
+    the lock. A window reads at most ``limit`` rows of ``job_waiting_idx`` from its cursor
+    on, however many jobs wait, so the settler's pass costs the same with a million jobs
+    waiting on unfinished parents as with none; a window with nothing to settle is two
+    reads and no transaction."""
+    ids, resume_after = get_driver().find_settleable_jobs(limit=limit, after=after)
+    if not ids:
+        return SettledWindow(0, 0, resume_after)
+    settled = _settle(limit=len(ids), ids=ids, after=None, now=now)
+    return SettledWindow(settled.queued, settled.cancelled, resume_after)
 
 
 def _settle(

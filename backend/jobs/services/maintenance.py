@@ -65,7 +65,9 @@ STALE_ESTIMATE_MIN_ROWS = 1_000
 
 def analyze_jobs_table(*, min_rows: int = STALE_ESTIMATE_MIN_ROWS) -> Analyzed | None:
     """ANALYZE ``jobs_job`` once it holds more than ``min_rows`` live rows beyond twice the
-    rows the planner believes it holds; ``None`` when it did not.
+    rows the planner believes it holds, or as many queued rows beyond twice the queued
+    rows it believes in (a backlog beside many waiting or finished jobs leaves the row
+    count within bounds); ``None`` when it did not.
 
     Changes no job and no event. A vacuum of a drained table (the worker's own, or
     autovacuum's) leaves the planner believing in zero rows over the pages it kept, and

@@ -12,10 +12,11 @@ many again have piled up, instead of rereading every index each cleanup interval
 it cannot remove yet.
 
 The maintenance thread also analyzes ``jobs_job`` when its live rows outgrew the planner's
-count (``services.analyze_jobs_table``, checked every ``ANALYZE_CHECK_SECONDS`` while attempts
-run, every cleanup interval while idle, and at once when the first attempt after an idle
-spell is claimed): a backlog that arrives after a vacuum of the drained table looks like
-one row to the planner until then. The setting switches both.
+count, or its queued rows the planner's estimate of them (``services.analyze_jobs_table``,
+checked every ``ANALYZE_CHECK_SECONDS`` while attempts run, every cleanup interval while
+idle, and at once when the first attempt after an idle spell is claimed): a backlog that
+arrives after a vacuum of the drained table, or beside many waiting jobs, looks like no
+queued row to the planner until then. The setting switches both.
 """
 
 from __future__ import annotations

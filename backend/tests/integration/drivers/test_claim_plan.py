@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from jobs import services
 from jobs.drivers.postgres import QUERIES
-from jobs.models import Job
+from jobs.models import Job, JobDependency
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -172,3 +172,71 @@ def test_claims_stay_index_scans_over_limited_and_unlimited_queues(crowded_queue
     assert {node["Index Name"] for node in scans} == {"job_claim_idx"}, plan
     assert not [node for node in nodes(plan) if node["Node Type"] == "Sort"], plan
     assert plan["Shared Hit Blocks"] + plan["Shared Read Blocks"] < 200
+
+
+WAITING = 100_000
+
+
+def _wait_on_a_held_parent(count: int) -> None:
+    """``count`` waiting jobs, with their edges, on a parent due tomorrow in another queue:
+    a parent that does not finish while the test runs."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            WITH parent AS (
+                INSERT INTO {Job._meta.db_table} (id, type, payload, status, priority,
+                    attempts, max_attempts, available_at, last_error, created_at,
+                    updated_at, queue)
+                VALUES (gen_random_uuid(), 'demo.success', '{{}}', 'queued', 50, 0, 3,
+                    now() + interval '1 day', '', now(), now(), 'held')
+                RETURNING id
+            ), children AS (
+                INSERT INTO {Job._meta.db_table} (id, type, payload, status, priority,
+                    attempts, max_attempts, available_at, last_error, created_at,
+                    updated_at, queue)
+                SELECT gen_random_uuid(), 'demo.success', '{{}}', 'waiting', 50, 0, 3, now(),
+                    '', now(), now(), 'default'
+                FROM generate_series(1, %s)
+                RETURNING id
+            )
+            INSERT INTO {JobDependency._meta.db_table} (job_id, parent_id, on_parent_failure)
+            SELECT children.id, parent.id, 'cancel' FROM children CROSS JOIN parent
+            """,
+            [count],
+        )
+        cursor.execute(f"ANALYZE {Job._meta.db_table}")
+        cursor.execute(f"ANALYZE {JobDependency._meta.db_table}")
+
+
+def job_reads(plan: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """How the plan reads jobs_job: each scan's node type and index, in plan order."""
+    return [
+        (node["Node Type"], node.get("Index Name"))
+        for node in nodes(plan)
+        if node.get("Relation Name") == "jobs_job" and node["Node Type"] != "ModifyTable"
+    ]
+
+
+def test_waiting_jobs_leave_the_claim_on_the_same_index_scan():
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {Job._meta.db_table} (id, type, payload, status, priority, attempts,
+                max_attempts, available_at, last_error, created_at, updated_at, queue)
+            SELECT gen_random_uuid(), 'demo.success', '{{}}', 'queued', 50, 0, 3, now(), '',
+                now(), now(), 'default'
+            FROM generate_series(1, 1000)
+            """
+        )
+        cursor.execute(f"ANALYZE {Job._meta.db_table}")
+    without = claim_plan("default")
+    _wait_on_a_held_parent(WAITING)
+    beside = claim_plan("default")
+    assert ("Index Scan", "job_claim_idx") in job_reads(without), without
+    assert job_reads(beside) == job_reads(without), beside
+    # Waiting rows sit outside job_claim_idx: the claim touches no more pages beside them.
+    buffers = {
+        name: plan["Shared Hit Blocks"] + plan["Shared Read Blocks"]
+        for name, plan in (("without", without), ("beside", beside))
+    }
+    assert buffers["beside"] <= buffers["without"] + 5, buffers

@@ -1,6 +1,7 @@
 """Job dependencies on every driver: a job created with ``depends_on`` waits, is queued once
 its parents succeeded, and follows its ``on_parent_failure`` policy when one did not."""
 
+import time
 import uuid
 
 import pytest
@@ -34,6 +35,12 @@ def run_to_success(job: Job) -> None:
     claimed = claim_next()
     assert claimed is not None and claimed.pk == job.pk
     assert services.complete_job(job_id=job.pk, worker_id=WORKER, attempt=claimed.attempts)
+
+
+def fan_out(parent: Job, count: int) -> list[uuid.UUID]:
+    """``count`` children of ``parent`` in one bulk create (one created_at for all)."""
+    spec = services.NewJobSpec(type="demo.success", depends_on=(parent.pk,))
+    return [row.id for row, _ in services.create_jobs([spec] * count)]
 
 
 def test_a_job_with_unfinished_parents_waits_and_is_not_claimable():
@@ -79,6 +86,66 @@ def test_the_settler_reads_a_bounded_window_a_pass_and_reaches_every_waiting_job
     assert fresh(last).status == Status.QUEUED
     assert settler.resume_after is None  # the last waiting job: the next pass starts over
     assert {fresh(job).status for job in blocked} == {Status.WAITING}
+
+
+def test_a_fan_out_larger_than_a_window_is_queued_in_one_pass():
+    from jobs.worker.maintenance import dependencies
+
+    parent = queued_job()
+    children = fan_out(parent, 300)
+    run_to_success(parent)
+    # Windows of 2 x 10 jobs: fifteen windows that each settle jobs, where a pass used to
+    # stop after its first window whatever it did.
+    settler = dependencies.DependencySettler(batch_size=10, pass_seconds=30)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dependencies, "WINDOWS_PER_PASS", 2)
+        started = time.monotonic()
+        assert settler.run_once() == (300, 0)
+    assert time.monotonic() - started < 30
+    assert settler.windows >= 15
+    assert set(Job.objects.filter(pk__in=children).values_list("status", flat=True)) == {
+        Status.QUEUED
+    }
+
+
+def test_a_pass_stopped_by_its_time_bound_while_settling_comes_back_at_once(monkeypatch):
+    from jobs.worker.maintenance import dependencies
+
+    monkeypatch.setattr(dependencies, "WINDOWS_PER_PASS", 1)
+    parent = queued_job()
+    fan_out(parent, 30)
+    run_to_success(parent)
+    settler = dependencies.DependencySettler(batch_size=10, pass_seconds=0)
+    settler.run(time.monotonic())
+    assert (settler.windows, settler.more) == (1, True)
+    assert settler.next_due(time.monotonic()) <= time.monotonic()
+    assert Job.objects.filter(status=Status.WAITING).count() == 20
+
+
+def test_an_idle_pass_comes_back_a_second_later():
+    from jobs.worker.maintenance import dependencies
+
+    queued_job(depends_on=[queued_job().pk])
+    settler = dependencies.DependencySettler(batch_size=10)
+    now = time.monotonic()
+    settler.run(now)
+    assert not settler.more
+    assert settler.next_due(now) == now + dependencies.SETTLE_INTERVAL_SECONDS
+
+
+def test_a_window_that_settles_nothing_ends_the_pass(monkeypatch):
+    from jobs.worker.maintenance import dependencies
+
+    monkeypatch.setattr(dependencies, "WINDOWS_PER_PASS", 3)
+    unfinished = queued_job()
+    blocked = fan_out(unfinished, 10)
+    settler = dependencies.DependencySettler(batch_size=2, pass_seconds=30)
+    assert settler.run_once() == (0, 0)
+    assert settler.windows == 1
+    # It looked at one window of 3 x 2 (the bulk create's jobs share a created_at, so by
+    # id) and resumes after it.
+    assert settler.resume_after is not None
+    assert settler.resume_after[1] == sorted(blocked, key=lambda pk: pk.hex)[5]
 
 
 def test_the_child_is_queued_after_a_batched_completion_of_its_parent():

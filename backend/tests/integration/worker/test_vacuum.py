@@ -281,3 +281,26 @@ def test_a_backlog_arriving_at_an_idle_worker_is_looked_at_within_a_second(monke
         assert calls[1] - arrived < 0.5  # the last check was over a second ago: at once
         wait_until(lambda: len(calls) == 3, 5, "the busy cadence")
         assert 0.8 < calls[2] - calls[1] < 2.0
+
+
+def test_a_backlog_beside_many_analyzed_waiting_jobs_is_analyzed():
+    # The row count stays within bounds (1,500 queued beside 20,000 waiting the planner
+    # knows of), while every plan still believes in no queued row.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {Job._meta.db_table} (id, type, payload, status, priority, attempts,
+                max_attempts, available_at, last_error, created_at, updated_at, queue)
+            SELECT gen_random_uuid(), 'demo.success', '{{}}', 'waiting', 50, 0, 3, now(), '',
+                now(), now(), 'default'
+            FROM generate_series(1, 20000)
+            """
+        )
+        cursor.execute("ANALYZE jobs_job")
+    queued_jobs(1_500)
+    analyzes = _stat("analyze_count")
+    analyzed = services.analyze_jobs_table(min_rows=1_000)
+    assert analyzed is not None
+    assert _stat("analyze_count") == analyzes + 1
+    # The planner now knows the queued rows: nothing more to do.
+    assert services.analyze_jobs_table(min_rows=1_000) is None

@@ -1,0 +1,108 @@
+"""The settler's idle cost stays bounded with 100,000 jobs waiting on an unfinished parent.
+
+The waiting jobs are created at one time, as a bulk create stamps them, and written with one
+``INSERT … SELECT`` (creating them through the services would take most of a minute; these
+tests read what a pass reads, not transitions). A pass's window statements are captured and
+executed again under ``EXPLAIN (ANALYZE, BUFFERS)``: each must read its window's rows from
+``job_waiting_idx``, starting at its cursor, never the run of jobs around it.
+"""
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from jobs.models import Job, JobDependency
+from jobs.worker.maintenance import dependencies
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+
+WAITING = 100_000
+BATCH = 100
+
+
+@pytest.fixture
+def held_waiting_jobs() -> None:
+    """WAITING jobs, all created at one time, waiting on a parent due tomorrow."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            WITH parent AS (
+                INSERT INTO {Job._meta.db_table} (id, type, payload, status, priority,
+                    attempts, max_attempts, available_at, last_error, created_at,
+                    updated_at, queue)
+                VALUES (gen_random_uuid(), 'demo.success', '{{}}', 'queued', 50, 0, 3,
+                    now() + interval '1 day', '', now(), now(), 'held')
+                RETURNING id
+            ), children AS (
+                INSERT INTO {Job._meta.db_table} (id, type, payload, status, priority,
+                    attempts, max_attempts, available_at, last_error, created_at,
+                    updated_at, queue)
+                SELECT gen_random_uuid(), 'demo.success', '{{}}', 'waiting', 50, 0, 3, now(),
+                    '', now(), now(), 'default'
+                FROM generate_series(1, %s)
+                RETURNING id
+            )
+            INSERT INTO {JobDependency._meta.db_table} (job_id, parent_id, on_parent_failure)
+            SELECT children.id, parent.id, 'cancel' FROM children CROSS JOIN parent
+            """,
+            [WAITING],
+        )
+        cursor.execute(f"ANALYZE {Job._meta.db_table}")
+        cursor.execute(f"ANALYZE {JobDependency._meta.db_table}")
+
+
+def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from nodes(child)
+
+
+def executed_plan(sql: str) -> dict[str, Any]:
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql)
+        plan = cursor.fetchone()[0]
+    return (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]
+
+
+def window_reads(passes: int) -> list[str]:
+    """The reads of job_waiting_idx of ``passes`` idle passes (every statement that orders
+    waiting jobs by creation)."""
+    settler = dependencies.DependencySettler(batch_size=BATCH)
+    with CaptureQueriesContext(connection) as queries:
+        for _ in range(passes):
+            assert settler.run_once() == (0, 0)
+            assert settler.windows == 1
+    return [
+        query["sql"]
+        for query in queries.captured_queries
+        if "ORDER BY" in query["sql"] and "'waiting'" in query["sql"]
+    ]
+
+
+def test_an_idle_pass_is_one_window_of_two_reads_beside_100000_waiting(held_waiting_jobs):
+    with CaptureQueriesContext(connection) as queries:
+        assert window_reads(passes=3)
+    statements = [query["sql"] for query in queries.captured_queries]
+    assert len(statements) == 3 * 2, statements
+    assert not [sql for sql in statements if "FOR UPDATE" in sql]
+
+
+def test_each_window_reads_only_its_rows_inside_a_run_created_at_one_time(held_waiting_jobs):
+    window = BATCH * dependencies.WINDOWS_PER_PASS
+    # The later passes' windows start from a cursor in the middle of the run.
+    reads = window_reads(passes=3)[2:]
+    assert reads
+    for sql in reads:
+        plan = executed_plan(sql)
+        waiting = [node for node in nodes(plan) if node.get("Index Name") == "job_waiting_idx"]
+        assert len(waiting) == 1, plan
+        # A range from the cursor, not a walk from the oldest waiting job.
+        assert "Index Cond" in waiting[0], plan
+        assert waiting[0]["Actual Rows"] <= window, plan
+        # What is sorted is the window's jobs, never the run around it.
+        sorts = [node for node in nodes(plan) if "Sort" in node["Node Type"]]
+        assert all(node["Actual Rows"] <= window for node in sorts), plan
