@@ -561,7 +561,7 @@ JOIN pg_stat_user_tables AS stat ON stat.relid = class.oid
 CROSS JOIN LATERAL (
     SELECT greatest(class.reltuples, 0)::bigint AS n_rows,
         (greatest(class.reltuples, 0) * coalesce((
-            -- As the planner estimates 'queued': its common value's share, else the share
+            -- As the planner estimates queued rows: the share of that common value, else the share
             -- the common values leave, spread over the other distinct values.
             SELECT coalesce(
                 s.most_common_freqs[array_position(s.most_common_vals::text::text[],

@@ -67,8 +67,18 @@ def test_migrations_that_scan_the_jobs_table_build_indexes_and_checks_online(fre
     assert 'CREATE INDEX CONCURRENTLY "job_workflow_idx"' in manage(
         env, "sqlmigrate", "jobs", "0020"
     )
+    rebuilt = manage(env, "sqlmigrate", "jobs", "0021")
+    assert 'DROP INDEX CONCURRENTLY IF EXISTS "job_waiting_idx"' in rebuilt
+    assert 'CREATE INDEX CONCURRENTLY "job_waiting_idx"' in rebuilt
     manage(env, "migrate", "--noinput")
     with psycopg.connect(**database, autocommit=True) as conn:
-        assert conn.execute(
-            "SELECT indisvalid FROM pg_index WHERE indexrelid = 'job_workflow_idx'::regclass"
-        ).fetchone() == (True,)
+        indexes = conn.execute(
+            "SELECT indexrelid::regclass::text, indisvalid, pg_get_indexdef(indexrelid)"
+            " FROM pg_index WHERE indexrelid IN"
+            " ('job_workflow_idx'::regclass, 'job_waiting_idx'::regclass) ORDER BY 1"
+        ).fetchall()
+    assert [(name, valid) for name, valid, _ in indexes] == [
+        ("job_waiting_idx", True),
+        ("job_workflow_idx", True),
+    ]
+    assert "(created_at, id)" in indexes[0][2]
