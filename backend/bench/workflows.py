@@ -11,8 +11,10 @@ success (its ``finished_at``), against the same ``jobs`` plain jobs, from their 
 the last success, in the same rounds.
 
 Waiting jobs (``run_waiting``): a 1 x 4 worker drains ``jobs`` plain jobs beside ``waiting``
-jobs that wait on a parent that never finishes in the run (due tomorrow, in a queue of its
-own), against the same drain without them. Waiting jobs sit outside the claim's partial
+jobs that wait on a parent that never finishes in the run (due tomorrow, in the drained
+queue: a parent in a queue of its own would add that queue to a ``*`` worker's rotation,
+one more claim statement per fetch, which is no cost of waiting jobs), against the same
+drain without them. Waiting jobs sit outside the claim's partial
 index, so the claim should not see them; the settler reads them, a bounded number a pass.
 The claim statement's ``EXPLAIN (ANALYZE, BUFFERS)`` over a backlog of ``jobs``, with and
 without the waiting jobs, is printed beside the drains.
@@ -37,12 +39,14 @@ from .scale import claim_plan
 from .seed import enqueue_bulk
 from .workers import run_workers
 
+# jobs.models.DEFAULT_QUEUE (the bench imports Django models only inside functions).
+DEFAULT_QUEUE = "default"
+
 PROCESSES, THREADS = 1, 4
 FAN_OUT_GOAL = 0.8
 WAITING_GOAL = 0.9
 FAN_OUT_GOAL_ID = "workflow-fan-out-fan-in-vs-plain"
 WAITING_GOAL_ID = "claims-beside-waiting-jobs"
-HELD_QUEUE = "bench-held"
 
 _JOB_COLUMNS = """id, type, payload, status, priority, available_at, attempts, max_attempts,
     last_error, created_at, updated_at, queue"""
@@ -79,7 +83,7 @@ FROM (SELECT * FROM parent UNION ALL SELECT * FROM children UNION ALL SELECT * F
     AS job
 """
 
-# A parent due tomorrow in a queue nobody serves, and ``count`` jobs waiting on it.
+# A parent due tomorrow, and ``count`` jobs waiting on it.
 _HELD_SQL = f"""
 WITH parent AS (
     INSERT INTO jobs_job ({_JOB_COLUMNS})
@@ -109,7 +113,7 @@ def seed_fan_out(db: Database, children: int) -> None:
 
 
 def seed_waiting(db: Database, waiting: int) -> None:
-    db.execute(_HELD_SQL, {"type": JOB_TYPE, "count": waiting, "queue": HELD_QUEUE})
+    db.execute(_HELD_SQL, {"type": JOB_TYPE, "count": waiting, "queue": DEFAULT_QUEUE})
 
 
 def _nothing_left(db: Database) -> bool:
