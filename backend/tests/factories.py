@@ -13,11 +13,11 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
-from django.db import transaction
+from django.db import connection, transaction
 
 from jobs import services
 from jobs.drivers import Completion, JobRow, Owner
-from jobs.models import Job, JobEvent
+from jobs.models import Job, JobDependency, JobEvent
 from jobs.storable import to_storable_json
 
 WORKER = "tests:1:thread-1:0000beef"
@@ -122,6 +122,38 @@ def workflow(*jobs: dict[str, Any], name: str = "") -> services.CreatedWorkflow:
     arguments (``type`` defaults to ``demo.success``)."""
     specs = [services.WorkflowJobSpec(**{"type": "demo.success", **job}) for job in jobs]
     return services.create_workflow(jobs=specs, name=name)
+
+
+def jobs_waiting_on_a_held_parent(count: int) -> None:
+    """``count`` jobs created at one time, waiting (with their edges) on one parent due
+    tomorrow in another queue: a parent that does not finish while a test runs. Written in
+    one statement, then analyzed, as autovacuum would after a bulk load."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            WITH parent AS (
+                INSERT INTO {Job._meta.db_table} (id, type, payload, status, priority,
+                    attempts, max_attempts, available_at, last_error, created_at,
+                    updated_at, queue)
+                VALUES (gen_random_uuid(), 'demo.success', '{{}}', 'queued', 50, 0, 3,
+                    now() + interval '1 day', '', now(), now(), 'held')
+                RETURNING id
+            ), children AS (
+                INSERT INTO {Job._meta.db_table} (id, type, payload, status, priority,
+                    attempts, max_attempts, available_at, last_error, created_at,
+                    updated_at, queue)
+                SELECT gen_random_uuid(), 'demo.success', '{{}}', 'waiting', 50, 0, 3, now(),
+                    '', now(), now(), 'default'
+                FROM generate_series(1, %s)
+                RETURNING id
+            )
+            INSERT INTO {JobDependency._meta.db_table} (job_id, parent_id, on_parent_failure)
+            SELECT children.id, parent.id, 'cancel' FROM children CROSS JOIN parent
+            """,
+            [count],
+        )
+        cursor.execute(f"ANALYZE {Job._meta.db_table}")
+        cursor.execute(f"ANALYZE {JobDependency._meta.db_table}")
 
 
 def timeline(job: Job | JobRow) -> list[str]:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,13 @@ def run_workers_in_burst(threads: int = 1, **overrides: Any) -> WorkerRunner:
     runner = worker_runner(threads, burst=True, **overrides)
     runner.run()
     return runner
+
+
+def plan_nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every node of an ``EXPLAIN (FORMAT JSON)`` plan, the root first."""
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from plan_nodes(child)
 
 
 def child_env(**extra: str) -> dict[str, str]:

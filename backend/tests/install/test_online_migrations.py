@@ -4,38 +4,26 @@ that stops the queue (on PostgreSQL an index is built ``CONCURRENTLY`` and a che
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import psycopg
 import pytest
 
-from harness import BACKEND_DIR
-
-from .conftest import project_env
+from tests.helpers import run_manage
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 JOBS = 5000
 
 
-def manage(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=BACKEND_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def manage(database: dict[str, str], *args: str) -> str:
+    """``manage.py <args>`` on ``database`` (this run's server); its output."""
+    done = run_manage(*args, POSTGRES_DB=database["dbname"])
     assert done.returncode == 0, done.stderr
     return done.stdout
 
 
 def test_migrations_that_scan_the_jobs_table_build_indexes_and_checks_online(fresh_database):
     database = fresh_database("online_migration")
-    env = project_env(database, DATABASE_ENGINE="postgres")
-    manage(env, "migrate", "jobs", "0017", "--noinput")
+    manage(database, "migrate", "jobs", "0017", "--noinput")
     with psycopg.connect(**database, autocommit=True) as conn:
         conn.execute(
             "INSERT INTO jobs_job (id, type, payload, status, priority, available_at, attempts,"
@@ -45,13 +33,13 @@ def test_migrations_that_scan_the_jobs_table_build_indexes_and_checks_online(fre
             (JOBS,),
         )
 
-    plan = manage(env, "sqlmigrate", "jobs", "0018")
+    plan = manage(database, "sqlmigrate", "jobs", "0018")
     assert 'CREATE INDEX CONCURRENTLY "job_waiting_idx"' in plan
     assert "NOT VALID" in plan
     assert 'VALIDATE CONSTRAINT "job_status_valid_shape"' in plan
     assert "BEGIN;" not in plan  # each statement commits on its own
 
-    manage(env, "migrate", "jobs", "0018", "--noinput")
+    manage(database, "migrate", "jobs", "0018", "--noinput")
     with psycopg.connect(**database, autocommit=True) as conn:
         index_valid = conn.execute(
             "SELECT indisvalid FROM pg_index WHERE indexrelid = 'job_waiting_idx'::regclass"
@@ -65,12 +53,12 @@ def test_migrations_that_scan_the_jobs_table_build_indexes_and_checks_online(fre
         assert conn.execute("SELECT count(*) FROM jobs_job").fetchone() == (JOBS,)
 
     assert 'CREATE INDEX CONCURRENTLY "job_workflow_idx"' in manage(
-        env, "sqlmigrate", "jobs", "0020"
+        database, "sqlmigrate", "jobs", "0020"
     )
-    rebuilt = manage(env, "sqlmigrate", "jobs", "0021")
+    rebuilt = manage(database, "sqlmigrate", "jobs", "0021")
     assert 'DROP INDEX CONCURRENTLY IF EXISTS "job_waiting_idx"' in rebuilt
     assert 'CREATE INDEX CONCURRENTLY "job_waiting_idx"' in rebuilt
-    manage(env, "migrate", "--noinput")
+    manage(database, "migrate", "--noinput")
     with psycopg.connect(**database, autocommit=True) as conn:
         indexes = conn.execute(
             "SELECT indexrelid::regclass::text, indisvalid, pg_get_indexdef(indexrelid)"

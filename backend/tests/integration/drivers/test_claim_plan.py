@@ -7,7 +7,6 @@ PostgreSQL driver runs it, executed under ``EXPLAIN (ANALYZE, BUFFERS)`` and rol
 """
 
 import json
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -18,7 +17,9 @@ from django.utils import timezone
 
 from jobs import services
 from jobs.drivers.postgres import QUERIES
-from jobs.models import Job, JobDependency
+from jobs.models import Job
+from tests.factories import jobs_waiting_on_a_held_parent
+from tests.helpers import plan_nodes
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -80,19 +81,13 @@ def claim_plan(queue: str) -> dict[str, Any]:
     return (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]
 
 
-def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    yield plan
-    for child in plan.get("Plans", []):
-        yield from nodes(child)
-
-
 def test_claiming_from_one_of_several_crowded_queues_reads_only_the_claim_index(
     crowded_queues,
 ):
     plan = claim_plan("emails")
     job_scans = [
         node
-        for node in nodes(plan)
+        for node in plan_nodes(plan)
         if node.get("Relation Name") == "jobs_job" and node["Node Type"] != "ModifyTable"
     ]
     assert job_scans, plan
@@ -104,9 +99,9 @@ def test_claiming_from_one_of_several_crowded_queues_reads_only_the_claim_index(
     # sorted: the skipped completion half plans a lookup there too).
     job_sorts = [
         node
-        for node in nodes(plan)
+        for node in plan_nodes(plan)
         if node["Node Type"] == "Sort"
-        and any(child.get("Relation Name") == "jobs_job" for child in nodes(node))
+        and any(child.get("Relation Name") == "jobs_job" for child in plan_nodes(node))
     ]
     assert not job_sorts, plan
     # A walk over the queue's 20,000 rows would touch hundreds of pages; a few index
@@ -126,7 +121,7 @@ def test_a_queue_without_jobs_is_answered_by_the_index_alone(crowded_queues):
     # test_hot_plans owns its plan.
     scanned = [
         node.get("Relation Name")
-        for node in nodes(plan)
+        for node in plan_nodes(plan)
         if node["Node Type"] == "Seq Scan" and node["Actual Loops"] > 0
     ]
     assert set(scanned) <= {"jobs_concurrencykeylimit"}, plan
@@ -158,7 +153,7 @@ def test_claims_stay_index_scans_over_limited_and_unlimited_queues(crowded_queue
         plan = claim_plan(queue)
         job_scans = [
             node
-            for node in nodes(plan)
+            for node in plan_nodes(plan)
             if node.get("Relation Name") == "jobs_job" and node["Node Type"] != "ModifyTable"
         ]
         assert {node["Node Type"] for node in job_scans} <= {"Index Scan", "Index Only Scan"}
@@ -167,52 +162,21 @@ def test_claims_stay_index_scans_over_limited_and_unlimited_queues(crowded_queue
         assert buffers < 200, (queue, buffers)
     # The gated claim's own candidate reads the same index, a few probes deep.
     plan = gated_candidate_plan("emails")
-    scans = [node for node in nodes(plan) if node.get("Relation Name") == "jobs_job"]
+    scans = [node for node in plan_nodes(plan) if node.get("Relation Name") == "jobs_job"]
     assert scans and {node["Node Type"] for node in scans} <= {"Index Scan", "Index Only Scan"}
     assert {node["Index Name"] for node in scans} == {"job_claim_idx"}, plan
-    assert not [node for node in nodes(plan) if node["Node Type"] == "Sort"], plan
+    assert not [node for node in plan_nodes(plan) if node["Node Type"] == "Sort"], plan
     assert plan["Shared Hit Blocks"] + plan["Shared Read Blocks"] < 200
 
 
 WAITING = 100_000
 
 
-def _wait_on_a_held_parent(count: int) -> None:
-    """``count`` waiting jobs, with their edges, on a parent due tomorrow in another queue:
-    a parent that does not finish while the test runs."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            WITH parent AS (
-                INSERT INTO {Job._meta.db_table} (id, type, payload, status, priority,
-                    attempts, max_attempts, available_at, last_error, created_at,
-                    updated_at, queue)
-                VALUES (gen_random_uuid(), 'demo.success', '{{}}', 'queued', 50, 0, 3,
-                    now() + interval '1 day', '', now(), now(), 'held')
-                RETURNING id
-            ), children AS (
-                INSERT INTO {Job._meta.db_table} (id, type, payload, status, priority,
-                    attempts, max_attempts, available_at, last_error, created_at,
-                    updated_at, queue)
-                SELECT gen_random_uuid(), 'demo.success', '{{}}', 'waiting', 50, 0, 3, now(),
-                    '', now(), now(), 'default'
-                FROM generate_series(1, %s)
-                RETURNING id
-            )
-            INSERT INTO {JobDependency._meta.db_table} (job_id, parent_id, on_parent_failure)
-            SELECT children.id, parent.id, 'cancel' FROM children CROSS JOIN parent
-            """,
-            [count],
-        )
-        cursor.execute(f"ANALYZE {Job._meta.db_table}")
-        cursor.execute(f"ANALYZE {JobDependency._meta.db_table}")
-
-
 def job_reads(plan: dict[str, Any]) -> list[tuple[str, str | None]]:
     """How the plan reads jobs_job: each scan's node type and index, in plan order."""
     return [
         (node["Node Type"], node.get("Index Name"))
-        for node in nodes(plan)
+        for node in plan_nodes(plan)
         if node.get("Relation Name") == "jobs_job" and node["Node Type"] != "ModifyTable"
     ]
 
@@ -230,7 +194,7 @@ def test_waiting_jobs_leave_the_claim_on_the_same_index_scan():
         )
         cursor.execute(f"ANALYZE {Job._meta.db_table}")
     without = claim_plan("default")
-    _wait_on_a_held_parent(WAITING)
+    jobs_waiting_on_a_held_parent(WAITING)
     beside = claim_plan("default")
     assert ("Index Scan", "job_claim_idx") in job_reads(without), without
     assert job_reads(beside) == job_reads(without), beside

@@ -8,15 +8,15 @@ executed again under ``EXPLAIN (ANALYZE, BUFFERS)``: each must read its window's
 """
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from jobs.models import Job, JobDependency
 from jobs.worker.maintenance import dependencies
+from tests.factories import jobs_waiting_on_a_held_parent
+from tests.helpers import plan_nodes
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
@@ -27,38 +27,7 @@ BATCH = 100
 @pytest.fixture
 def held_waiting_jobs() -> None:
     """WAITING jobs, all created at one time, waiting on a parent due tomorrow."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            WITH parent AS (
-                INSERT INTO {Job._meta.db_table} (id, type, payload, status, priority,
-                    attempts, max_attempts, available_at, last_error, created_at,
-                    updated_at, queue)
-                VALUES (gen_random_uuid(), 'demo.success', '{{}}', 'queued', 50, 0, 3,
-                    now() + interval '1 day', '', now(), now(), 'held')
-                RETURNING id
-            ), children AS (
-                INSERT INTO {Job._meta.db_table} (id, type, payload, status, priority,
-                    attempts, max_attempts, available_at, last_error, created_at,
-                    updated_at, queue)
-                SELECT gen_random_uuid(), 'demo.success', '{{}}', 'waiting', 50, 0, 3, now(),
-                    '', now(), now(), 'default'
-                FROM generate_series(1, %s)
-                RETURNING id
-            )
-            INSERT INTO {JobDependency._meta.db_table} (job_id, parent_id, on_parent_failure)
-            SELECT children.id, parent.id, 'cancel' FROM children CROSS JOIN parent
-            """,
-            [WAITING],
-        )
-        cursor.execute(f"ANALYZE {Job._meta.db_table}")
-        cursor.execute(f"ANALYZE {JobDependency._meta.db_table}")
-
-
-def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    yield plan
-    for child in plan.get("Plans", []):
-        yield from nodes(child)
+    jobs_waiting_on_a_held_parent(WAITING)
 
 
 def executed_plan(sql: str) -> dict[str, Any]:
@@ -98,11 +67,11 @@ def test_each_window_reads_only_its_rows_inside_a_run_created_at_one_time(held_w
     assert reads
     for sql in reads:
         plan = executed_plan(sql)
-        waiting = [node for node in nodes(plan) if node.get("Index Name") == "job_waiting_idx"]
+        waiting = [node for node in plan_nodes(plan) if node.get("Index Name") == "job_waiting_idx"]
         assert len(waiting) == 1, plan
         # A range from the cursor, not a walk from the oldest waiting job.
         assert "Index Cond" in waiting[0], plan
         assert waiting[0]["Actual Rows"] <= window, plan
         # What is sorted is the window's jobs, never the run around it.
-        sorts = [node for node in nodes(plan) if "Sort" in node["Node Type"]]
+        sorts = [node for node in plan_nodes(plan) if "Sort" in node["Node Type"]]
         assert all(node["Actual Rows"] <= window for node in sorts), plan
