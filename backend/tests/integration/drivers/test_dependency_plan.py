@@ -9,7 +9,8 @@ import pytest
 from django.db import connection
 
 from jobs.models import Job
-from tests.integration.drivers.test_claim_plan import claim_plan, nodes
+from tests.helpers import plan_nodes
+from tests.integration.drivers.test_claim_plan import claim_plan
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -38,7 +39,7 @@ def test_the_claim_reads_only_the_claim_index_past_many_waiting_jobs(crowded_wit
     plan = claim_plan("default")
     job_scans = [
         node
-        for node in nodes(plan)
+        for node in plan_nodes(plan)
         if node.get("Relation Name") == "jobs_job" and node["Node Type"] != "ModifyTable"
     ]
     assert job_scans, plan
