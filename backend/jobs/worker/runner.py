@@ -96,7 +96,11 @@ class WorkerRunner:
         self.listener: Listener | None = None
         if get_driver().supports_listen and app_settings.JOB_WORKER_LISTEN:
             self.listener = Listener(stopping=self.stop_event, queues=self.queues, waker=self.waker)
-        self._lock = threading.Lock()
+        # Guards the set of threads: a replacement starts, and its predecessor stops
+        # counting as serving, in one step, so ``wait`` never sees the gap between them and
+        # ends the run with the replacement about to claim.
+        self._lock = threading.RLock()
+        self._closed = False
         self._signals_received = 0
         self._deaths: list[float] = []
         self._replaced: set[str] = set()
@@ -153,30 +157,31 @@ class WorkerRunner:
         At most ``threads`` abandoned threads at a time, so a handler that hangs on every
         job cannot grow the process without bound; past that, capacity shrinks (logged).
         """
-        thread = next((t for t in self.threads if t.worker_id == worker_id), None)
-        if thread is None:
-            return
-        thread.abandoned = True
-        thread.abandoned_at = timezone.now()
+        with self._lock:
+            thread = next((t for t in self.threads if t.worker_id == worker_id), None)
+            if thread is None:
+                return
+            stuck = sum(1 for t in self.threads if (t.abandoned or t is thread) and t.is_alive())
+            replacement = None
+            if not (self.stop_event.is_set() or self._closed or stuck > self.config.threads):
+                replacement = self._start_thread(replacing=thread)
+            thread.abandoned = True
+            thread.abandoned_at = timezone.now()
         thread.release_held()  # they would wait for a handler that may never return
-        stuck = sum(1 for t in self.threads if t.abandoned and t.is_alive())
-        if self.stop_event.is_set():
-            return
-        if stuck > self.config.threads:
+        if replacement is not None:
+            logger.warning(
+                "action=thread_replaced worker_id=%s replacement=%s stuck_threads=%d",
+                thread.worker_id,
+                replacement.worker_id,
+                stuck,
+            )
+        elif stuck > self.config.threads:
             logger.error(
                 "action=thread_not_replaced worker_id=%s stuck_threads=%d detail=too many "
                 "stuck handlers; capacity is reduced until they return",
                 thread.worker_id,
                 stuck,
             )
-            return
-        replacement = self._start_thread(replacing=thread)
-        logger.warning(
-            "action=thread_replaced worker_id=%s replacement=%s stuck_threads=%d",
-            thread.worker_id,
-            replacement.worker_id,
-            stuck,
-        )
 
     def _replace_dead(self) -> bool:
         """Start a replacement for each thread that died; ``True`` if any was started."""
@@ -248,11 +253,13 @@ class WorkerRunner:
                 for thread in list(self.threads):
                     thread.release_held()
             replaced = self._replace_dead()
-            serving = self.serving()
+            with self._lock:
+                serving = self.serving()
+                if not serving and not replaced:
+                    self._closed = True  # no replacement may start from here on
+                    break
             if serving:
                 serving[0].join(timeout=0.1 if self.config.prefetch else 0.5)
-            elif not replaced:
-                break
         # The threads record no more: every success waiting is written before the
         # heartbeat stops.
         self.completer.stop()

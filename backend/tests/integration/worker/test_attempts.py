@@ -192,6 +192,27 @@ def test_a_timed_out_attempt_returning_late_leaves_the_next_attempt_of_its_job_i
     ]
 
 
+def test_a_burst_run_does_not_end_while_a_stuck_thread_s_replacement_starts(
+    register_handler, monkeypatch, settings
+):
+    """The last serving thread is abandoned to a hung handler while its job goes back to the
+    queue: the run must wait for the replacement, which runs the retry, instead of ending in
+    the instant between the two and leaving the retry claimed by nobody."""
+    original_start = WorkerThread.start
+
+    def slow_start(thread: WorkerThread) -> None:
+        if thread.number > 1:  # a replacement: widen the instant between the two
+            time.sleep(0.5)
+        original_start(thread)
+
+    monkeypatch.setattr(WorkerThread, "start", slow_start)
+    settings.JOB_WORKER_BACKOFF_BASE_SECONDS = 0  # the retry is due at once
+    register_handler("test.hang_once", lambda context: time.sleep(2 if context.attempt == 1 else 0))
+    job = queued_job("test.hang_once", timeout_seconds=1, max_attempts=2)
+    run_workers_in_burst(cleanup_interval_seconds=0.2)
+    assert fresh(job).status == Status.SUCCEEDED
+
+
 def test_a_thread_abandoned_in_a_hung_handler_is_on_the_workers_page_with_its_job(
     register_handler,
 ):
