@@ -27,6 +27,8 @@ afterEach(() => {
   cleanup();
   server.resetHandlers();
   window.localStorage.clear();
+  window.sessionStorage.clear();
+  window.history.replaceState(null, '', '/');
   forgetServerClock();
 });
 afterAll(() => server.close());
