@@ -124,10 +124,11 @@ def workflow(*jobs: dict[str, Any], name: str = "") -> services.CreatedWorkflow:
     return services.create_workflow(jobs=specs, name=name)
 
 
-def jobs_waiting_on_a_held_parent(count: int) -> None:
+def jobs_waiting_on_a_held_parent(count: int, *, analyze: bool = True) -> None:
     """``count`` jobs created at one time, waiting (with their edges) on one parent due
     tomorrow in another queue: a parent that does not finish while a test runs. Written in
-    one statement, then analyzed, as autovacuum would after a bulk load."""
+    one statement, then analyzed, as autovacuum would after a bulk load (``analyze=False``:
+    as a workflow's enqueue leaves them, before autovacuum comes by)."""
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
@@ -152,8 +153,9 @@ def jobs_waiting_on_a_held_parent(count: int) -> None:
             """,
             [count],
         )
-        cursor.execute(f"ANALYZE {Job._meta.db_table}")
-        cursor.execute(f"ANALYZE {JobDependency._meta.db_table}")
+        if analyze:
+            cursor.execute(f"ANALYZE {Job._meta.db_table}")
+            cursor.execute(f"ANALYZE {JobDependency._meta.db_table}")
 
 
 def timeline(job: Job | JobRow) -> list[str]:

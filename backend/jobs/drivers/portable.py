@@ -335,15 +335,20 @@ class DependencyStatements:
         ``job_waiting_idx`` each, from the cursor on, however many jobs wait, and no
         transaction: a probe that finds nothing costs no commit."""
 
-        window = self._waiting_window(after)
+        # The window's ids first, then its decided jobs among them: with the window as a
+        # subquery instead, PostgreSQL (no statistics yet on a fresh fan-out) checked the
+        # parents of every waiting job and then kept the window's (0.8 s, not 0.05 s, at
+        # 10,000 waiting).
+        looked_at = list(self._waiting_window(after).values_list("created_at", "id")[:limit])
+        if not looked_at:
+            return [], None
         settleable = list(
-            Job.objects.filter(pk__in=window.values("pk")[:limit], status=JobStatus.WAITING)
+            Job.objects.filter(pk__in=[pk for _, pk in looked_at], status=JobStatus.WAITING)
             .filter(self._decided())
             .order_by("created_at", "id")
             .values_list("pk", flat=True)
         )
-        last = list(window.values_list("created_at", "id")[limit - 1 : limit])
-        return settleable, (last[0] if last else None)
+        return settleable, (looked_at[-1] if len(looked_at) == limit else None)
 
     @staticmethod
     def _waiting_window(after: tuple[datetime, UUID] | None) -> QuerySet[Job]:

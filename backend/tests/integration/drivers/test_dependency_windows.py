@@ -14,6 +14,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from jobs.drivers import get_driver
 from jobs.worker.maintenance import dependencies
 from tests.factories import jobs_waiting_on_a_held_parent
 from tests.helpers import plan_nodes
@@ -39,7 +40,7 @@ def executed_plan(sql: str) -> dict[str, Any]:
 
 def window_reads(passes: int) -> list[str]:
     """The reads of job_waiting_idx of ``passes`` idle passes (every statement that orders
-    waiting jobs by creation)."""
+    waiting jobs by creation, but the decision over a window's jobs, read by their ids)."""
     settler = dependencies.DependencySettler(batch_size=BATCH)
     with CaptureQueriesContext(connection) as queries:
         for _ in range(passes):
@@ -48,7 +49,9 @@ def window_reads(passes: int) -> list[str]:
     return [
         query["sql"]
         for query in queries.captured_queries
-        if "ORDER BY" in query["sql"] and "'waiting'" in query["sql"]
+        if "ORDER BY" in query["sql"]
+        and "'waiting'" in query["sql"]
+        and "EXISTS" not in query["sql"]
     ]
 
 
@@ -75,3 +78,31 @@ def test_each_window_reads_only_its_rows_inside_a_run_created_at_one_time(held_w
         # What is sorted is the window's jobs, never the run around it.
         sorts = [node for node in plan_nodes(plan) if "Sort" in node["Node Type"]]
         assert all(node["Actual Rows"] <= window for node in sorts), plan
+
+
+def test_a_window_checks_the_parents_of_its_own_jobs_only_before_any_analyze():
+    """A workflow's enqueue leaves thousands of waiting jobs the planner has no statistics
+    for: the window's decision still looks at the window's jobs, not at every waiting one
+    (with the window as a subquery it checked the parents of all 10,000)."""
+    jobs_waiting_on_a_held_parent(10_000, analyze=False)
+    with CaptureQueriesContext(connection) as queries:
+        settleable, _ = get_driver().find_settleable_jobs(limit=BATCH)
+    assert settleable == []
+    (decision,) = [query["sql"] for query in queries.captured_queries if "EXISTS" in query["sql"]]
+    plan = executed_plan(decision)
+    edges_read = [
+        node["Actual Loops"]
+        for node in plan_nodes(plan)
+        if node.get("Relation Name") == "jobs_jobdependency"
+    ]
+    assert edges_read, plan
+    assert max(edges_read) <= BATCH, plan
+
+
+def test_a_window_s_decision_reads_its_jobs_by_id_beside_100000_waiting(held_waiting_jobs):
+    with CaptureQueriesContext(connection) as queries:
+        get_driver().find_settleable_jobs(limit=BATCH)
+    (decision,) = [query["sql"] for query in queries.captured_queries if "EXISTS" in query["sql"]]
+    plan = executed_plan(decision)
+    jobs_read = [node for node in plan_nodes(plan) if node.get("Relation Name") == "jobs_job"]
+    assert all(node["Actual Rows"] * node["Actual Loops"] <= BATCH for node in jobs_read), plan
