@@ -72,7 +72,9 @@ def drop_database(conninfo: dict[str, Any], name: str) -> None:
 
 
 def reset_tables(db: Database) -> None:
-    db.execute("TRUNCATE jobs_jobevent, jobs_jobdependency, jobs_job RESTART IDENTITY")
+    db.execute(
+        "TRUNCATE jobs_jobevent, jobs_jobdependency, jobs_job, jobs_workflow RESTART IDENTITY"
+    )
 
 
 def server_info(db: Database) -> dict[str, str]:

@@ -1,9 +1,10 @@
 """Workflows: a fan-out and fan-in end to end, and claims beside many waiting jobs.
 
-Fan-out (``run_fan_out``): one parent, ``jobs`` children that depend on it, and a callback
-that depends on every child, written in one transaction (jobs, edges and created events in
-one statement, as a workflow's enqueue writes them; ``services.create_job`` bounds a job's
-parents, this graph is seeded in SQL as the other phases seed theirs). A 1 x 4 worker,
+Fan-out (``run_fan_out``): a workflow of one parent, ``jobs`` children that depend on it,
+and a callback that depends on every child, written in one transaction (workflow, jobs,
+edges and created events in one statement, as a workflow's enqueue writes them;
+``services.create_job`` bounds a job's parents, this graph is seeded in SQL as the other
+phases seed theirs). A 1 x 4 worker,
 the shape and settings of the other drain phases, runs it: the parent, then the children
 once the settler released them, then the callback once the settler saw every child
 succeed. Measured from the parent's enqueue (its ``created_at``) to the callback's
@@ -51,24 +52,30 @@ WAITING_GOAL_ID = "claims-beside-waiting-jobs"
 _JOB_COLUMNS = """id, type, payload, status, priority, available_at, attempts, max_attempts,
     last_error, created_at, updated_at, queue"""
 
-# The parent (queued), its children (waiting on it) and the callback (waiting on every
-# child), with their edges and created events, in one statement.
+# The workflow, its parent (queued), its children (waiting on it) and the callback (waiting
+# on every child), with their edges and created events, in one statement.
 _FAN_OUT_SQL = f"""
-WITH parent AS (
-    INSERT INTO jobs_job ({_JOB_COLUMNS})
-    VALUES (gen_random_uuid(), %(type)s, '{{}}', 'queued', 50, now(), 0, 3, '', now(), now(),
-        'default')
+WITH workflow AS (
+    INSERT INTO jobs_workflow (id, name, created_at)
+    VALUES (gen_random_uuid(), 'fan-out', now())
+    RETURNING id
+), parent AS (
+    INSERT INTO jobs_job ({_JOB_COLUMNS}, workflow_id)
+    SELECT gen_random_uuid(), %(type)s, '{{}}', 'queued', 50, now(), 0, 3, '', now(), now(),
+        'default', workflow.id
+    FROM workflow
     RETURNING id, created_at
 ), children AS (
-    INSERT INTO jobs_job ({_JOB_COLUMNS})
+    INSERT INTO jobs_job ({_JOB_COLUMNS}, workflow_id)
     SELECT gen_random_uuid(), %(type)s, jsonb_build_object('n', g), 'waiting', 50, now(), 0,
-        3, '', now(), now(), 'default'
-    FROM generate_series(1, %(count)s) AS g
+        3, '', now(), now(), 'default', workflow.id
+    FROM generate_series(1, %(count)s) AS g CROSS JOIN workflow
     RETURNING id, created_at
 ), callback AS (
-    INSERT INTO jobs_job ({_JOB_COLUMNS})
-    VALUES (gen_random_uuid(), %(type)s, '{{}}', 'waiting', 50, now(), 0, 3, '', now(), now(),
-        'default')
+    INSERT INTO jobs_job ({_JOB_COLUMNS}, workflow_id)
+    SELECT gen_random_uuid(), %(type)s, '{{}}', 'waiting', 50, now(), 0, 3, '', now(), now(),
+        'default', workflow.id
+    FROM workflow
     RETURNING id, created_at
 ), fan_out AS (
     INSERT INTO jobs_jobdependency (job_id, parent_id, on_parent_failure)

@@ -149,3 +149,6 @@ class InFlight:
     def snapshot(self) -> list[Attempt]:
         with self._lock:
             return list(self._attempts.values())
+
+    def __len__(self) -> int:
+        return len(self._attempts)

@@ -22,7 +22,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .. import services
 from ..drivers import Completion, JobRow
@@ -60,6 +60,9 @@ class Completer:
         self._pending: list[_Waiting] = []
         self.latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)
         self.batches = 0
+        # Told when a workflow member's outcome is recorded: the settler's next pass comes
+        # soon (the runner sets it; the maintenance loop is built after the completer).
+        self.workflow_member_finished: Callable[[], None] | None = None
 
     # The interface ----------------------------------------------------------------------
 
@@ -308,6 +311,8 @@ class Completer:
     def _signal(
         self, attempt: Attempt, outcome: str, row: JobRow | None, error: str | None
     ) -> None:
+        if attempt.job.workflow_id is not None and self.workflow_member_finished is not None:
+            self.workflow_member_finished()
         attempt_finished.send_robust(
             type(self),
             job=attempt.job,

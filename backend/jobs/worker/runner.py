@@ -67,6 +67,7 @@ class WorkerRunner:
             threads=lambda: [thread.worker_id for thread in self.serving()],
             abandoned=self.abandoned_threads,
         )
+        self.completer.workflow_member_finished = self.maintenance.settler.soon
         self.waker = Waker()
         self.fetcher = Fetcher(
             batch_size=config.claim_batch_size,

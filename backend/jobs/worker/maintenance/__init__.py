@@ -98,7 +98,9 @@ class Maintenance:
             worker_id=self.worker_id,
             interval_seconds=config.cleanup_interval_seconds,
         )
-        self.settler = DependencySettler(batch_size=config.cleanup_batch_size)
+        self.settler = DependencySettler(
+            batch_size=config.cleanup_batch_size, wake=in_flight.changed, in_flight=in_flight
+        )
         self.presence = Presence(
             queues=config.queues,
             threads_configured=config.threads,
