@@ -34,6 +34,17 @@ Status = Job.Status
 Event = JobEvent.Type
 
 
+@pytest.fixture(autouse=True)
+def no_handler_left_running():
+    """Wait (a while) for the threads a test abandoned in hung handlers: one returning in
+    the next test would record its outcome there, through that test's patches."""
+    yield
+    deadline = time.monotonic() + 10
+    for thread in threading.enumerate():
+        if thread.name.startswith("job-worker-"):
+            thread.join(timeout=max(deadline - time.monotonic(), 0))
+
+
 def config(**overrides) -> WorkerConfig:
     return worker_config(**overrides)
 
