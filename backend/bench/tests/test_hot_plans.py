@@ -8,13 +8,16 @@ one whose statistics say ``running`` while those rows are long dead. Each test b
 of those states with a single ``INSERT … SELECT`` (these tests read plans, not
 transitions), runs ``ANALYZE`` and reads the plan of the statement as the PostgreSQL
 driver runs it: prepared, once as the custom plan of its first executions and once as the
-generic plan a prepared statement settles on. Everything runs in the test's transaction
-and is rolled back.
+generic plan a prepared statement settles on.
+
+A state is built once for all the tests planned in it (pytest groups a module-scoped
+parameter's tests), in a transaction the tests' own nest in as savepoints, rolled back
+after the last of them: building one per test was most of the PostgreSQL pass's slowest
+module (327 builds of 3,000 to 12,000 rows, analyzed).
 """
 
 import json
 import re
-import threading
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -22,115 +25,40 @@ from typing import Any
 
 import psycopg
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from jobs.drivers.postgres import CUSTOM_PLAN_ONLY, QUERIES
 from jobs.flowcontrol import RATE_BUCKETS
 
+from .plan_states import (
+    STATES,
+    all_finished,
+    all_queued,
+    backlog_over_history,
+    dead_running,
+)
+
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
-ROWS = 3_000
 WORKER = "tests:1:thread-1:0000beef"
 
-# How each state's rows look: their status, their lock and whether they finished.
-_QUEUED = "'queued', 0, NULL, NULL, NULL"
-_RUNNING = "'running', 1, 'tests:9:thread-1:0000dead', now() + interval '1 hour', NULL"
-_SUCCEEDED = "'succeeded', 1, NULL, NULL, now()"
 
-
-def _insert(cursor: psycopg.Cursor[Any], shape: str, events: list[str], *, due: str = "") -> None:
-    """ROWS jobs of ``shape``, each with one event of every type in ``events``; all due
-    and created at once, or with ``due`` (an SQL time) one second apart from then on."""
-    at = f"{due} + n * interval '1 second'" if due else "now()"
-    cursor.execute(
-        f"""
-        INSERT INTO jobs_job (id, type, payload, status, attempts, locked_by, locked_until,
-            finished_at, priority, max_attempts, available_at, last_error, created_at,
-            updated_at, queue)
-        SELECT gen_random_uuid(), 'demo.success', '{{}}', {shape}, 50, 3, {at}, '', {at},
-            now(), 'default'
-        FROM generate_series(1, {ROWS}) AS n
-        """
-    )
-    cursor.execute(
-        """
-        INSERT INTO jobs_jobevent (job_id, type, attempt, message, data, created_at, job_type)
-        SELECT job.id, event.type, 1, '', '{}', now(), job.type
-        FROM jobs_job AS job CROSS JOIN unnest(%s::text[]) AS event(type)
-        """,
-        [events],
-    )
-
-
-def _analyze(cursor: psycopg.Cursor[Any]) -> None:
-    cursor.execute("ANALYZE jobs_job")
-    cursor.execute("ANALYZE jobs_jobevent")
-
-
-def all_queued(cursor: psycopg.Cursor[Any]) -> None:
-    """A backlog arrived and autovacuum analyzed it: every job is queued, every event is a
-    created event."""
-    _insert(cursor, _QUEUED, ["created"])
-    _analyze(cursor)
-
-
-def all_finished(cursor: psycopg.Cursor[Any]) -> None:
-    """The backlog drained and was analyzed: every job has succeeded."""
-    _insert(cursor, _SUCCEEDED, ["created", "claimed", "succeeded"])
-    _analyze(cursor)
-
-
-def dead_running(cursor: psycopg.Cursor[Any]) -> None:
-    """Analyzed while every job ran, and every one of them finished since: the statistics
-    say ``running`` and jobs_job_status_idx held a ``running`` entry per row."""
-    _insert(cursor, _RUNNING, ["created", "claimed"])
-    _analyze(cursor)
-    cursor.execute(
-        "UPDATE jobs_job SET status = 'succeeded', locked_by = NULL, locked_until = NULL,"
-        " finished_at = now()"
-    )
-
-
-def backlog_over_history(cursor: psycopg.Cursor[Any]) -> None:
-    """A backlog arrived over a history of finished jobs, and autovacuum analyzed the table
-    half-way through draining it: finished, running and queued rows side by side."""
-    _insert(cursor, _SUCCEEDED, ["created", "claimed", "succeeded"])
-    _insert(cursor, _SUCCEEDED, ["created", "claimed", "succeeded"])
-    _insert(cursor, _RUNNING, ["created", "claimed"])
-    _insert(cursor, _QUEUED, ["created"])
-    _analyze(cursor)
-
-
-def backlog_after_a_history_in_time_order(cursor: psycopg.Cursor[Any]) -> None:
-    """A backlog after a long history, each job due a little after the one before (as jobs
-    arrive): jobs_job_available_at_idx follows the table's order, so reading it over the
-    whole history looks cheaper than a partial index's random reads, though it walks
-    every finished job."""
-    for shape, hours in ((_SUCCEEDED, 3), (_SUCCEEDED, 2), (_SUCCEEDED, 1), (_QUEUED, 0)):
-        _insert(cursor, shape, [], due=f"now() - interval '{hours} hours'")
-    _analyze(cursor)
-
-
-def backlog_after_an_empty_analyze(cursor: psycopg.Cursor[Any]) -> None:
-    """The table was analyzed once drained (its pages there, no live row), and a backlog
-    arrived before the next ANALYZE: the planner scales zero rows per page, so every
-    read of jobs_job looks like a read of one row."""
-    _insert(cursor, _SUCCEEDED, ["created", "claimed", "succeeded"])
-    cursor.execute("DELETE FROM jobs_jobevent")
-    cursor.execute("DELETE FROM jobs_job")
-    _analyze(cursor)
-    _insert(cursor, _QUEUED, ["created"], due="now() - interval '1 hour'")
-
-
-STATES = [
-    all_queued,
-    all_finished,
-    dead_running,
-    backlog_over_history,
-    backlog_after_a_history_in_time_order,
-    backlog_after_an_empty_analyze,
-]
+@pytest.fixture(scope="module")
+def state(request, django_db_setup, django_db_blocker) -> Iterator[None]:
+    """The state ``request.param`` builds, for every test of this module planned in it; it
+    sees no other test's writes (each test's transaction is a savepoint inside it, rolled
+    back) and is rolled back itself, its statistics with it, after the last one."""
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+        connection.ensure_connection()
+        with psycopg.ClientCursor(connection.connection) as cursor:
+            request.param(cursor)
+    yield
+    with django_db_blocker.unblock():
+        transaction.set_rollback(True)
+        outer.__exit__(None, None, None)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -350,6 +278,8 @@ DESIGNED = {
     "running_with_key": {"job_running_key_idx"},
     "active_jobs_by_unique_keys": {"job_unique_key_active"},
 }
+# Statements that lock a caller's selection of jobs in id order.
+SORTS_ITS_SELECTION = {"cancel_jobs"}
 QUERY_OF = {"plain_claim": "complete_and_claim", "plain_complete": "complete_and_claim"}
 
 _PARAM = re.compile(r"'(?:[^']|'')*'|--[^\n]*|::|(?<![\w:]):([A-Za-z_]\w*)")
@@ -455,13 +385,13 @@ def indexes(node: dict[str, Any], prefixes: tuple[str, ...]) -> set[str]:
     }
 
 
-@pytest.mark.parametrize("state", STATES, ids=[state.__name__ for state in STATES])
+@pytest.mark.parametrize("state", STATES, ids=[state.__name__ for state in STATES], indirect=True)
 @pytest.mark.parametrize("statement", list(DESIGNED))
-def test_hot_statement_reads_jobs_only_through_its_designed_index(statement, state):
+@pytest.mark.usefixtures("state")
+def test_hot_statement_reads_jobs_only_through_its_designed_index(statement):
     connection.ensure_connection()
     # Client-side binding: EXECUTE's arguments are literals, typed by PREPARE.
     with psycopg.ClientCursor(connection.connection) as cursor:
-        state(cursor)
         # A statement the driver never prepares is planned for its values on every call.
         modes = ["force_custom_plan"]
         if statement not in CUSTOM_PLAN_ONLY:
@@ -473,8 +403,13 @@ def test_hot_statement_reads_jobs_only_through_its_designed_index(statement, sta
         assert job_kinds <= INDEX_READS, (mode, job_kinds)
         assert indexes(explained, JOB_INDEXES) <= DESIGNED[statement], mode
         # Claim order comes from job_claim_idx read in order, never from sorting jobs (a
-        # bitmap and a sort would read every due job of a level on every claim).
-        assert not sorted_job_reads(explained), mode
+        # bitmap and a sort would read every due job of a level on every claim). A bulk
+        # cancel locks the jobs it was given in id order: it may sort those, and only those
+        # (the primary key's probes of its ids below the sort).
+        if statement in SORTS_ITS_SELECTION:
+            assert indexes(explained, JOB_INDEXES) == {PK}, mode
+        else:
+            assert not sorted_job_reads(explained), mode
         # Every index read of jobs_job is a probe or a range, never a walk of a whole index
         # (statistics that call the table empty make a join read the primary key end to
         # end and match each row against the one it wants).
@@ -485,17 +420,8 @@ def test_hot_statement_reads_jobs_only_through_its_designed_index(statement, sta
         assert indexes(explained, EVENT_INDEXES) <= {EVENTS_BY_JOB}, mode
 
 
-def test_hot_tables_carry_their_autovacuum_settings():
-    from importlib import import_module
-
-    expected = import_module("jobs.migrations.0009_hot_tables").AUTOVACUUM
-    with connection.cursor() as cursor:
-        for table, options in expected.items():
-            cursor.execute("SELECT reloptions FROM pg_class WHERE oid = %s::regclass", [table])
-            (reloptions,) = cursor.fetchone()
-            assert sorted(reloptions) == sorted(f"{k}={v}" for k, v in options.items())
-
-
+@pytest.mark.parametrize("state", [all_finished], ids=["all_finished"], indirect=True)
+@pytest.mark.usefixtures("state")
 def test_live_counts_read_live_jobs_only_through_their_indexes():
     # The stats' live rows (selectors.LIVE) beside a history of finished jobs:
     # jobs_job_status_idx holds finished jobs only, so each live status is read through
@@ -505,7 +431,6 @@ def test_live_counts_read_live_jobs_only_through_their_indexes():
 
     connection.ensure_connection()
     with psycopg.ClientCursor(connection.connection) as cursor:
-        all_finished(cursor)
         sql, params = Job.objects.filter(LIVE).values("status").query.sql_with_params()
         cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
         explained = cursor.fetchone()[0]
@@ -537,10 +462,11 @@ SETTLING_STATES = [all_queued, all_finished, dead_running, backlog_over_history]
 
 
 @pytest.mark.parametrize(
-    "state", SETTLING_STATES, ids=[state.__name__ for state in SETTLING_STATES]
+    "state", SETTLING_STATES, ids=[state.__name__ for state in SETTLING_STATES], indirect=True
 )
 @pytest.mark.parametrize("statement", PER_JOB)
-def test_prepared_hot_statement_settles_on_its_generic_plan(statement, state):
+@pytest.mark.usefixtures("state")
+def test_prepared_hot_statement_settles_on_its_generic_plan(statement):
     # Planning these statements costs more than running them (the batched claim's CTEs:
     # about 1 ms here): prepared, PostgreSQL plans them once per connection, but only if
     # the generic plan is not estimated dearer than the custom plans of the first five
@@ -554,7 +480,6 @@ def test_prepared_hot_statement_settles_on_its_generic_plan(statement, state):
         for name, value in _params(statement, timezone.now()).items()
     }
     with psycopg.ClientCursor(connection.connection) as cursor:
-        state(cursor)
         cursor.execute("SET LOCAL plan_cache_mode = auto")
         execute = prepare(cursor, statement, single)
         for _ in range(10):
@@ -567,93 +492,28 @@ def test_prepared_hot_statement_settles_on_its_generic_plan(statement, state):
     assert (custom, generic) == (5, 5)
 
 
-def _plan_cache_mode_in_a_new_thread(*, in_transaction: bool = False) -> list[str]:
-    """``plan_cache_mode`` of a fresh connection after a driver call (inside a transaction
-    with ``in_transaction``), and after another one once that transaction ended."""
-    from django.db import transaction
-
-    from jobs import selectors
-
-    modes: list[str] = []
-
-    def show() -> None:
-        with connection.cursor() as cursor:
-            cursor.execute("SHOW plan_cache_mode")
-            modes.append(cursor.fetchone()[0])
-
-    def run() -> None:
-        try:
-            if in_transaction:
-                with transaction.atomic():
-                    selectors.active_queues()
-                    show()
-            selectors.active_queues()
-            show()
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join(timeout=30)
-    return modes
-
-
-@pytest.mark.django_db(transaction=True)
-def test_a_worker_process_plans_its_prepared_statements_generically(monkeypatch):
-    from jobs.drivers import get_driver, postgres
-
-    monkeypatch.setattr(postgres, "_generic_plans", False)  # restored after the test
-    assert _plan_cache_mode_in_a_new_thread() == ["auto"]
-    get_driver().plan_generically()  # what WorkerRunner does
-    assert _plan_cache_mode_in_a_new_thread() == ["force_generic_plan"]
-    # Set inside a transaction, the setting would go with a rollback: it waits for the next
-    # call outside one.
-    assert _plan_cache_mode_in_a_new_thread(in_transaction=True) == [
-        "auto",
-        "force_generic_plan",
-    ]
-
-
 def _explain(cursor: psycopg.Cursor[Any], sql: str) -> dict[str, Any]:
     cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}")
     explained = cursor.fetchone()[0]
     return (json.loads(explained) if isinstance(explained, str) else explained)[0]["Plan"]
 
 
-@pytest.mark.parametrize("state", [all_finished, backlog_over_history, dead_running])
+POLL_STATES = [all_finished, backlog_over_history, dead_running]
+
+
+@pytest.mark.parametrize(
+    "state", POLL_STATES, ids=[state.__name__ for state in POLL_STATES], indirect=True
+)
 @pytest.mark.parametrize("poll", ["LIVE_JOB_EXISTS", "DUE_OR_RUNNING_JOB_EXISTS"])
-def test_the_benchs_polls_read_live_jobs_only_through_their_partial_indexes(poll, state):
+@pytest.mark.usefixtures("state")
+def test_the_benchs_polls_read_live_jobs_only_through_their_partial_indexes(poll):
     # make bench asks ten times a second while workers drain: a poll that scans or sorts
     # jobs_job takes CPU from the worker it measures, more with every job drained.
     from bench import drain
 
     connection.ensure_connection()
     with psycopg.ClientCursor(connection.connection) as cursor:
-        state(cursor)
         explained = _explain(cursor, getattr(drain, poll))
     assert {kind for kind, _ in reads(explained, "jobs_job")} <= INDEX_READS, explained
     assert indexes(explained, JOB_INDEXES) == {"job_claim_idx", "job_timeout_idx"}, explained
     assert not sorted_job_reads(explained), explained
-
-
-def test_the_benchs_drain_poll_sees_due_and_running_jobs_but_not_future_ones():
-    from bench import drain
-
-    connection.ensure_connection()
-    with psycopg.ClientCursor(connection.connection) as cursor:
-
-        def due_or_running() -> bool:
-            cursor.execute(drain.DUE_OR_RUNNING_JOB_EXISTS)
-            return cursor.fetchone()[0]
-
-        _insert(cursor, _SUCCEEDED, [])
-        assert not due_or_running()
-        _insert(cursor, _QUEUED, [], due="now() + interval '1 day'")
-        cursor.execute("UPDATE jobs_job SET priority = 100 WHERE status = 'queued'")
-        assert not due_or_running()
-        _insert(cursor, _QUEUED, [], due="now() - interval '1 hour'")  # behind, at 50
-        assert due_or_running()
-        cursor.execute("DELETE FROM jobs_job WHERE status = 'queued' AND priority = 50")
-        cursor.execute("UPDATE jobs_job SET queue = 'other' WHERE status = 'queued'")
-        _insert(cursor, _RUNNING, [])
-        assert due_or_running()
