@@ -100,7 +100,7 @@ SCHEDULES = {
 def test_three_processes_enqueue_one_job_per_tick_and_the_missed_policy_holds(start_workers):
     env = {"JOB_SCHEDULES_JSON": json.dumps(SCHEDULES), "JOB_SCHEDULE_GRACE_SECONDS": "1"}
     workers = start_workers(3, **env)
-    time.sleep(20)
+    time.sleep(12)
     assert stop_all(workers) == [0, 0, 0]
     before = {name: ticks_of(name) for name in SCHEDULES}
     time.sleep(5)
@@ -111,7 +111,7 @@ def test_three_processes_enqueue_one_job_per_tick_and_the_missed_policy_holds(st
     for name in SCHEDULES:
         ticks = after[name]
         assert max(Counter(ticks).values()) == 1, name  # none doubled
-        assert len(before[name]) >= 18 and contiguous(before[name]), (name, before[name])
+        assert len(before[name]) >= 10 and contiguous(before[name]), (name, before[name])
         resumed = [tick for tick in ticks if tick > before[name][-1]]
         assert len(resumed) >= 3 and contiguous(resumed), (name, resumed)
     gap = {
@@ -310,7 +310,8 @@ def jobs_refused_in_one_queue():
             cursor.execute("DROP FUNCTION jobs_test_refuse()")
 
 
-LONG_JOB_SECONDS = 16
+# Two and a half leases: a heartbeat held up by a schedule would lose the job twice over.
+LONG_JOB_SECONDS = 10
 SHORT_LEASE = {"JOB_WORKER_LEASE_SECONDS": "4", "JOB_WORKER_CLEANUP_INTERVAL_SECONDS": "1"}
 
 
