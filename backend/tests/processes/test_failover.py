@@ -272,8 +272,12 @@ def assert_health_said_unreachable(failover: Failover) -> float:
     return back - promoted
 
 
-def unfinished(server: PrivatePostgres) -> int:
-    return int(rows(server, f"SELECT count(*) FROM jobs_job WHERE status NOT IN {TERMINAL}")[0][0])
+def unfinished(server: PrivatePostgres, *, created_before: float | None = None) -> int:
+    """Jobs not finished (of those created before the wall-clock ``created_before``)."""
+    before = "" if created_before is None else f" AND created_at < to_timestamp({created_before})"
+    return int(
+        rows(server, f"SELECT count(*) FROM jobs_job WHERE status NOT IN {TERMINAL}{before}")[0][0]
+    )
 
 
 # The newest tick is at most this old when the load ends: a schedule ticks every second,
@@ -346,6 +350,9 @@ class Failover:
     outage_answers: Counter[int]
     thawed: float  # wall clock; 0 unless frozen
     load_ended: float  # wall clock: the creator stopped, the workers still running
+    # Wall clock: every job had finished. The schedule still ticks until the workers stop,
+    # and a graceful stop leaves the last tick's job queued when it came just before.
+    drained: float
 
 
 def fail_over(
@@ -394,9 +401,14 @@ def fail_over(
         load.creator.stop()
         load.health.stop_event.set()
         new = cluster.standby
-        wait_until(
-            lambda: unfinished(new) == 0, 60, "every job to finish on the new primary", interval=0.5
-        )
+        asked = [0.0]
+
+        def all_finished() -> bool:
+            asked[0] = time.time()
+            return unfinished(new) == 0
+
+        wait_until(all_finished, 60, "every job to finish on the new primary", interval=0.5)
+        drained = asked[0]
         assert_workers_carried_on(load)
         for worker in load.workers:
             worker.signal(signal.SIGTERM)
@@ -417,6 +429,7 @@ def fail_over(
         outage_answers=outage,
         thawed=thawed,
         load_ended=load_ended,
+        drained=drained,
     )
 
 
@@ -471,7 +484,7 @@ def test_a_killed_primary_loses_no_acknowledged_job_with_synchronous_replication
     # Every job acknowledged with a 201 is on the new primary, and finished.
     on_new = {str(job_id) for (job_id,) in rows(new, "SELECT id FROM jobs_job")}
     assert failover.acknowledged - on_new == set()
-    assert unfinished(new) == 0
+    assert unfinished(new, created_before=failover.drained) == 0
     statuses = assert_api_answered_only_201_or_503(failover.load.creator)
     health_back = assert_health_said_unreachable(failover)
     # No handler run lost: each succeeded job's final attempt ran.
@@ -516,7 +529,7 @@ def test_a_killed_primary_with_asynchronous_replication_loses_only_what_had_not_
     # primary has, it finishes, under the same rules.
     on_new = {str(job_id) for (job_id,) in rows(new, "SELECT id FROM jobs_job")}
     lost = failover.acknowledged - on_new
-    assert unfinished(new) == 0
+    assert unfinished(new, created_before=failover.drained) == 0
     statuses = assert_api_answered_only_201_or_503(failover.load.creator)
     health_back = assert_health_said_unreachable(failover)
     final = rows(new, "SELECT id::text, attempts FROM jobs_job WHERE status = 'succeeded'")
@@ -649,7 +662,7 @@ def test_a_frozen_primary_is_left_within_the_bound_and_its_stale_sessions_change
     assert opened_after_thaw == [(0,)]
     on_new = {str(job_id) for (job_id,) in rows(new, "SELECT id FROM jobs_job")}
     assert failover.acknowledged - on_new == set()
-    assert unfinished(new) == 0
+    assert unfinished(new, created_before=failover.drained) == 0
     statuses = assert_api_answered_only_201_or_503(failover.load.creator)
     health_back = assert_health_said_unreachable(failover)
     final = rows(new, "SELECT id::text, attempts FROM jobs_job WHERE status = 'succeeded'")
