@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from jobs import services
-from jobs.models import Job, JobEvent
+from jobs.models import Job, JobEvent, Workflow
 from tests.factories import (
     cancelled_job,
     failed_job,
@@ -19,6 +19,7 @@ from tests.factories import (
     running_job,
     succeeded_job,
     timeline,
+    workflow,
 )
 
 pytestmark = pytest.mark.django_db
@@ -143,3 +144,29 @@ def test_cancelled_jobs_are_finished_for_both_commands():
 def test_prune_commands_refuse_bad_arguments(command, args):
     with pytest.raises(CommandError):
         call_command(command, *args, stdout=StringIO(), stderr=StringIO())
+
+
+def finished_workflow(*finished_at) -> Workflow:
+    """A workflow of ``len(finished_at)`` jobs that succeeded at those times."""
+    created = workflow(*({"ref": f"step{index}"} for index in range(len(finished_at))))
+    for job, at in zip(created.jobs, finished_at, strict=True):
+        Job.objects.filter(pk=job.pk).update(status=Status.SUCCEEDED, finished_at=at)
+    return Workflow.objects.get(pk=created.id)
+
+
+def test_prune_jobs_deletes_a_workflow_it_leaves_without_a_job_and_keeps_one_with_jobs_left():
+    emptied = finished_workflow(DAYS_AGO_40, DAYS_AGO_40)
+    kept = finished_workflow(DAYS_AGO_40, timezone.now())
+    out = run("prune_jobs", "--older-than", "30")
+    assert list(Workflow.objects.values_list("pk", flat=True)) == [kept.pk]
+    assert Job.objects.filter(workflow=kept).count() == 1
+    assert not Workflow.objects.filter(pk=emptied.pk).exists()
+    assert "and 1 workflows left without a job" in out
+
+
+def test_prune_jobs_dry_run_counts_the_workflows_it_would_leave_without_a_job():
+    finished_workflow(DAYS_AGO_40, DAYS_AGO_40)
+    finished_workflow(DAYS_AGO_40, timezone.now())
+    out = run("prune_jobs", "--older-than", "30", "--dry-run")
+    assert "Would delete 3 finished jobs" in out and "1 workflows left without a job" in out
+    assert Workflow.objects.count() == 2
