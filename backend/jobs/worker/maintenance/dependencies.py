@@ -4,9 +4,8 @@ Every second, from the start, and at once again while there is more to settle; a
 after a workflow member of this process finished (``DependencySettler.soon``), so a chain's
 next step, a fan-out's children and a fan-in's callback follow their parents at once rather
 than up to a second later. A fan-out released by one parent is queued as fast as windows
-can be settled. With nothing
-waiting it is one probe of an empty partial index; ``SKIP LOCKED`` splits the work between
-workers."""
+can be settled. With nothing waiting it is one probe of an empty partial index; ``SKIP
+LOCKED`` splits the work between workers."""
 
 from __future__ import annotations
 
