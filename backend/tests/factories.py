@@ -124,6 +124,24 @@ def workflow(*jobs: dict[str, Any], name: str = "") -> services.CreatedWorkflow:
     return services.create_workflow(jobs=specs, name=name)
 
 
+def inserted_jobs(count: int, *, status: str = "queued") -> None:
+    """``count`` ``demo.success`` jobs in the default queue, due now, in ``status``, written
+    in one ``INSERT … SELECT`` (no events: for tests that read plans and statistics, not
+    transitions), then analyzed, as autovacuum would after a bulk load."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {Job._meta.db_table} (id, type, payload, status, priority, attempts,
+                max_attempts, available_at, last_error, created_at, updated_at, queue)
+            SELECT gen_random_uuid(), 'demo.success', '{{}}', %s, 50, 0, 3, now(), '',
+                now(), now(), 'default'
+            FROM generate_series(1, %s)
+            """,
+            [status, count],
+        )
+        cursor.execute(f"ANALYZE {Job._meta.db_table}")
+
+
 def jobs_waiting_on_a_held_parent(count: int, *, analyze: bool = True) -> None:
     """``count`` jobs created at one time, waiting (with their edges) on one parent due
     tomorrow in another queue: a parent that does not finish while a test runs. Written in

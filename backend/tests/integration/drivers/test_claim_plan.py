@@ -18,7 +18,7 @@ from django.utils import timezone
 from jobs import services
 from jobs.drivers.postgres import QUERIES
 from jobs.models import Job
-from tests.factories import jobs_waiting_on_a_held_parent
+from tests.factories import inserted_jobs, jobs_waiting_on_a_held_parent
 from tests.helpers import plan_nodes
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -182,17 +182,7 @@ def job_reads(plan: dict[str, Any]) -> list[tuple[str, str | None]]:
 
 
 def test_waiting_jobs_leave_the_claim_on_the_same_index_scan():
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            INSERT INTO {Job._meta.db_table} (id, type, payload, status, priority, attempts,
-                max_attempts, available_at, last_error, created_at, updated_at, queue)
-            SELECT gen_random_uuid(), 'demo.success', '{{}}', 'queued', 50, 0, 3, now(), '',
-                now(), now(), 'default'
-            FROM generate_series(1, 1000)
-            """
-        )
-        cursor.execute(f"ANALYZE {Job._meta.db_table}")
+    inserted_jobs(1_000)
     without = claim_plan("default")
     jobs_waiting_on_a_held_parent(WAITING)
     beside = claim_plan("default")

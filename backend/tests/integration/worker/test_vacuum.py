@@ -18,7 +18,7 @@ from jobs import services
 from jobs.models import Job
 from jobs.worker.attempts import InFlight
 from jobs.worker.maintenance import HotTableVacuum, Maintenance
-from tests.factories import queued_jobs
+from tests.factories import inserted_jobs, queued_jobs
 from tests.helpers import worker_config
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -286,17 +286,7 @@ def test_a_backlog_arriving_at_an_idle_worker_is_looked_at_within_a_second(monke
 def test_a_backlog_beside_many_analyzed_waiting_jobs_is_analyzed():
     # The row count stays within bounds (1,500 queued beside 20,000 waiting the planner
     # knows of), while every plan still believes in no queued row.
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            INSERT INTO {Job._meta.db_table} (id, type, payload, status, priority, attempts,
-                max_attempts, available_at, last_error, created_at, updated_at, queue)
-            SELECT gen_random_uuid(), 'demo.success', '{{}}', 'waiting', 50, 0, 3, now(), '',
-                now(), now(), 'default'
-            FROM generate_series(1, 20000)
-            """
-        )
-        cursor.execute("ANALYZE jobs_job")
+    inserted_jobs(20_000, status="waiting")
     queued_jobs(1_500)
     analyzes = _stat("analyze_count")
     analyzed = services.analyze_jobs_table(min_rows=1_000)
