@@ -339,16 +339,16 @@ class DependencyStatements:
         # subquery instead, PostgreSQL (no statistics yet on a fresh fan-out) checked the
         # parents of every waiting job and then kept the window's (0.8 s, not 0.05 s, at
         # 10,000 waiting).
-        looked_at = list(self._waiting_window(after).values_list("created_at", "id")[:limit])
-        if not looked_at:
+        ids, resume = self._window(after, limit)
+        if not ids:
             return [], None
         settleable = list(
-            Job.objects.filter(pk__in=[pk for _, pk in looked_at], status=JobStatus.WAITING)
+            Job.objects.filter(pk__in=ids, status=JobStatus.WAITING)
             .filter(self._decided())
             .order_by("created_at", "id")
             .values_list("pk", flat=True)
         )
-        return settleable, (looked_at[-1] if len(looked_at) == limit else None)
+        return settleable, resume
 
     @staticmethod
     def _waiting_window(after: tuple[datetime, UUID] | None) -> QuerySet[Job]:
@@ -360,6 +360,16 @@ class DependencyStatements:
         if after is None:
             return window
         return window.filter(TupleGreaterThan(Tuple(F("created_at"), F("id")), after))
+
+    @classmethod
+    def _window(
+        cls, after: tuple[datetime, UUID] | None, limit: int
+    ) -> tuple[list[UUID], tuple[datetime, UUID] | None]:
+        """The ids of the next ``limit`` waiting jobs after ``after``, and the last one's
+        cursor when the window was full (where the next one starts), else ``None``."""
+        looked_at = list(cls._waiting_window(after).values_list("created_at", "id")[:limit])
+        resume = looked_at[-1] if len(looked_at) == limit else None
+        return [pk for _, pk in looked_at], resume
 
     @staticmethod
     def _decided() -> Q:
@@ -395,10 +405,8 @@ class DependencyStatements:
         if ids is not None:
             jobs = jobs.filter(pk__in=list(ids))
         else:
-            looked_at = list(self._waiting_window(after).values_list("created_at", "id")[:limit])
-            if len(looked_at) == limit:
-                resume = looked_at[-1]
-            jobs = jobs.filter(pk__in=[pk for _, pk in looked_at])
+            window, resume = self._window(after, limit)
+            jobs = jobs.filter(pk__in=window)
         locked = list(
             jobs.filter(self._decided())
             .order_by("created_at", "id")
