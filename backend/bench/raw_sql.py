@@ -195,6 +195,8 @@ def pgbench_variables() -> dict[str, str]:
         "keys_limited": "false",
         # The default timeline (claimed and succeeded events written).
         "lean": "false",
+        # Durable commits (throughput mode's asynchronous commit off).
+        "asynchronous_commit": "false",
         "rate_buckets": str(RATE_BUCKETS),
         "claimers_set": "0",
         # The batched script's first transaction completes nothing.

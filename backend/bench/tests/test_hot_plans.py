@@ -103,6 +103,7 @@ def _batch_completion() -> dict[str, Any]:
         "done_worker_ids": [WORKER] * 10,
         "done_attempts": [1] * 10,
         "done_results": ["null"] * 10,
+        "asynchronous_commit": False,
         **_event("completed_"),
     }
 

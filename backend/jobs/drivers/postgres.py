@@ -293,7 +293,7 @@ UNIQUE_RACE_RETRIES = 3
 # key, so these always run unprepared, planned for their values.
 CUSTOM_PLAN_ONLY = frozenset({"cancel_jobs", "retry_jobs"})
 # Utility statements, which PostgreSQL cannot prepare.
-NEVER_PREPARED = frozenset({"vacuum_jobs", "analyze_jobs", "asynchronous_commit"})
+NEVER_PREPARED = frozenset({"vacuum_jobs", "analyze_jobs"})
 
 
 def behind_pooler(conn: psycopg.Connection[Any]) -> bool:
@@ -505,16 +505,14 @@ class PostgresDriver(PortableStatements, DependencyStatements):
     def _run_committing(
         self, query: str, params: dict[str, Any], *, synchronous_commit: bool
     ) -> list[tuple[Any, ...]]:
-        """The rows of ``query``, run in a transaction of its own; with
-        ``synchronous_commit=False`` one whose commit does not wait for its WAL to reach
-        disk, sent with the statement in one pipeline (one round trip, as the statement
-        alone). Inside the caller's transaction the commit is the caller's: durable."""
-        if synchronous_commit or connections[DEFAULT_DB_ALIAS].in_atomic_block:
-            with _cursor() as cursor:
-                self._execute(cursor, query, params)
-                return cursor.fetchall()
-        _, rows = self._in_one_transaction([("asynchronous_commit", {}), (query, params)])
-        return rows
+        """The rows of ``query`` (one that writes completions), run in a transaction of its
+        own; with ``synchronous_commit=False`` one whose commit does not wait for its WAL to
+        reach disk (the statement sets it for its own transaction). Inside the caller's
+        transaction the commit is the caller's: durable."""
+        asynchronous = not synchronous_commit and not connections[DEFAULT_DB_ALIAS].in_atomic_block
+        with _cursor() as cursor:
+            self._execute(cursor, query, {**params, "asynchronous_commit": asynchronous})
+            return cursor.fetchall()
 
     def _claim_locked(self, params: dict[str, Any]) -> list[JobRow]:
         """claim_jobs in a transaction that locks the queue's settings row first, so its

@@ -58,6 +58,8 @@ def test_queries_sql_names_only_model_tables_statuses_and_event_types():
         "autovacuum_vacuum_threshold",
         "autovacuum_vacuum_scale_factor",
     }
+    # The completions' opt-in asynchronous commit.
+    values |= {"synchronous_commit", "off"}
     for query in QUERIES.values():
         text = query.text
         for table in re.findall(r"\b(?:FROM|INTO|UPDATE|JOIN)\s+([a-z_]+)\b(?!\s*\()", text):
@@ -459,10 +461,39 @@ def test_an_asynchronous_commit_is_set_in_the_completions_transaction_alone(work
             worker_ids=worker_ids, completions=completions, synchronous_commit=False
         )
     )
-    # One pipeline: the setting, then the statement, in a transaction of their own.
-    assert ran == ["asynchronous_commit", statement]
+    # One statement, which sets the asynchronous commit for its own transaction.
+    assert ran == [statement]
     assert Job.objects.get(pk=running.id).status == Status.SUCCEEDED
     assert _synchronous_commit() == "on"  # the session's next transactions are durable
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("worker_ids", "synchronous_commit", "setting"),
+    [([], False, "off"), (["worker-a"], False, "off"), (["worker-a"], True, "on")],
+    ids=["a batch", "a fetch", "a durable fetch"],
+)
+def test_a_completions_statement_sets_its_transaction_s_commit_as_asked(
+    worker_ids, synchronous_commit, setting
+):
+    """Seen from inside the transaction the statement ran in (one begun on the connection
+    itself, which the driver does not know of): the setting its commit will read."""
+    queued_jobs(2)
+    running = services.claim_next_job(worker_id="worker-a")
+    completions = [Completion(Owner(running.id, "worker-a", 1), None)]
+    with connection.cursor() as cursor:
+        cursor.execute("BEGIN")
+        try:
+            services.claim_jobs(
+                worker_ids=worker_ids,
+                completions=completions,
+                synchronous_commit=synchronous_commit,
+            )
+            assert _synchronous_commit() == setting
+        finally:
+            cursor.execute("ROLLBACK")
+    assert _synchronous_commit() == "on"
 
 
 @pytest.mark.postgres
