@@ -464,7 +464,7 @@ WITH owned AS (
 SELECT id, type, payload, status, priority, available_at, attempts, max_attempts,
     idempotency_key, locked_by, locked_until, last_error, result, created_at, updated_at,
     finished_at, queue, timeout_seconds, cancel_requested_at, metadata, unique_key,
-    concurrency_key, claimed_at, claimed_by
+    concurrency_key, claimed_at, claimed_by, workflow_id, ref
 FROM released;
 
 -- name: complete_and_claim_call
@@ -716,7 +716,7 @@ WITH failure AS (
 SELECT id, type, payload, status, priority, available_at, attempts, max_attempts,
     idempotency_key, locked_by, locked_until, last_error, result, created_at, updated_at,
     finished_at, queue, timeout_seconds, cancel_requested_at, metadata, unique_key,
-    concurrency_key, claimed_at, claimed_by
+    concurrency_key, claimed_at, claimed_by, workflow_id, ref
 FROM failed;
 
 -- name: renew_lease

@@ -18,7 +18,7 @@ from jobs.drivers import Completion, Owner
 from jobs.drivers.orm import job_row
 from jobs.models import Job, JobEvent
 from jobs.storable import UnstorableValue
-from tests.factories import complete_and_claim, fresh, queued_job, timeline
+from tests.factories import complete_and_claim, fresh, queued_job, timeline, workflow
 
 pytestmark = pytest.mark.django_db
 
@@ -266,6 +266,24 @@ def test_released_unstarted_attempts_are_queued_again_without_spending_the_attem
     assert again.attempts == 1
     assert selectors.job_attempts(again.pk)[0]["worker_id"] == "worker-c"
     assert len(selectors.job_attempts(again.pk)) == 1
+
+
+@pytest.mark.parametrize(
+    "transition",
+    [
+        lambda owner: services.release_unstarted_jobs(owners=[owner]),
+        lambda owner: services.fail_jobs(failures=[services.AttemptFailure(owner, "boom")]),
+        lambda owner: services.complete_jobs(completions=[Completion(owner, None)]),
+    ],
+    ids=["release", "failure", "success"],
+)
+def test_a_transition_returns_the_whole_row_it_left(transition):
+    (member,) = workflow({"ref": "only"}).jobs
+    (row,) = services.claim_jobs(worker_ids=["worker-a"]).claimed
+    assert row.id == member.id
+    (left,) = transition(Owner(row.id, "worker-a", 1))
+    assert (left.workflow_id, left.ref) == (member.workflow_id, "only")
+    assert left == job_row(fresh(member))
 
 
 def test_a_release_by_a_stale_owner_changes_nothing(stolen_job):
