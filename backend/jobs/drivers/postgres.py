@@ -21,6 +21,7 @@ from ..errors import JobNotFound
 from ..flowcontrol import RATE_BUCKETS, key_limit
 from . import deadline, sql
 from .base import (
+    JOB_ROW_FIELDS,
     Analyzed,
     CancelOutcome,
     ClaimCutShort,
@@ -65,14 +66,26 @@ COMPLETE_AND_CLAIM_ARGS = {
 }
 
 
+# JobRow's slot setters in column order. The worker builds two rows a job (its claim, its
+# success): a frozen dataclass's __init__ sets each of its fields through
+# object.__setattr__, which cost half of building one (3.3 of 6.7 us here).
+_ROW_SLOTS = tuple(getattr(JobRow, name).__set__ for name in JOB_ROW_FIELDS)
+_PAYLOAD, _RESULT, _METADATA = (
+    JOB_ROW_FIELDS.index(name) for name in ("payload", "result", "metadata")
+)
+
+
 def _job_row(values: Sequence[Any]) -> JobRow:
-    # Django's psycopg setup hands jsonb over as text; payload, result and metadata are
-    # decoded here.
-    row = JobRow(*values)
-    object.__setattr__(row, "payload", json.loads(row.payload))
-    object.__setattr__(row, "metadata", json.loads(cast(str, row.metadata)))
-    if row.result is not None:
-        object.__setattr__(row, "result", json.loads(row.result))
+    """The row of a ``RETURNING *`` tuple. Django's psycopg setup hands jsonb over as text:
+    payload, result and metadata are decoded here (metadata is nearly always empty)."""
+    row = object.__new__(JobRow)
+    for set_slot, value in zip(_ROW_SLOTS, values, strict=True):
+        set_slot(row, value)
+    _ROW_SLOTS[_PAYLOAD](row, json.loads(values[_PAYLOAD]))
+    metadata = values[_METADATA]
+    _ROW_SLOTS[_METADATA](row, {} if metadata == "{}" else json.loads(metadata))
+    if (result := values[_RESULT]) is not None:
+        _ROW_SLOTS[_RESULT](row, json.loads(result))
     return row
 
 
@@ -168,7 +181,7 @@ def _in_worker_order(rows: Sequence[Sequence[Any]], worker_ids: Sequence[str]) -
             -row.priority,
             row.available_at,
             row.created_at,
-            str(row.id),
+            row.id,  # a UUID orders as PostgreSQL's uuid does (its bytes, big-endian)
         )
     )
     return claimed

@@ -7,11 +7,15 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 from ..drivers import JobRow, Owner
 from ..services import ErrorDetails
 from .context import AttemptState
+
+# A success has no error details: one shared (frozen) value, not one built per job.
+NO_DETAILS = ErrorDetails()
 
 
 @dataclass
@@ -30,8 +34,10 @@ class Attempt:
     started: float | None = None
     claimed: float = field(default_factory=time.monotonic)
 
-    @property
+    @cached_property
     def owner(self) -> Owner:
+        # Built once: an attempt's job, worker id and number never change, and the hot
+        # path reads it several times a job.
         return Owner(self.job.id, self.job.locked_by or self.worker_id, self.job.attempts)
 
     @property
@@ -63,7 +69,7 @@ class Outcome:
     kind: str
     result_json: str | None = None
     error: str = ""
-    details: ErrorDetails = field(default_factory=ErrorDetails)
+    details: ErrorDetails = NO_DETAILS
     delay_seconds: float | None = None
     give_up: bool = False
 
