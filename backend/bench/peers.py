@@ -431,21 +431,28 @@ def _fmt(value: float | None, spec: str) -> str:
     return format(value, spec)
 
 
+def _rounds(run: SystemRun) -> str:
+    return "/".join(f"{value:,.0f}" for value in run.samples_jobs_per_second)
+
+
 def render(result: PeersResult) -> list[str]:
+    # Wide enough for every round's figure: three rounds of four-digit rates overflowed a
+    # fixed column into the one before.
+    width = max([16, *(2 + len(_rounds(run)) for run in result.runs)])
     out = [
         "",
         f"13. Peers in the same run: {result.jobs:,} no-op jobs enqueued before the worker "
         f"starts{', then ANALYZE' if result.analyzed else ''}, 4 executors, best of "
         f"{result.rounds} interleaved rounds",
-        f"   {'system':<26}{'configuration':<50}{'jobs/s':>8}{'rounds':>16}"
+        f"   {'system':<26}{'configuration':<50}{'jobs/s':>8}{'rounds':>{width}}"
         f"{'worker CPU':>11}{'store CPU':>10}{'commits':>8}{'redis cmd':>10}",
-        f"   {'':<26}{'':<50}{'':>8}{'':>16}{'ms/job':>11}{'ms/job':>10}{'/job':>8}{'/job':>10}",
+        f"   {'':<26}{'':<50}{'':>8}{'':>{width}}"
+        f"{'ms/job':>11}{'ms/job':>10}{'/job':>8}{'/job':>10}",
     ]
     for run in result.runs:
-        rounds = "/".join(f"{value:,.0f}" for value in run.samples_jobs_per_second)
         out.append(
             f"   {(run.name + ' ' + run.version).strip():<26}{run.description[:49]:<50}"
-            f"{run.jobs_per_second:>8,.0f}{rounds:>16}"
+            f"{run.jobs_per_second:>8,.0f}{_rounds(run):>{width}}"
             f"{_fmt(run.worker_cpu_ms_per_job, '.3f'):>11}"
             f"{_fmt(run.store_cpu_ms_per_job, '.3f'):>10}"
             f"{_fmt(run.commits_per_job, '.2f'):>8}{_fmt(run.redis_commands_per_job, '.1f'):>10}"

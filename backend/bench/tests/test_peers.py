@@ -368,3 +368,13 @@ def test_the_readme_renders_the_peers_table_against_this_queue_1_x_4():
 def test_a_run_without_peers_renders_no_peers_table():
     data = {"meta": {"started_at": "x", "command": "c", "commit": "abc"}}
     assert "Peers in the same run" not in readme.render(readme.parse(data))
+
+
+def test_every_round_s_figure_stands_apart_from_the_best_one():
+    three_rounds = [
+        _run(peers.OURS, "1 x 4", 1909, samples_jobs_per_second=[1870.0, 1909.0, 1663.0]),
+        _run("pgqueuer", "4x10", 7216, samples_jobs_per_second=[5441.0, 7216.0, 6652.0]),
+    ]
+    lines = _result(three_rounds).render()
+    assert any(" 1,909  1,870/1,909/1,663 " in line for line in lines), lines
+    assert any(" 7,216  5,441/7,216/6,652 " in line for line in lines), lines
