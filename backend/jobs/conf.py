@@ -26,7 +26,7 @@ DEFAULTS: dict[str, Any] = {
     # Batched completion: successes written together, up to this many per
     # statement, the oldest waiting at most JOB_WORKER_COMPLETE_FLUSH_MS (or none when a
     # thread is idle); 1: each thread completes its job together with its next claim;
-    # 0: 10 where batching pays, else 1.
+    # 0: 10 where batching pays, the jobs in hand with a prefetch, else 1.
     "JOB_WORKER_COMPLETE_BATCH_SIZE": 0,
     "JOB_WORKER_COMPLETE_FLUSH_MS": 5,
     # False (opt-in, throughput mode, PostgreSQL): a transaction that writes successes (a

@@ -64,13 +64,17 @@ class WorkerConfig:
         statements and the process has threads to batch; else 1, one job per statement.
         Unprepared (behind a transaction pooler) PostgreSQL would plan the batched
         statements on every call, which costs more than they save. With a prefetch,
-        completions are batched always: a thread that runs the jobs it holds fetches
-        only once they are done, and its successes must not wait for that."""
+        completions are batched always (a thread that runs the jobs it holds fetches only
+        once they are done, and its successes must not wait for that), by as many as the
+        process holds: a batch is then rarely full before a fetch carries it, so the
+        successes ride the claims' statements instead of paying for their own."""
         batching = threads > 1 and get_driver().prepares_statements()
         if claim == AUTO:
             claim = threads if batching else 1
-        if complete == AUTO:
-            complete = AUTO_COMPLETE_BATCH_SIZE if batching or prefetch else 1
+        if complete == AUTO and prefetch:
+            complete = max(AUTO_COMPLETE_BATCH_SIZE, threads + prefetch)
+        elif complete == AUTO:
+            complete = AUTO_COMPLETE_BATCH_SIZE if batching else 1
         return claim, complete
 
     @classmethod
