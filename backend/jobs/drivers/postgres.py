@@ -523,6 +523,10 @@ class PostgresDriver(PortableStatements, DependencyStatements):
         reach disk (the statement sets it for its own transaction). Inside the caller's
         transaction the commit is the caller's: durable."""
         asynchronous = not synchronous_commit and not connections[DEFAULT_DB_ALIAS].in_atomic_block
+        params = {
+            name: _array_literal(value) if isinstance(value, list) else value
+            for name, value in params.items()
+        }
         with _cursor() as cursor:
             self._execute(cursor, query, {**params, "asynchronous_commit": asynchronous})
             return cursor.fetchall()
@@ -932,6 +936,23 @@ class PostgresDriver(PortableStatements, DependencyStatements):
 
 def _listed(row: JobRow | None) -> list[JobRow]:
     return [] if row is None else [row]
+
+
+def _array_literal(values: Sequence[object]) -> str:
+    """``values`` as an array's text input, every element quoted (None as NULL), for a
+    parameter its statement casts (``:done_ids::uuid[]``): psycopg's list dumper looks
+    for characters to quote in each element with regular expressions, which cost a
+    batched fetch more than the rest of its parameters together."""
+    return (
+        "{"
+        + ",".join(
+            "NULL"
+            if value is None
+            else '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+            for value in values
+        )
+        + "}"
+    )
 
 
 def _still_wanting(params: dict[str, Any], claimed: list[JobRow]) -> dict[str, Any]:

@@ -510,3 +510,26 @@ def test_an_asynchronous_commit_is_never_set_in_the_callers_transaction():
         )
         assert _synchronous_commit() == "on"
     assert ran == ["complete_and_claim_jobs"]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_an_array_parameter_reaches_postgresql_as_the_list_it_was():
+    values = [
+        "host:42:thread-1:00ff",
+        'a result {"n": "say \\"hi\\""}',
+        "with,comma",
+        "back\\slash",
+        "{braces}",
+        " spaced ",
+        "",
+        "NULL",
+        None,
+        "ünïcode",
+    ]
+    with connection.cursor() as cursor:
+        literals = [postgres._array_literal(values), postgres._array_literal([])]
+        cursor.execute("SELECT %s::text[], %s::integer[]", literals)
+        assert cursor.fetchone() == (values, [])
+        cursor.execute("SELECT %s::integer[]", [postgres._array_literal([1, 2, 30])])
+        assert cursor.fetchone() == ([1, 2, 30],)
