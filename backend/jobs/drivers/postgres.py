@@ -521,7 +521,8 @@ class PostgresDriver(PortableStatements, DependencyStatements):
         """The rows of ``query`` (one that writes completions), run in a transaction of its
         own; with ``synchronous_commit=False`` one whose commit does not wait for its WAL to
         reach disk (the statement sets it for its own transaction). Inside the caller's
-        transaction the commit is the caller's: durable."""
+        transaction the commit is the caller's: durable. Its arrays go out as array
+        literals (``_array_literal``)."""
         asynchronous = not synchronous_commit and not connections[DEFAULT_DB_ALIAS].in_atomic_block
         params = {
             name: _array_literal(value) if isinstance(value, list) else value
