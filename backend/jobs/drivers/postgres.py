@@ -530,12 +530,13 @@ class PostgresDriver(PortableStatements, DependencyStatements):
         transaction the commit is the caller's: durable. Its arrays go out as array
         literals (``_array_literal``)."""
         asynchronous = not synchronous_commit and not connections[DEFAULT_DB_ALIAS].in_atomic_block
-        params = {
+        sent = {
             name: _array_literal(value) if isinstance(value, list) else value
             for name, value in params.items()
         }
+        sent["asynchronous_commit"] = asynchronous
         with _cursor() as cursor:
-            self._execute(cursor, query, {**params, "asynchronous_commit": asynchronous})
+            self._execute(cursor, query, sent)
             return cursor.fetchall()
 
     def _claim_locked(self, params: dict[str, Any]) -> list[JobRow]:
